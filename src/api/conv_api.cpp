@@ -1,0 +1,113 @@
+// Shape and cost inference, workspace sizes and the convolution passes.
+#include "api/guard.h"
+#include "api/handles.h"
+#include "core/dtype.h"
+#include "core/geometry.h"
+#include "dispatch/operation.h"
+
+using namespace conv;
+
+namespace {
+
+ConvGeometry geometry_from_dims(const ConvParams &p, int ndim, const int64_t *x_dims,
+                                const int64_t *w_dims) {
+    api::require(x_dims, "x_dims");
+    api::require(w_dims, "w_dims");
+    if (ndim != p.spatial + 2)
+        fail(CONV_STATUS_SHAPE_MISMATCH,
+             "ndim %d does not match the descriptor's %d spatial dims (expected %d)", ndim,
+             p.spatial, p.spatial + 2);
+    return make_geometry(p, CONV_LAYOUT_CHANNELS_FIRST, ndim, x_dims, w_dims);
+}
+
+const Tensor *tensor(conv_tensor_t t, const char *name) { return &api::checked(t, name).impl; }
+const Tensor *optional_tensor(conv_tensor_t t, const char *name) {
+    return t ? tensor(t, name) : nullptr;
+}
+Workspace *optional_workspace(conv_workspace_t ws) {
+    conv_workspace_s *h = api::checked_optional(ws, "ws");
+    return h ? &h->impl : nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+conv_status_t conv_output_dims(conv_desc_t desc, int ndim, const int64_t *x_dims,
+                               const int64_t *w_dims, int64_t *y_dims) {
+    return api::guarded([&] {
+        const ConvParams &p = api::checked(desc, "desc").impl;
+        api::require(y_dims, "y_dims");
+        output_dims(geometry_from_dims(p, ndim, x_dims, w_dims), y_dims);
+    });
+}
+
+conv_status_t conv_cost(conv_desc_t desc, conv_op_t op, conv_dtype_t dtype, int ndim,
+                        const int64_t *x_dims, const int64_t *w_dims, double *flops,
+                        double *bytes) {
+    return api::guarded([&] {
+        const ConvParams &p = api::checked(desc, "desc").impl;
+        api::require(flops, "flops");
+        api::require(bytes, "bytes");
+        if (!dtype_valid(dtype)) fail(CONV_STATUS_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
+        if (op < CONV_OP_FORWARD || op > CONV_OP_BACKWARD_FILTER)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "unknown op %d", (int)op);
+        ConvGeometry g = geometry_from_dims(p, ndim, x_dims, w_dims);
+        double x = (double)g.n * g.c * g.in_size(), w = (double)g.k * g.cg() * g.kernel_size();
+        double y = (double)g.n * g.k * g.out_size();
+        // Each pass reads two of the three tensors and writes the third.
+        double elements = x + w + y + (op == CONV_OP_BACKWARD_DATA ? 0 : g.k);
+        *flops = g.flops();
+        *bytes = elements * (double)dtype_size(dtype);
+    });
+}
+
+conv_status_t conv_workspace_size(conv_context_t ctx, conv_desc_t desc, conv_op_t op,
+                                  conv_tensor_t x, conv_tensor_t w, conv_tensor_t y,
+                                  size_t *bytes) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        const ConvParams &p = api::checked(desc, "desc").impl;
+        api::require(bytes, "bytes");
+        if (op < CONV_OP_FORWARD || op > CONV_OP_BACKWARD_FILTER)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "unknown op %d", (int)op);
+        dispatch::Pass pass{op, tensor(x, "x"), tensor(w, "w"), tensor(y, "y"), nullptr};
+        *bytes = dispatch::workspace_size(c, p, pass);
+    });
+}
+
+conv_status_t conv_forward(conv_context_t ctx, conv_desc_t desc, conv_tensor_t x, conv_tensor_t w,
+                           conv_tensor_t b, conv_tensor_t y, conv_workspace_t ws) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        const ConvParams &p = api::checked(desc, "desc").impl;
+        dispatch::Pass pass{CONV_OP_FORWARD, tensor(x, "x"), tensor(w, "w"), tensor(y, "y"),
+                            optional_tensor(b, "b")};
+        dispatch::run(c, p, pass, optional_workspace(ws));
+    });
+}
+
+conv_status_t conv_backward_data(conv_context_t ctx, conv_desc_t desc, conv_tensor_t w,
+                                 conv_tensor_t dy, conv_tensor_t dx, conv_workspace_t ws) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        const ConvParams &p = api::checked(desc, "desc").impl;
+        dispatch::Pass pass{CONV_OP_BACKWARD_DATA, tensor(dx, "dx"), tensor(w, "w"),
+                            tensor(dy, "dy"), nullptr};
+        dispatch::run(c, p, pass, optional_workspace(ws));
+    });
+}
+
+conv_status_t conv_backward_filter(conv_context_t ctx, conv_desc_t desc, conv_tensor_t x,
+                                   conv_tensor_t dy, conv_tensor_t dw, conv_tensor_t db,
+                                   conv_workspace_t ws) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        const ConvParams &p = api::checked(desc, "desc").impl;
+        dispatch::Pass pass{CONV_OP_BACKWARD_FILTER, tensor(x, "x"), tensor(dw, "dw"),
+                            tensor(dy, "dy"), optional_tensor(db, "db")};
+        dispatch::run(c, p, pass, optional_workspace(ws));
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,77 @@
+// Version, statuses, the last-error message, names and device counts.
+#include <string>
+
+#include "api/guard.h"
+#include "api/handles.h"
+
+namespace conv::api {
+
+static thread_local std::string t_last_error;
+
+void set_last_error(const char *message) noexcept {
+    try {
+        t_last_error.assign(message);
+    } catch (...) {
+        t_last_error.clear();  // no memory for the text: keep the status alone
+    }
+}
+
+}  // namespace conv::api
+
+using namespace conv;
+
+extern "C" {
+
+unsigned conv_version(void) { return CONV_VERSION_NUMBER; }
+
+const char *conv_version_string(void) {
+#define CONV_STR2(x) #x
+#define CONV_STR(x) CONV_STR2(x)
+    return CONV_STR(CONV_VERSION_MAJOR) "." CONV_STR(CONV_VERSION_MINOR) "." CONV_STR(
+        CONV_VERSION_PATCH);
+}
+
+const char *conv_status_string(conv_status_t s) {
+    switch (s) {
+    case CONV_STATUS_SUCCESS: return "success";
+    case CONV_STATUS_INVALID_ARGUMENT: return "invalid argument";
+    case CONV_STATUS_INVALID_HANDLE: return "invalid handle";
+    case CONV_STATUS_SHAPE_MISMATCH: return "shape mismatch";
+    case CONV_STATUS_TYPE_MISMATCH: return "dtype, layout or device mismatch";
+    case CONV_STATUS_UNSUPPORTED: return "unsupported";
+    case CONV_STATUS_OUT_OF_MEMORY: return "out of memory";
+    case CONV_STATUS_WORKSPACE_TOO_SMALL: return "workspace too small";
+    case CONV_STATUS_OVERFLOW: return "size overflow";
+    case CONV_STATUS_NOT_AVAILABLE: return "not available";
+    case CONV_STATUS_BACKEND_ERROR: return "backend error";
+    case CONV_STATUS_IO_ERROR: return "i/o error";
+    case CONV_STATUS_BAD_FILE: return "bad file";
+    case CONV_STATUS_INTERNAL_ERROR: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char *conv_last_error(void) { return api::t_last_error.c_str(); }
+
+const char *conv_algo_name(conv_algo_t algo) {
+    switch (algo) {
+    case CONV_ALGO_AUTO: return "auto";
+    case CONV_ALGO_IM2COL_GEMM: return "im2col_gemm";
+    case CONV_ALGO_GEMM_1X1: return "gemm_1x1";
+    }
+    return "unknown";
+}
+
+conv_status_t conv_device_count(conv_device_t device, int *count) {
+    return api::guarded([&] {
+        api::require(count, "count");
+        if (device == CONV_DEVICE_CPU)
+            *count = 1;
+        else if (device == CONV_DEVICE_CUDA)
+            *count = 0;  // the CUDA engine is not part of this build
+        else
+            fail(CONV_STATUS_INVALID_ARGUMENT, "unknown device kind %d", (int)device);
+    });
+}
+
+}  // extern "C"

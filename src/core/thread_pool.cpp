@@ -1,0 +1,94 @@
+#include "core/thread_pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+
+namespace conv {
+
+int available_cpus() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    unsigned n = std::thread::hardware_concurrency();
+    return n > 0 ? static_cast<int>(n) : 1;
+}
+
+ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
+    workers_.reserve(static_cast<size_t>(threads_ - 1));
+    for (int slot = 1; slot < threads_; ++slot)
+        workers_.emplace_back([this, slot] { worker_loop(slot); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto &t : workers_) t.join();
+}
+
+void ThreadPool::run_items(int slot) {
+    for (;;) {
+        int64_t item = next_.fetch_add(1, std::memory_order_relaxed);
+        if (item >= count_) return;
+        try {
+            (*task_)(item, slot);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(error_mutex_);
+            if (!error_) error_ = std::current_exception();
+            next_.store(count_, std::memory_order_relaxed);  // stop handing out
+        }
+    }
+}
+
+void ThreadPool::worker_loop(int slot) {
+    uint64_t seen = 0;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+            if (stopping_) return;
+            seen = generation_;
+            if (slot >= active_slots_) continue;
+        }
+        run_items(slot);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (--running_ == 0) done_.notify_one();
+        }
+    }
+}
+
+void ThreadPool::parallel_for(int64_t count, const Task &task, int max_slots) {
+    if (count <= 0) return;
+    int slots = static_cast<int>(std::min<int64_t>({(int64_t)threads_, (int64_t)max_slots, count}));
+    std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);
+    if (slots <= 1 || !region.owns_lock()) {
+        for (int64_t i = 0; i < count; ++i) task(i, 0);
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        task_ = &task;
+        count_ = count;
+        next_.store(0, std::memory_order_relaxed);
+        error_ = nullptr;
+        active_slots_ = slots;
+        running_ = slots - 1;
+        ++generation_;
+    }
+    wake_.notify_all();
+    run_items(0);
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        done_.wait(lock, [&] { return running_ == 0; });
+        task_ = nullptr;
+    }
+    if (error_) std::rethrow_exception(error_);
+}
+
+}  // namespace conv

@@ -1,0 +1,63 @@
+// A small persistent thread pool: parallel_for(count, fn) runs fn(item, slot)
+// for item in [0, count) on the caller plus (threads - 1) workers, handing
+// items out dynamically. `slot` (0..threads-1) names the executing thread so
+// callers can give each one its own scratch buffer.
+//
+// One parallel region runs at a time. A call that finds the pool busy (another
+// thread of the application is using the same context) runs its items inline
+// on slot 0 instead of waiting: it always progresses, never deadlocks.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace conv {
+
+class ThreadPool {
+public:
+    using Task = std::function<void(int64_t item, int slot)>;
+
+    explicit ThreadPool(int threads);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool &) = delete;
+    ThreadPool &operator=(const ThreadPool &) = delete;
+
+    int threads() const { return threads_; }
+
+    // Runs the items; rethrows the first exception a task threw. `max_slots`
+    // bounds how many threads take part (the scratch slots the caller has).
+    void parallel_for(int64_t count, const Task &task, int max_slots);
+
+private:
+    void worker_loop(int slot);
+    void run_items(int slot);
+
+    int threads_;
+    std::vector<std::thread> workers_;
+    std::mutex region_mutex_;  // held by the caller of the running region
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::condition_variable done_;
+    uint64_t generation_ = 0;
+    bool stopping_ = false;
+    int active_slots_ = 0;     // workers with slot < active_slots_ join the region
+    int running_ = 0;          // workers still inside the region
+
+    const Task *task_ = nullptr;
+    int64_t count_ = 0;
+    std::atomic<int64_t> next_{0};
+    std::exception_ptr error_;
+    std::mutex error_mutex_;
+};
+
+// The number of CPUs this process may run on (its affinity mask), >= 1.
+int available_cpus();
+
+}  // namespace conv

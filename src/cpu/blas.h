@@ -1,0 +1,23 @@
+// Row-major GEMM over OpenBLAS's CBLAS, for float and double, with int64
+// sizes checked against what OpenBLAS can index (32-bit blasint).
+#pragma once
+
+#include <cstdint>
+
+namespace conv::cpu {
+
+// C(m x n) = alpha * op(A)(m x k) * op(B)(k x n) + beta * C.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+          int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+          const double *a, int64_t lda, const double *b, int64_t ldb, double beta, double *c,
+          int64_t ldc);
+
+// libconv threads its own work and calls OpenBLAS single-threaded from each
+// of its threads; this makes OpenBLAS's own pool single-threaded, once.
+void blas_use_single_thread();
+
+// The largest size or leading dimension a GEMM call may take.
+constexpr int64_t kBlasMaxIndex = 0x7fffffff;
+
+}  // namespace conv::cpu

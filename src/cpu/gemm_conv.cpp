@@ -1,0 +1,249 @@
+#include "cpu/gemm_conv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/checked.h"
+#include "core/dtype.h"
+#include "cpu/blas.h"
+#include "cpu/epilogue.h"
+#include "cpu/unfold.h"
+
+namespace conv::cpu {
+namespace {
+
+// Scratch per thread: large enough for GEMMs near peak, small enough to stay
+// in the 1-2 MiB of L2 a core has on current x86 parts.
+constexpr int64_t kSlotBudgetBytes = 2 << 20;
+constexpr int64_t kMinTile = 64;
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Positions per tile so that a tile of `per_position` elements fits the budget.
+int64_t position_tile(int64_t P, int64_t per_position, size_t esize) {
+    int64_t fit = kSlotBudgetBytes / std::max<int64_t>(1, per_position * (int64_t)esize);
+    int64_t pt = std::clamp<int64_t>(fit, kMinTile, std::max<int64_t>(P, 1));
+    if (pt < P) pt = std::max<int64_t>(16, pt / 16 * 16);
+    return std::min(pt, std::max<int64_t>(P, 1));
+}
+
+// Splits `total` into blocks so that `work * blocks` reaches `threads`.
+int64_t block_for_threads(int64_t total, int64_t work, int threads) {
+    if (total <= 1 || work >= threads) return std::max<int64_t>(total, 1);
+    int64_t parts = std::min<int64_t>(total, ceil_div(threads, std::max<int64_t>(work, 1)));
+    return ceil_div(total, parts);
+}
+
+}  // namespace
+
+GemmConvPlan plan_gemm_conv(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, bool unfold,
+                            int threads) {
+    const size_t es = dtype_size(dtype);
+    const int64_t P = g.out_size(), KK = g.kernel_size(), CK = g.reduction();
+    const int64_t G = g.groups, Cg = g.cg(), Kg = g.kg();
+    const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    GemmConvPlan p;
+    int64_t slot_elems = 0;
+    switch (op) {
+    case CONV_OP_FORWARD: {
+        int64_t work = last ? g.n : g.n * G;  // channels-last tiles span all groups
+        p.pt = position_tile(P, CK, es);
+        if (work * ceil_div(P, p.pt) < threads)
+            p.pt = std::min(p.pt, round_up(block_for_threads(P, work, threads), 16));
+        p.items = work * ceil_div(P, p.pt);
+        slot_elems = CK * p.pt;
+        break;
+    }
+    case CONV_OP_BACKWARD_DATA: {
+        p.ct = block_for_threads(Cg, g.n * G, threads);
+        p.pt = position_tile(P, p.ct * KK, es);
+        p.items = g.n * G * ceil_div(Cg, p.ct);
+        slot_elems = p.ct * KK * p.pt;
+        break;
+    }
+    case CONV_OP_BACKWARD_FILTER: {
+        p.ct = last ? std::max<int64_t>(Cg, 1) : block_for_threads(Cg, G, threads);
+        int64_t cblocks = ceil_div(Cg, p.ct);
+        p.kt = block_for_threads(Kg, G * std::max<int64_t>(cblocks, 1), threads);
+        p.pt = position_tile(P, p.ct * KK, es);
+        p.items = G * cblocks * ceil_div(Kg, p.kt);
+        slot_elems = p.ct * KK * p.pt;
+        break;
+    }
+    }
+    p.slot_bytes = unfold ? (size_t)round_up(checked_mul(slot_elems, (int64_t)es, "workspace"), 64)
+                          : 0;
+    return p;
+}
+
+namespace {
+
+template <class T>
+struct GemmConv {
+    const ConvGeometry &g;
+    const GemmConvPlan &p;
+    bool unfold;
+    char *ws;
+    // Sizes every pass uses.
+    int64_t N = g.n, C = g.c, K = g.k, G = g.groups, Cg = g.cg(), Kg = g.kg();
+    int64_t P = g.out_size(), I = g.in_size(), KK = g.kernel_size(), CK = g.reduction();
+    bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+
+    T *slot(int s) const { return reinterpret_cast<T *>(ws + s * p.slot_bytes); }
+
+    void forward(int64_t item, int s, const T *x, const T *w, const T *bias, T *y) const {
+        const bool relu = g.activation == CONV_ACTIVATION_RELU;
+        int64_t tiles = ceil_div(P, p.pt), t = item % tiles;
+        int64_t p0 = t * p.pt, p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
+        if (!last) {
+            int64_t n = item / tiles / G, gi = item / tiles % G;
+            const T *xg = x + (n * C + gi * Cg) * I;
+            const T *b = xg + p0;
+            int64_t ldb = P;
+            if (unfold) {
+                im2col_tile(g, xg, 0, Cg, p0, p1, slot(s));
+                b = slot(s);
+                ldb = rows;
+            }
+            T *yg = y + (n * K + gi * Kg) * P + p0;
+            gemm(false, false, Kg, rows, CK, T(1), w + gi * Kg * CK, CK, b, ldb, T(0), yg, P);
+            bias_act_rows(yg, Kg, rows, P, bias ? bias + gi * Kg : nullptr, relu);
+            return;
+        }
+        int64_t n = item / tiles;
+        for (int64_t gi = 0; gi < G; ++gi) {
+            const T *xg = x + n * I * C + gi * Cg;
+            const T *a = xg + p0 * C;
+            int64_t lda = C;
+            if (unfold) {
+                im2row_tile(g, xg, 0, Cg, p0, p1, slot(s));
+                a = slot(s);
+                lda = CK;
+            }
+            gemm(false, true, rows, Kg, CK, T(1), a, lda, w + gi * Kg * CK, CK, T(0),
+                 y + (n * P + p0) * K + gi * Kg, K);
+        }
+        bias_act_cols(y + (n * P + p0) * K, rows, K, bias, relu);
+    }
+
+    void backward_data(int64_t item, int s, T *dx, const T *w, const T *dy) const {
+        int64_t blocks = ceil_div(Cg, p.ct), cb = item % blocks;
+        int64_t n = item / blocks / G, gi = item / blocks % G;
+        int64_t c0 = cb * p.ct, c1 = std::min(Cg, c0 + p.ct), ct = c1 - c0;
+        const T *wg = w + gi * Kg * CK;
+        if (!last) {
+            T *dxg = dx + (n * C + gi * Cg) * I;
+            const T *dyg = dy + (n * K + gi * Kg) * P;
+            if (!unfold) {
+                gemm(true, false, ct, P, Kg, T(1), wg + c0, CK, dyg, P, T(0), dxg + c0 * I, I);
+                return;
+            }
+            std::fill(dxg + c0 * I, dxg + c1 * I, T(0));
+            for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
+                int64_t p1 = std::min(P, p0 + p.pt);
+                gemm(true, false, ct * KK, p1 - p0, Kg, T(1), wg + c0 * KK, CK, dyg + p0, P, T(0),
+                     slot(s), p1 - p0);
+                col2im_tile_add(g, slot(s), c0, c1, p0, p1, dxg);
+            }
+            return;
+        }
+        T *dxg = dx + n * I * C + gi * Cg;
+        const T *dyg = dy + n * P * K + gi * Kg;
+        if (!unfold) {
+            gemm(false, false, P, ct, Kg, T(1), dyg, K, wg + c0, CK, T(0), dxg + c0, C);
+            return;
+        }
+        for (int64_t i = 0; i < I; ++i) std::fill(dxg + i * C + c0, dxg + i * C + c1, T(0));
+        for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
+            int64_t p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
+            if (ct == Cg)
+                gemm(false, false, rows, CK, Kg, T(1), dyg + p0 * K, K, wg, CK, T(0), slot(s), CK);
+            else  // a channel block is strided within each kernel tap: a GEMM per tap
+                for (int64_t kk = 0; kk < KK; ++kk)
+                    gemm(false, false, rows, ct, Kg, T(1), dyg + p0 * K, K, wg + kk * Cg + c0, CK,
+                         T(0), slot(s) + kk * ct, KK * ct);
+            row2im_tile_add(g, slot(s), c0, c1, p0, p1, dxg);
+        }
+    }
+
+    void backward_filter(int64_t item, int s, const T *x, T *dw, const T *dy) const {
+        int64_t cblocks = ceil_div(Cg, p.ct), kblocks = ceil_div(Kg, p.kt);
+        int64_t kb = item % kblocks, cb = item / kblocks % cblocks, gi = item / kblocks / cblocks;
+        int64_t c0 = cb * p.ct, c1 = std::min(Cg, c0 + p.ct), ct = c1 - c0;
+        int64_t k0 = kb * p.kt, k1 = std::min(Kg, k0 + p.kt), kt = k1 - k0;
+        // The block of dW this item owns: rows k0..k1, columns c0*KK..c1*KK
+        // (channels-first) or all CK columns (channels-last, ct == Cg).
+        T *dwb = dw + (gi * Kg + k0) * CK + (last ? 0 : c0 * KK);
+        int64_t cols = ct * KK;
+        bool first = true;
+        for (int64_t n = 0; n < N; ++n) {
+            if (!last) {
+                const T *xg = x + (n * C + gi * Cg) * I;
+                const T *dyg = dy + (n * K + gi * Kg + k0) * P;
+                if (!unfold) {
+                    gemm(false, true, kt, ct, P, T(1), dyg, P, xg + c0 * I, I, T(first ? 0 : 1),
+                         dwb, CK);
+                    first = false;
+                    continue;
+                }
+                for (int64_t p0 = 0; p0 < P; p0 += p.pt, first = false) {
+                    int64_t p1 = std::min(P, p0 + p.pt);
+                    im2col_tile(g, xg, c0, c1, p0, p1, slot(s));
+                    gemm(false, true, kt, cols, p1 - p0, T(1), dyg + p0, P, slot(s), p1 - p0,
+                         T(first ? 0 : 1), dwb, CK);
+                }
+                continue;
+            }
+            const T *xg = x + n * I * C + gi * Cg;
+            const T *dyg = dy + n * P * K + gi * Kg + k0;
+            if (!unfold) {
+                gemm(true, false, kt, Cg, P, T(1), dyg, K, xg, C, T(first ? 0 : 1), dwb, CK);
+                first = false;
+                continue;
+            }
+            for (int64_t p0 = 0; p0 < P; p0 += p.pt, first = false) {
+                int64_t p1 = std::min(P, p0 + p.pt);
+                im2row_tile(g, xg, 0, Cg, p0, p1, slot(s));
+                gemm(true, false, kt, CK, p1 - p0, T(1), dyg + p0 * K, K, slot(s), CK,
+                     T(first ? 0 : 1), dwb, CK);
+            }
+        }
+        if (first)  // empty batch: the gradient is zero
+            for (int64_t k = 0; k < kt; ++k) std::fill(dwb + k * CK, dwb + k * CK + cols, T(0));
+    }
+};
+
+template <class T>
+void run_typed(const ConvArgs &a, bool unfold, void *ws, ThreadPool &pool, int threads) {
+    const ConvGeometry &g = *a.g;
+    GemmConvPlan plan = plan_gemm_conv(g, a.op, a.dtype, unfold, threads);
+    GemmConv<T> conv{g, plan, unfold, static_cast<char *>(ws)};
+    T *x = static_cast<T *>(a.x), *w = static_cast<T *>(a.w), *y = static_cast<T *>(a.y);
+    T *bias = static_cast<T *>(a.bias);
+    switch (a.op) {
+    case CONV_OP_FORWARD:
+        pool.parallel_for(plan.items, [&](int64_t i, int s) { conv.forward(i, s, x, w, bias, y); },
+                          threads);
+        return;
+    case CONV_OP_BACKWARD_DATA:
+        pool.parallel_for(plan.items, [&](int64_t i, int s) { conv.backward_data(i, s, x, w, y); },
+                          threads);
+        return;
+    case CONV_OP_BACKWARD_FILTER:
+        pool.parallel_for(plan.items,
+                          [&](int64_t i, int s) { conv.backward_filter(i, s, x, w, y); }, threads);
+        if (bias) bias_gradient(g, y, bias, pool, threads);
+        return;
+    }
+}
+
+}  // namespace
+
+void run_gemm_conv(const ConvArgs &args, bool unfold, void *ws, ThreadPool &pool, int threads) {
+    if (args.dtype == CONV_DTYPE_FLOAT32)
+        run_typed<float>(args, unfold, ws, pool, threads);
+    else
+        run_typed<double>(args, unfold, ws, pool, threads);
+}
+
+}  // namespace conv::cpu

@@ -1,0 +1,169 @@
+#include "cpu/unfold.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/checked.h"
+
+namespace conv::cpu {
+namespace {
+
+// One run of output positions sharing (od, oh): tile columns [off, off+count),
+// whose input row starts at `in_row` (-1 when (id, ih) is in the padding);
+// element j reads input column iw0 + j*stride_w, which is inside the image
+// for j in [lo, hi).
+struct Run {
+    int64_t off, count, in_row, iw0, lo, hi;
+};
+
+// Calls fn(Run) for the positions [p0, p1) and kernel offset (kd, kh, kw).
+template <class F>
+void for_each_run(const ConvGeometry &g, int64_t kd, int64_t kh, int64_t kw, int64_t p0, int64_t p1,
+                  F &&fn) {
+    const int64_t O1 = g.out[1], O2 = g.out[2];
+    const int64_t I0 = g.in[0], I1 = g.in[1], I2 = g.in[2];
+    const int64_t s2 = g.stride[2];
+    int64_t p = p0;
+    while (p < p1) {
+        int64_t od = p / (O1 * O2), rem = p % (O1 * O2), oh = rem / O2, ow = rem % O2;
+        Run r;
+        r.off = p - p0;
+        r.count = std::min(O2 - ow, p1 - p);
+        int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+        int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+        r.iw0 = ow * s2 - g.pad_begin[2] + kw * g.dilation[2];
+        r.lo = r.hi = 0;
+        r.in_row = -1;
+        if (id >= 0 && id < I0 && ih >= 0 && ih < I1) {
+            r.in_row = (id * I1 + ih) * I2;
+            int64_t lo = r.iw0 >= 0 ? 0 : ceil_div(-r.iw0, s2);
+            int64_t hi = r.iw0 >= I2 ? 0 : floor_div(I2 - 1 - r.iw0, s2) + 1;
+            r.lo = std::min(lo, r.count);
+            r.hi = std::max(r.lo, std::min(hi, r.count));
+        }
+        fn(r);
+        p += r.count;
+    }
+}
+
+// Input offset of kernel tap (kd, kh, kw) for output position (od, oh, ow),
+// or -1 when it falls in the padding.
+inline int64_t tap_offset(const ConvGeometry &g, int64_t od, int64_t oh, int64_t ow, int64_t kd,
+                          int64_t kh, int64_t kw) {
+    int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+    int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+    int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
+    if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) return -1;
+    return (id * g.in[1] + ih) * g.in[2] + iw;
+}
+
+// Walks output positions [p0, p1) in order with their (od, oh, ow).
+template <class F>
+void for_each_position(const ConvGeometry &g, int64_t p0, int64_t p1, F &&fn) {
+    const int64_t O1 = g.out[1], O2 = g.out[2];
+    int64_t od = p0 / (O1 * O2), oh = (p0 / O2) % O1, ow = p0 % O2;
+    for (int64_t p = p0; p < p1; ++p) {
+        fn(p - p0, od, oh, ow);
+        if (++ow == O2) {
+            ow = 0;
+            if (++oh == O1) { oh = 0; ++od; }
+        }
+    }
+}
+
+}  // namespace
+
+template <class T>
+void im2col_tile(const ConvGeometry &g, const T *x, int64_t c0, int64_t c1, int64_t p0, int64_t p1,
+                 T *col) {
+    const int64_t ld = p1 - p0, in_size = g.in_size(), s2 = g.stride[2];
+    T *row = col;
+    for (int64_t c = c0; c < c1; ++c) {
+        const T *xc = x + c * in_size;
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, row += ld)
+                    for_each_run(g, kd, kh, kw, p0, p1, [&](const Run &r) {
+                        T *dst = row + r.off;
+                        if (r.in_row < 0) {
+                            std::fill(dst, dst + r.count, T(0));
+                            return;
+                        }
+                        std::fill(dst, dst + r.lo, T(0));
+                        const T *src = xc + r.in_row + r.iw0;
+                        if (s2 == 1)
+                            std::memcpy(dst + r.lo, src + r.lo, (r.hi - r.lo) * sizeof(T));
+                        else
+                            for (int64_t j = r.lo; j < r.hi; ++j) dst[j] = src[j * s2];
+                        std::fill(dst + r.hi, dst + r.count, T(0));
+                    });
+    }
+}
+
+template <class T>
+void col2im_tile_add(const ConvGeometry &g, const T *col, int64_t c0, int64_t c1, int64_t p0,
+                     int64_t p1, T *dx) {
+    const int64_t ld = p1 - p0, in_size = g.in_size(), s2 = g.stride[2];
+    const T *row = col;
+    for (int64_t c = c0; c < c1; ++c) {
+        T *dxc = dx + c * in_size;
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, row += ld)
+                    for_each_run(g, kd, kh, kw, p0, p1, [&](const Run &r) {
+                        if (r.in_row < 0) return;
+                        const T *src = row + r.off;
+                        T *dst = dxc + r.in_row + r.iw0;
+                        for (int64_t j = r.lo; j < r.hi; ++j) dst[j * s2] += src[j];
+                    });
+    }
+}
+
+template <class T>
+void im2row_tile(const ConvGeometry &g, const T *x, int64_t c0, int64_t c1, int64_t p0,
+                 int64_t p1, T *row) {
+    const int64_t ct = c1 - c0, C = g.c, kk_count = g.kernel_size();
+    for_each_position(g, p0, p1, [&](int64_t r, int64_t od, int64_t oh, int64_t ow) {
+        T *dst = row + r * kk_count * ct;
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, dst += ct) {
+                    int64_t off = tap_offset(g, od, oh, ow, kd, kh, kw);
+                    if (off < 0)
+                        std::fill(dst, dst + ct, T(0));
+                    else
+                        std::memcpy(dst, x + off * C + c0, ct * sizeof(T));
+                }
+    });
+}
+
+template <class T>
+void row2im_tile_add(const ConvGeometry &g, const T *row, int64_t c0, int64_t c1, int64_t p0,
+                     int64_t p1, T *dx) {
+    const int64_t ct = c1 - c0, C = g.c, kk_count = g.kernel_size();
+    for_each_position(g, p0, p1, [&](int64_t r, int64_t od, int64_t oh, int64_t ow) {
+        const T *src = row + r * kk_count * ct;
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += ct) {
+                    int64_t off = tap_offset(g, od, oh, ow, kd, kh, kw);
+                    if (off < 0) continue;
+                    T *dst = dx + off * C + c0;
+                    for (int64_t c = 0; c < ct; ++c) dst[c] += src[c];
+                }
+    });
+}
+
+#define CONV_INSTANTIATE_UNFOLD(T)                                                              \
+    template void im2col_tile<T>(const ConvGeometry &, const T *, int64_t, int64_t, int64_t,    \
+                                 int64_t, T *);                                                 \
+    template void col2im_tile_add<T>(const ConvGeometry &, const T *, int64_t, int64_t, int64_t, \
+                                     int64_t, T *);                                             \
+    template void im2row_tile<T>(const ConvGeometry &, const T *, int64_t, int64_t, int64_t,    \
+                                 int64_t, T *);                                                 \
+    template void row2im_tile_add<T>(const ConvGeometry &, const T *, int64_t, int64_t, int64_t, \
+                                     int64_t, T *);
+CONV_INSTANTIATE_UNFOLD(float)
+CONV_INSTANTIATE_UNFOLD(double)
+
+}  // namespace conv::cpu

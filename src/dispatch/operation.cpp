@@ -1,0 +1,126 @@
+#include "dispatch/operation.h"
+
+#include <cstdint>
+#include <mutex>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "dispatch/registry.h"
+
+namespace conv::dispatch {
+namespace {
+
+// Names of the tensor roles, per pass, for messages.
+struct RoleNames {
+    const char *x, *w, *y, *bias;
+};
+RoleNames role_names(conv_op_t op) {
+    switch (op) {
+    case CONV_OP_BACKWARD_DATA: return {"dx", "w", "dy", "bias"};
+    case CONV_OP_BACKWARD_FILTER: return {"x", "dw", "dy", "db"};
+    default: return {"x", "w", "y", "b"};
+    }
+}
+
+void check_same_kind(const Context &ctx, const Tensor &ref, const char *ref_name, const Tensor &t,
+                     const char *name) {
+    if (t.device() != ctx.device() || t.device_index() != ctx.device_index())
+        fail(CONV_STATUS_TYPE_MISMATCH, "tensor %s is on %s:%d but the context is %s:%d", name,
+             device_name(t.device()), t.device_index(), device_name(ctx.device()),
+             ctx.device_index());
+    if (t.dtype() != ref.dtype())
+        fail(CONV_STATUS_TYPE_MISMATCH, "dtype mismatch: %s is %s but %s is %s", name,
+             dtype_name(t.dtype()), ref_name, dtype_name(ref.dtype()));
+    if (t.layout() != ref.layout())
+        fail(CONV_STATUS_TYPE_MISMATCH, "layout mismatch: %s is %s but %s is %s", name,
+             layout_name(t.layout()), ref_name, layout_name(ref.layout()));
+}
+
+bool overlaps(const Tensor &a, const Tensor &b) {
+    if (a.bytes() == 0 || b.bytes() == 0) return false;
+    auto a0 = reinterpret_cast<uintptr_t>(a.data()), b0 = reinterpret_cast<uintptr_t>(b.data());
+    return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+const cpu::Algorithm &algorithm_for(const ConvParams &params, const ConvGeometry &g, conv_op_t op) {
+    return choose_cpu(g, op, params.algo[op]);
+}
+
+}  // namespace
+
+ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &pass) {
+    RoleNames names = role_names(pass.op);
+    const Tensor &x = *pass.x, &w = *pass.w, &y = *pass.y;
+    check_same_kind(ctx, x, names.x, x, names.x);
+    check_same_kind(ctx, x, names.x, w, names.w);
+    check_same_kind(ctx, x, names.x, y, names.y);
+    if (pass.bias) check_same_kind(ctx, x, names.x, *pass.bias, names.bias);
+    if (ctx.device() == CONV_DEVICE_CPU && x.dtype() != CONV_DTYPE_FLOAT32 &&
+        x.dtype() != CONV_DTYPE_FLOAT64)
+        fail(CONV_STATUS_UNSUPPORTED,
+             "the CPU engine computes float32 and float64; %s tensors are storage only",
+             dtype_name(x.dtype()));
+    if (w.ndim() != x.ndim())
+        fail(CONV_STATUS_SHAPE_MISMATCH, "%s has rank %d but %s has rank %d", names.w, w.ndim(),
+             names.x, x.ndim());
+    ConvGeometry g = make_geometry(params, x.layout(), x.ndim(), x.dims(), w.dims());
+    int64_t expect[kMaxDims];
+    output_dims(g, expect);
+    bool same = y.ndim() == x.ndim();
+    for (int i = 0; same && i < x.ndim(); ++i) same = y.dim(i) == expect[i];
+    if (!same)
+        fail(CONV_STATUS_SHAPE_MISMATCH, "%s dims %s do not match the expected %s (%s)", names.y,
+             dims_string(y.ndim(), y.dims()).c_str(), dims_string(x.ndim(), expect).c_str(),
+             g.describe().c_str());
+    if (pass.bias && pass.bias->elements() != g.k)
+        fail(CONV_STATUS_SHAPE_MISMATCH, "%s has %lld elements but there are %lld output channels",
+             names.bias, (long long)pass.bias->elements(), (long long)g.k);
+    // The pass's output must not overlap what it reads.
+    const Tensor *out = pass.op == CONV_OP_FORWARD         ? pass.y
+                        : pass.op == CONV_OP_BACKWARD_DATA ? pass.x
+                                                           : pass.w;
+    const char *out_name = pass.op == CONV_OP_FORWARD         ? names.y
+                           : pass.op == CONV_OP_BACKWARD_DATA ? names.x
+                                                              : names.w;
+    const Tensor *all[] = {pass.x, pass.w, pass.y, pass.bias};
+    for (const Tensor *t : all)
+        if (t && t != out && overlaps(*out, *t))
+            fail(CONV_STATUS_INVALID_ARGUMENT, "output %s overlaps another tensor of the call",
+                 out_name);
+    if (pass.op == CONV_OP_BACKWARD_FILTER && pass.bias)
+        for (const Tensor *t : all)
+            if (t && t != pass.bias && overlaps(*pass.bias, *t))
+                fail(CONV_STATUS_INVALID_ARGUMENT, "output db overlaps another tensor of the call");
+    return g;
+}
+
+size_t workspace_size(const Context &ctx, const ConvParams &params, const Pass &pass) {
+    ConvGeometry g = validate(ctx, params, pass);
+    const cpu::Algorithm &algo = algorithm_for(params, g, pass.op);
+    size_t bytes = algo.workspace_bytes(g, pass.op, pass.x->dtype(), ctx.threads());
+    // Slack so that caller memory at any alignment can be aligned to 64.
+    return bytes ? bytes + 64 : 0;
+}
+
+void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *user_ws) {
+    ConvGeometry g = validate(ctx, params, pass);
+    const cpu::Algorithm &algo = algorithm_for(params, g, pass.op);
+    std::shared_ptr<ThreadPool> pool = ctx.pool();
+    int threads = pool->threads();
+    size_t bytes = algo.workspace_bytes(g, pass.op, pass.x->dtype(), threads);
+
+    std::unique_ptr<Context::Lease> lease;
+    Workspace *ws = user_ws;
+    if (!ws) {
+        lease = ctx.lease_workspace();
+        ws = &lease->get();
+    }
+    std::lock_guard<std::mutex> hold(ws->mutex());
+    void *scratch = ws->reserve(bytes);  // may throw: nothing written yet
+
+    cpu::ConvArgs args{pass.op, &g, pass.x->dtype(), pass.x->data(), pass.w->data(),
+                       pass.y->data(), pass.bias ? pass.bias->data() : nullptr};
+    algo.run(args, scratch, *pool, threads);
+}
+
+}  // namespace conv::dispatch
