@@ -147,6 +147,20 @@ typedef enum conv_activation {
     CONV_ACTIVATION_RELU = 1
 } conv_activation_t;
 
+/* What the descriptor computes (MIOpen's convolution mode).
+ * TRANSPOSED is ONNX ConvTranspose / PyTorch conv_transpose: the adjoint of a
+ * convolution. Its input x is (N, Cin, in...), its filter (Cin, Cout/groups,
+ * kernel...) -- the same memory as the filter of the convolution it undoes --
+ * and its output (N, Cout, out...) with, per spatial axis,
+ *   out = (in - 1) * stride - pad_begin - pad_end + dilated_kernel + output_padding.
+ * conv_forward computes it (bias of Cout elements, then the activation);
+ * conv_backward_data gives its input gradient (a plain convolution of dy) and
+ * conv_backward_filter its filter gradient and the bias gradient (sums of dy). */
+typedef enum conv_mode {
+    CONV_MODE_CONVOLUTION = 0,
+    CONV_MODE_TRANSPOSED = 1
+} conv_mode_t;
+
 /* The three passes of a convolution layer. */
 typedef enum conv_op {
     CONV_OP_FORWARD = 0,
@@ -303,6 +317,21 @@ CONV_API conv_status_t conv_desc_get_groups(conv_desc_t desc, int64_t *groups);
 CONV_API conv_status_t conv_desc_set_activation(conv_desc_t desc, conv_activation_t act);
 CONV_API conv_status_t conv_desc_get_activation(conv_desc_t desc, conv_activation_t *act);
 
+/* Convolution or transposed convolution (default CONVOLUTION). */
+CONV_API conv_status_t conv_desc_set_mode(conv_desc_t desc, conv_mode_t mode);
+CONV_API conv_status_t conv_desc_get_mode(conv_desc_t desc, conv_mode_t *mode);
+
+/* Output padding of a transposed convolution, spatial_dims values: extra
+ * rows at the end of each output axis that no input reaches (they receive
+ * only the bias), used to pick among the output sizes a strided convolution
+ * maps to the same input size. Each must be smaller than the stride or the
+ * dilation of its axis when the call is made; ignored in CONVOLUTION mode.
+ * With SAME_UPPER/SAME_LOWER a transposed convolution has out = in * stride,
+ * the total padding (in - 1) * stride + dilated_kernel + output_padding - out
+ * split as for a convolution. */
+CONV_API conv_status_t conv_desc_set_output_padding(conv_desc_t desc, const int64_t *padding);
+CONV_API conv_status_t conv_desc_get_output_padding(conv_desc_t desc, int64_t *padding);
+
 /* Forces an algorithm for one pass (CONV_ALGO_AUTO restores the choice). */
 CONV_API conv_status_t conv_desc_set_algorithm(conv_desc_t desc, conv_op_t op, conv_algo_t algo);
 CONV_API conv_status_t conv_desc_get_algorithm(conv_desc_t desc, conv_op_t op,
@@ -310,21 +339,24 @@ CONV_API conv_status_t conv_desc_get_algorithm(conv_desc_t desc, conv_op_t op,
 
 /* ------------------------------------------------- shape and cost inference */
 
-/* Output dims of a forward convolution: given ndim (= spatial_dims + 2)
+/* Output dims of the forward pass: given ndim (= spatial_dims + 2)
  * input dims (N, C, spatial...) and filter dims (K, C/groups, kernel...),
  * writes ndim dims (N, K, out spatial...). For every spatial axis, with
  * dilated kernel e = (kernel - 1) * dilation + 1:
  *   out = floor((in + pad_begin + pad_end - e) / stride) + 1
  * (padding from the auto-pad rule when set). Fails with SHAPE_MISMATCH when
  * the channels do not match (C != (C/groups) * groups), K is not divisible by
- * groups, or an output size would be < 1 while the input is not empty. */
+ * groups, or an output size would be < 1. In TRANSPOSED mode the filter is
+ * (Cin, Cout/groups, kernel...) and the output (N, Cout, out...) as given at
+ * conv_mode_t. */
 CONV_API conv_status_t conv_output_dims(conv_desc_t desc, int ndim, const int64_t *x_dims,
                                         const int64_t *w_dims, int64_t *y_dims);
 
 /* The cost of one pass of a problem given by input and filter dims: `flops`
  * counts a multiply-add as 2 (the same for the three passes), `bytes` the
  * minimum memory traffic (each tensor the pass reads or writes, once), for
- * elements of `dtype`. Like Caffe2's CostInferenceForConv. */
+ * elements of `dtype`. Like Caffe2's CostInferenceForConv. Dims as for
+ * conv_output_dims, in either mode. */
 CONV_API conv_status_t conv_cost(conv_desc_t desc, conv_op_t op, conv_dtype_t dtype, int ndim,
                                  const int64_t *x_dims, const int64_t *w_dims, double *flops,
                                  double *bytes);

@@ -17,7 +17,7 @@ ConvGeometry geometry_from_dims(const ConvParams &p, int ndim, const int64_t *x_
         fail(CONV_STATUS_SHAPE_MISMATCH,
              "ndim %d does not match the descriptor's %d spatial dims (expected %d)", ndim,
              p.spatial, p.spatial + 2);
-    return make_geometry(p, CONV_LAYOUT_CHANNELS_FIRST, ndim, x_dims, w_dims);
+    return make_pass_geometry(p, CONV_LAYOUT_CHANNELS_FIRST, ndim, x_dims, w_dims);
 }
 
 const Tensor *tensor(conv_tensor_t t, const char *name) { return &api::checked(t, name).impl; }
@@ -38,7 +38,11 @@ conv_status_t conv_output_dims(conv_desc_t desc, int ndim, const int64_t *x_dims
     return api::guarded([&] {
         const ConvParams &p = api::checked(desc, "desc").impl;
         api::require(y_dims, "y_dims");
-        output_dims(geometry_from_dims(p, ndim, x_dims, w_dims), y_dims);
+        ConvGeometry g = geometry_from_dims(p, ndim, x_dims, w_dims);
+        if (g.transposed)
+            input_dims(g, y_dims);  // the lowered convolution's input is the output
+        else
+            output_dims(g, y_dims);
     });
 }
 
@@ -56,7 +60,8 @@ conv_status_t conv_cost(conv_desc_t desc, conv_op_t op, conv_dtype_t dtype, int 
         double x = (double)g.n * g.c * g.in_size(), w = (double)g.k * g.cg() * g.kernel_size();
         double y = (double)g.n * g.k * g.out_size();
         // Each pass reads two of the three tensors and writes the third.
-        double elements = x + w + y + (op == CONV_OP_BACKWARD_DATA ? 0 : g.k);
+        double bias = op == CONV_OP_BACKWARD_DATA ? 0 : (double)(g.transposed ? g.c : g.k);
+        double elements = x + w + y + bias;
         *flops = g.flops();
         *bytes = elements * (double)dtype_size(dtype);
     });

@@ -129,6 +129,32 @@ conv_status_t conv_desc_get_activation(conv_desc_t desc, conv_activation_t *act)
     return with_desc(desc, [&](ConvParams &p) { *api::require(act, "act") = p.activation; });
 }
 
+conv_status_t conv_desc_set_mode(conv_desc_t desc, conv_mode_t mode) {
+    return with_desc(desc, [&](ConvParams &p) {
+        if (mode != CONV_MODE_CONVOLUTION && mode != CONV_MODE_TRANSPOSED)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "unknown mode %d", (int)mode);
+        p.mode = mode;
+    });
+}
+
+conv_status_t conv_desc_get_mode(conv_desc_t desc, conv_mode_t *mode) {
+    return with_desc(desc, [&](ConvParams &p) { *api::require(mode, "mode") = p.mode; });
+}
+
+conv_status_t conv_desc_set_output_padding(conv_desc_t desc, const int64_t *padding) {
+    return with_desc(desc, [&](ConvParams &p) {
+        check_values(p, padding, "output padding", 0);
+        std::copy(padding, padding + p.spatial, p.output_padding);
+    });
+}
+
+conv_status_t conv_desc_get_output_padding(conv_desc_t desc, int64_t *padding) {
+    return with_desc(desc, [&](ConvParams &p) {
+        std::copy(p.output_padding, p.output_padding + p.spatial,
+                  api::require(padding, "padding"));
+    });
+}
+
 conv_status_t conv_desc_set_algorithm(conv_desc_t desc, conv_op_t op, conv_algo_t algo) {
     return with_desc(desc, [&](ConvParams &p) {
         check_op(op);

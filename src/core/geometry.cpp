@@ -1,5 +1,7 @@
 #include "core/geometry.h"
 
+#include <algorithm>
+
 #include "core/checked.h"
 #include "core/error.h"
 
@@ -121,6 +123,100 @@ ConvGeometry make_geometry(const ConvParams &p, conv_layout_t layout, int ndim,
     checked_mul(g.reduction(), 1, "reduction size");
     checked_mul(checked_mul(g.kernel[0], g.kernel[1], "kernel size"), g.kernel[2], "kernel size");
     return g;
+}
+
+ConvGeometry make_transposed_geometry(const ConvParams &p, conv_layout_t layout, int ndim,
+                                      const int64_t *x_dims, const int64_t *w_dims) {
+    if (ndim != p.spatial + 2)
+        fail(CONV_STATUS_SHAPE_MISMATCH,
+             "tensor rank %d does not match the descriptor's %d spatial dims (expected rank %d)",
+             ndim, p.spatial, p.spatial + 2);
+    for (int i = 0; i < ndim; ++i)
+        if (x_dims[i] < 0 || w_dims[i] < 0)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "negative dim %d: input %lld, filter %lld", i,
+                 (long long)x_dims[i], (long long)w_dims[i]);
+    if (x_dims[1] != w_dims[0])
+        fail(CONV_STATUS_SHAPE_MISMATCH,
+             "transposed convolution input channels %lld != filter dim 0 (%lld)",
+             (long long)x_dims[1], (long long)w_dims[0]);
+    if (w_dims[0] % p.groups != 0)
+        fail(CONV_STATUS_SHAPE_MISMATCH, "input channels %lld not divisible by groups %lld",
+             (long long)w_dims[0], (long long)p.groups);
+    ConvGeometry g;
+    g.spatial = p.spatial;
+    g.layout = layout;
+    g.n = x_dims[0];
+    g.k = w_dims[0];
+    g.c = checked_mul(w_dims[1], p.groups, "output channels");
+    g.groups = p.groups;
+    g.activation = p.activation;
+    int lead = 3 - p.spatial;
+    for (int a = 0; a < p.spatial; ++a) {
+        int i = lead + a;
+        int64_t in = x_dims[2 + a], ker = w_dims[2 + a], s = p.stride[a], d = p.dilation[a];
+        int64_t op = p.output_padding[a];
+        if (ker < 1)
+            fail(CONV_STATUS_SHAPE_MISMATCH, "kernel size %lld on spatial axis %d must be >= 1",
+                 (long long)ker, a);
+        if (in < 1)
+            fail(CONV_STATUS_SHAPE_MISMATCH,
+                 "transposed convolution input size on spatial axis %d is %lld: must be >= 1", a,
+                 (long long)in);
+        if (op >= s && op >= d)
+            fail(CONV_STATUS_INVALID_ARGUMENT,
+                 "output padding %lld on spatial axis %d must be smaller than stride %lld or "
+                 "dilation %lld",
+                 (long long)op, a, (long long)s, (long long)d);
+        int64_t dilated = checked_add(checked_mul(ker - 1, d, "dilated kernel"), 1,
+                                      "dilated kernel");
+        // Length the windows span: (in - 1) * stride + dilated + output padding.
+        int64_t span = checked_add(checked_add(checked_mul(in - 1, s, "output size"), dilated,
+                                               "output size"),
+                                   op, "output size");
+        int64_t pb = 0, pe = 0;
+        if (p.auto_pad == CONV_AUTO_PAD_NOTSET) {
+            pb = p.pad_begin[a];
+            pe = p.pad_end[a];
+        } else if (p.auto_pad != CONV_AUTO_PAD_VALID) {
+            int64_t total = std::max<int64_t>(0, span - checked_mul(in, s, "output size"));
+            int64_t small = total / 2, large = total - total / 2;
+            pb = p.auto_pad == CONV_AUTO_PAD_SAME_UPPER ? small : large;
+            pe = p.auto_pad == CONV_AUTO_PAD_SAME_UPPER ? large : small;
+        }
+        int64_t out = span - pb - pe;
+        if (out < 1)
+            fail(CONV_STATUS_SHAPE_MISMATCH,
+                 "transposed convolution output size on spatial axis %d would be %lld: input "
+                 "%lld, stride %lld, kernel %lld dilated by %lld to %lld, output padding %lld, "
+                 "padding %lld+%lld",
+                 a, (long long)out, (long long)in, (long long)s, (long long)ker, (long long)d,
+                 (long long)dilated, (long long)op, (long long)pb, (long long)pe);
+        g.in[i] = out;
+        g.out[i] = in;
+        g.kernel[i] = ker;
+        g.stride[i] = s;
+        g.dilation[i] = d;
+        g.pad_begin[i] = pb;
+        g.pad_end[i] = pe - op;
+    }
+    checked_mul(checked_mul(g.n, g.c, "output size"),
+                checked_mul(checked_mul(g.in[0], g.in[1], "output size"), g.in[2], "output size"),
+                "output size");
+    g.transposed = true;
+    return g;
+}
+
+ConvGeometry make_pass_geometry(const ConvParams &p, conv_layout_t layout, int ndim,
+                                const int64_t *x_dims, const int64_t *w_dims) {
+    if (p.mode == CONV_MODE_TRANSPOSED)
+        return make_transposed_geometry(p, layout, ndim, x_dims, w_dims);
+    return make_geometry(p, layout, ndim, x_dims, w_dims);
+}
+
+void input_dims(const ConvGeometry &g, int64_t *x_dims) {
+    x_dims[0] = g.n;
+    x_dims[1] = g.c;
+    for (int a = 0; a < g.spatial; ++a) x_dims[2 + a] = g.in[3 - g.spatial + a];
 }
 
 void output_dims(const ConvGeometry &g, int64_t *y_dims) {

@@ -25,6 +25,9 @@ struct ConvGeometry {
     int64_t pad_begin[3] = {0, 0, 0};
     int64_t pad_end[3] = {0, 0, 0};
     conv_activation_t activation = CONV_ACTIVATION_NONE;
+    // Built for a transposed convolution: the user's input is this
+    // convolution's output and the user's output its input.
+    bool transposed = false;
 
     int64_t cg() const { return c / groups; }   // input channels per group
     int64_t kg() const { return k / groups; }   // output channels per group
@@ -48,7 +51,22 @@ struct ConvGeometry {
 ConvGeometry make_geometry(const ConvParams &p, conv_layout_t layout, int ndim,
                            const int64_t *x_dims, const int64_t *w_dims);
 
+// The convolution whose backward-data pass a transposed convolution is: from
+// the transposed input dims (N, Cin, in...) and filter (Cin, Cout/G, k...),
+// a geometry with c = Cout, k = Cin, in = the transposed output size and
+// out = the transposed input size. Its end padding is pad_end -
+// output_padding and may be negative: the last output_padding rows are
+// reached by no window.
+ConvGeometry make_transposed_geometry(const ConvParams &p, conv_layout_t layout, int ndim,
+                                      const int64_t *x_dims, const int64_t *w_dims);
+
+// The geometry of the descriptor's mode (either of the two above).
+ConvGeometry make_pass_geometry(const ConvParams &p, conv_layout_t layout, int ndim,
+                                const int64_t *x_dims, const int64_t *w_dims);
+
 // Output dims (N, K, out...) of a geometry, in the user's rank.
 void output_dims(const ConvGeometry &g, int64_t *y_dims);
+// Input dims (N, C, in...) of a geometry, in the user's rank.
+void input_dims(const ConvGeometry &g, int64_t *x_dims);
 
 }  // namespace conv

@@ -31,40 +31,79 @@ void bias_act_cols(T *y, int64_t rows, int64_t k, const T *bias, bool relu) {
     }
 }
 
+namespace {
+
 template <class T>
-void bias_gradient(const ConvGeometry &g, const T *dy, T *db, ThreadPool &pool, int threads) {
+void channel_sums_typed(const ChannelShape &sh, const T *t, T *sums, ThreadPool &pool,
+                        int threads) {
     constexpr int64_t kBlock = 64;  // channels per work item (fits the stack)
-    const int64_t K = g.k, P = g.out_size();
-    const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    const int64_t C = sh.channels, P = sh.positions;
+    const bool last = sh.layout == CONV_LAYOUT_CHANNELS_LAST;
     pool.parallel_for(
-        (K + kBlock - 1) / kBlock,
+        (C + kBlock - 1) / kBlock,
         [&](int64_t item, int) {
-            int64_t k0 = item * kBlock, k1 = std::min(K, k0 + kBlock);
+            int64_t c0 = item * kBlock, c1 = std::min(C, c0 + kBlock);
             double acc[kBlock] = {0};
-            for (int64_t n = 0; n < g.n; ++n) {
+            for (int64_t n = 0; n < sh.n; ++n) {
                 if (last) {
                     for (int64_t p = 0; p < P; ++p) {
-                        const T *row = dy + (n * P + p) * K;
-                        for (int64_t k = k0; k < k1; ++k) acc[k - k0] += row[k];
+                        const T *row = t + (n * P + p) * C;
+                        for (int64_t c = c0; c < c1; ++c) acc[c - c0] += row[c];
                     }
                 } else {
-                    for (int64_t k = k0; k < k1; ++k) {
-                        const T *row = dy + (n * K + k) * P;
+                    for (int64_t c = c0; c < c1; ++c) {
+                        const T *row = t + (n * C + c) * P;
                         double s = 0;
                         for (int64_t p = 0; p < P; ++p) s += row[p];
-                        acc[k - k0] += s;
+                        acc[c - c0] += s;
                     }
                 }
             }
-            for (int64_t k = k0; k < k1; ++k) db[k] = static_cast<T>(acc[k - k0]);
+            for (int64_t c = c0; c < c1; ++c) sums[c] = static_cast<T>(acc[c - c0]);
         },
         threads);
 }
 
+template <class T>
+void bias_act_tensor_typed(const ChannelShape &sh, T *t, const T *bias, bool relu,
+                           ThreadPool &pool, int threads) {
+    const int64_t C = sh.channels, P = sh.positions;
+    if (sh.layout == CONV_LAYOUT_CHANNELS_LAST)
+        pool.parallel_for(
+            sh.n, [&](int64_t n, int) { bias_act_cols(t + n * P * C, P, C, bias, relu); },
+            threads);
+    else
+        pool.parallel_for(
+            sh.n, [&](int64_t n, int) { bias_act_rows(t + n * C * P, C, P, P, bias, relu); },
+            threads);
+}
+
+}  // namespace
+
+void channel_sums(const ChannelShape &s, conv_dtype_t dtype, const void *t, void *sums,
+                  ThreadPool &pool, int threads) {
+    if (dtype == CONV_DTYPE_FLOAT32)
+        channel_sums_typed(s, static_cast<const float *>(t), static_cast<float *>(sums), pool,
+                           threads);
+    else
+        channel_sums_typed(s, static_cast<const double *>(t), static_cast<double *>(sums), pool,
+                           threads);
+}
+
+void bias_act_tensor(const ChannelShape &s, conv_dtype_t dtype, void *t, const void *bias,
+                     bool relu, ThreadPool &pool, int threads) {
+    if (!bias && !relu) return;
+    if (dtype == CONV_DTYPE_FLOAT32)
+        bias_act_tensor_typed(s, static_cast<float *>(t), static_cast<const float *>(bias), relu,
+                              pool, threads);
+    else
+        bias_act_tensor_typed(s, static_cast<double *>(t), static_cast<const double *>(bias),
+                              relu, pool, threads);
+}
+
 #define CONV_INSTANTIATE_EPILOGUE(T)                                                        \
     template void bias_act_rows<T>(T *, int64_t, int64_t, int64_t, const T *, bool);       \
-    template void bias_act_cols<T>(T *, int64_t, int64_t, const T *, bool);                 \
-    template void bias_gradient<T>(const ConvGeometry &, const T *, T *, ThreadPool &, int);
+    template void bias_act_cols<T>(T *, int64_t, int64_t, const T *, bool);
 CONV_INSTANTIATE_EPILOGUE(float)
 CONV_INSTANTIATE_EPILOGUE(double)
 

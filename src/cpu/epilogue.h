@@ -18,8 +18,20 @@ void bias_act_rows(T *y, int64_t rows, int64_t cols, int64_t ld, const T *bias, 
 template <class T>
 void bias_act_cols(T *y, int64_t rows, int64_t k, const T *bias, bool relu);
 
-// db[k] = sum over n and positions of dy, accumulated in double.
-template <class T>
-void bias_gradient(const ConvGeometry &g, const T *dy, T *db, ThreadPool &pool, int threads);
+// A whole tensor's shape as the epilogues see it: batch, channels, positions.
+struct ChannelShape {
+    conv_layout_t layout;
+    int64_t n, channels, positions;
+};
+
+// sums[c] = sum over batch and positions of t (the bias gradient when t is
+// dy), accumulated in double. `dtype` is float32 or float64.
+void channel_sums(const ChannelShape &s, conv_dtype_t dtype, const void *t, void *sums,
+                  ThreadPool &pool, int threads);
+
+// t = act(t + bias) over a whole tensor (bias nullable): the epilogue of a
+// transposed convolution, whose output is produced by a backward-data pass.
+void bias_act_tensor(const ChannelShape &s, conv_dtype_t dtype, void *t, const void *bias,
+                     bool relu, ThreadPool &pool, int threads);
 
 }  // namespace conv::cpu

@@ -232,7 +232,8 @@ void run_typed(const ConvArgs &a, bool unfold, void *ws, ThreadPool &pool, int t
     case CONV_OP_BACKWARD_FILTER:
         pool.parallel_for(plan.items,
                           [&](int64_t i, int s) { conv.backward_filter(i, s, x, w, y); }, threads);
-        if (bias) bias_gradient(g, y, bias, pool, threads);
+        if (bias)
+            channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool, threads);
         return;
     }
 }

@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "cpu/epilogue.h"
 #include "dispatch/registry.h"
 
 namespace conv::dispatch {
@@ -42,8 +43,30 @@ bool overlaps(const Tensor &a, const Tensor &b) {
     return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
 }
 
-const cpu::Algorithm &algorithm_for(const ConvParams &params, const ConvGeometry &g, conv_op_t op) {
-    return choose_cpu(g, op, params.algo[op]);
+// A pass as the convolution pass that computes it, tensors in that pass's
+// roles. A transposed convolution's forward is a backward-data pass, its
+// backward-data a forward pass and its backward-filter a backward-filter pass
+// with x and dy exchanged; its bias and activation are applied around them.
+struct Lowered {
+    conv_op_t op;
+    const Tensor *x, *w, *y, *bias;
+    ConvGeometry g;
+};
+
+Lowered lower(const Pass &pass, const ConvGeometry &g) {
+    if (!g.transposed) return {pass.op, pass.x, pass.w, pass.y, pass.bias, g};
+    ConvGeometry inner = g;
+    inner.activation = CONV_ACTIVATION_NONE;
+    switch (pass.op) {
+    case CONV_OP_FORWARD: return {CONV_OP_BACKWARD_DATA, pass.y, pass.w, pass.x, nullptr, inner};
+    case CONV_OP_BACKWARD_DATA: return {CONV_OP_FORWARD, pass.y, pass.w, pass.x, nullptr, inner};
+    default: return {CONV_OP_BACKWARD_FILTER, pass.y, pass.w, pass.x, nullptr, inner};
+    }
+}
+
+// The algorithm is forced per user pass and chosen for the lowered one.
+const cpu::Algorithm &algorithm_for(const ConvParams &params, const Pass &pass, const Lowered &l) {
+    return choose_cpu(l.g, l.op, params.algo[pass.op]);
 }
 
 }  // namespace
@@ -63,18 +86,22 @@ ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &
     if (w.ndim() != x.ndim())
         fail(CONV_STATUS_SHAPE_MISMATCH, "%s has rank %d but %s has rank %d", names.w, w.ndim(),
              names.x, x.ndim());
-    ConvGeometry g = make_geometry(params, x.layout(), x.ndim(), x.dims(), w.dims());
+    ConvGeometry g = make_pass_geometry(params, x.layout(), x.ndim(), x.dims(), w.dims());
     int64_t expect[kMaxDims];
-    output_dims(g, expect);
+    if (g.transposed)
+        input_dims(g, expect);  // the user's output is the lowered convolution's input
+    else
+        output_dims(g, expect);
     bool same = y.ndim() == x.ndim();
     for (int i = 0; same && i < x.ndim(); ++i) same = y.dim(i) == expect[i];
     if (!same)
         fail(CONV_STATUS_SHAPE_MISMATCH, "%s dims %s do not match the expected %s (%s)", names.y,
              dims_string(y.ndim(), y.dims()).c_str(), dims_string(x.ndim(), expect).c_str(),
              g.describe().c_str());
-    if (pass.bias && pass.bias->elements() != g.k)
+    int64_t out_channels = g.transposed ? g.c : g.k;
+    if (pass.bias && pass.bias->elements() != out_channels)
         fail(CONV_STATUS_SHAPE_MISMATCH, "%s has %lld elements but there are %lld output channels",
-             names.bias, (long long)pass.bias->elements(), (long long)g.k);
+             names.bias, (long long)pass.bias->elements(), (long long)out_channels);
     // The pass's output must not overlap what it reads.
     const Tensor *out = pass.op == CONV_OP_FORWARD         ? pass.y
                         : pass.op == CONV_OP_BACKWARD_DATA ? pass.x
@@ -95,19 +122,20 @@ ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &
 }
 
 size_t workspace_size(const Context &ctx, const ConvParams &params, const Pass &pass) {
-    ConvGeometry g = validate(ctx, params, pass);
-    const cpu::Algorithm &algo = algorithm_for(params, g, pass.op);
-    size_t bytes = algo.workspace_bytes(g, pass.op, pass.x->dtype(), ctx.threads());
+    Lowered l = lower(pass, validate(ctx, params, pass));
+    const cpu::Algorithm &algo = algorithm_for(params, pass, l);
+    size_t bytes = algo.workspace_bytes(l.g, l.op, pass.x->dtype(), ctx.threads());
     // Slack so that caller memory at any alignment can be aligned to 64.
     return bytes ? bytes + 64 : 0;
 }
 
 void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *user_ws) {
-    ConvGeometry g = validate(ctx, params, pass);
-    const cpu::Algorithm &algo = algorithm_for(params, g, pass.op);
+    Lowered l = lower(pass, validate(ctx, params, pass));
+    const cpu::Algorithm &algo = algorithm_for(params, pass, l);
     std::shared_ptr<ThreadPool> pool = ctx.pool();
     int threads = pool->threads();
-    size_t bytes = algo.workspace_bytes(g, pass.op, pass.x->dtype(), threads);
+    conv_dtype_t dtype = pass.x->dtype();
+    size_t bytes = algo.workspace_bytes(l.g, l.op, dtype, threads);
 
     std::unique_ptr<Context::Lease> lease;
     Workspace *ws = user_ws;
@@ -118,9 +146,17 @@ void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *us
     std::lock_guard<std::mutex> hold(ws->mutex());
     void *scratch = ws->reserve(bytes);  // may throw: nothing written yet
 
-    cpu::ConvArgs args{pass.op, &g, pass.x->dtype(), pass.x->data(), pass.w->data(),
-                       pass.y->data(), pass.bias ? pass.bias->data() : nullptr};
+    cpu::ConvArgs args{l.op, &l.g, dtype, l.x->data(), l.w->data(), l.y->data(),
+                       l.bias ? l.bias->data() : nullptr};
     algo.run(args, scratch, *pool, threads);
+    if (!l.g.transposed) return;
+    // The transposed output has the lowered convolution's input shape.
+    cpu::ChannelShape out{l.g.layout, l.g.n, l.g.c, l.g.in_size()};
+    if (pass.op == CONV_OP_FORWARD)
+        cpu::bias_act_tensor(out, dtype, pass.y->data(), pass.bias ? pass.bias->data() : nullptr,
+                             params.activation == CONV_ACTIVATION_RELU, *pool, threads);
+    else if (pass.op == CONV_OP_BACKWARD_FILTER && pass.bias)
+        cpu::channel_sums(out, dtype, pass.y->data(), pass.bias->data(), *pool, threads);
 }
 
 }  // namespace conv::dispatch
