@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what building and testing libconv needs on Debian/Ubuntu, and only
+# what is missing (a machine that has it all runs no apt-get at all).
+#   build:     cmake ninja g++ pkg-config libopenblas-dev
+#   tests:     libcmocka-dev
+#   benchmark: libdnnl-dev (oneDNN, the peer convbench compares with; optional)
+set -euo pipefail
+
+packages=(cmake ninja-build g++ pkg-config libopenblas-dev libcmocka-dev)
+packages+=("$@")
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
