@@ -177,7 +177,11 @@ typedef enum conv_algo {
     CONV_ALGO_IM2COL_GEMM = 1,
     /* 1x1 kernel, stride 1, no padding: the input already is the GEMM
      * operand, no unfolding. */
-    CONV_ALGO_GEMM_1X1 = 2
+    CONV_ALGO_GEMM_1X1 = 2,
+    /* Depthwise convolutions (groups == C, any channel multiplier): each
+     * output a direct sum of its kernel taps, vectorised along the row or
+     * the channels. */
+    CONV_ALGO_DEPTHWISE_DIRECT = 3
 } conv_algo_t;
 
 /* A static name for an algorithm ("im2col_gemm"); "unknown" for values this

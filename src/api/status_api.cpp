@@ -58,6 +58,7 @@ const char *conv_algo_name(conv_algo_t algo) {
     case CONV_ALGO_AUTO: return "auto";
     case CONV_ALGO_IM2COL_GEMM: return "im2col_gemm";
     case CONV_ALGO_GEMM_1X1: return "gemm_1x1";
+    case CONV_ALGO_DEPTHWISE_DIRECT: return "depthwise_direct";
     }
     return "unknown";
 }

@@ -37,5 +37,6 @@ public:
 
 const Algorithm &im2col_gemm_algorithm();
 const Algorithm &gemm_1x1_algorithm();
+const Algorithm &depthwise_direct_algorithm();
 
 }  // namespace conv::cpu

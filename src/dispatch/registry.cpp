@@ -8,6 +8,7 @@ namespace {
 // In order of preference: the first that applies is the default.
 const cpu::Algorithm *const kCpuAlgorithms[] = {
     &cpu::gemm_1x1_algorithm(),
+    &cpu::depthwise_direct_algorithm(),
     &cpu::im2col_gemm_algorithm(),
 };
 

@@ -1,0 +1,349 @@
+// CONV_ALGO_DEPTHWISE_DIRECT: depthwise convolutions (groups == C, one input
+// channel per group, K = C * multiplier) computed directly. Lowered to GEMM,
+// a depthwise layer is a GEMM with M = 1 per channel: all overhead, no reuse.
+// Here each output element is a short sum of kernel taps, vectorised along
+// the contiguous axis: output columns (channels-first) or channels
+// (channels-last), accumulated in registers and stored once.
+#include <algorithm>
+#include <cstring>
+
+#include "core/checked.h"
+#include "core/dtype.h"
+#include "cpu/algorithm.h"
+#include "cpu/epilogue.h"
+
+namespace conv::cpu {
+namespace {
+
+constexpr int64_t kChunk = 64;  // accumulators per inner block (a few vector registers)
+
+// Valid output columns [lo, hi) of a row for a tap whose input column is
+// ow * s + off: those with 0 <= ow * s + off < in.
+inline void tap_range(int64_t off, int64_t s, int64_t in, int64_t outw, int64_t *lo, int64_t *hi) {
+    int64_t a = off >= 0 ? 0 : ceil_div(-off, s);
+    int64_t b = off >= in ? 0 : floor_div(in - 1 - off, s) + 1;
+    *lo = std::min(a, outw);
+    *hi = std::max(*lo, std::min(b, outw));
+}
+
+template <class T>
+struct Depthwise {
+    const ConvGeometry &g;
+    int64_t N = g.n, C = g.c, K = g.k, M = g.k / g.c;  // M: channel multiplier
+    int64_t I = g.in_size(), P = g.out_size(), KK = g.kernel_size();
+    int64_t O1 = g.out[1], O2 = g.out[2], I1 = g.in[1], I2 = g.in[2];
+    bool relu = g.activation == CONV_ACTIVATION_RELU;
+
+    // Valid output columns of each kernel column, computed once per call:
+    // two divisions per tap and row would cost more than the FMAs of a 7x7
+    // plane. Kernels wider than kMaxKw compute them as they go.
+    static constexpr int64_t kMaxKw = 32;
+    int64_t lo_[kMaxKw], hi_[kMaxKw];
+
+    explicit Depthwise(const ConvGeometry &geometry) : g(geometry) {
+        for (int64_t kw = 0; kw < std::min(g.kernel[2], kMaxKw); ++kw)
+            tap_range(col_offset(kw), g.stride[2], I2, O2, &lo_[kw], &hi_[kw]);
+    }
+    void columns(int64_t kw, int64_t *lo, int64_t *hi) const {
+        if (kw < kMaxKw) {
+            *lo = lo_[kw];
+            *hi = hi_[kw];
+        } else {
+            tap_range(col_offset(kw), g.stride[2], I2, O2, lo, hi);
+        }
+    }
+
+    // Input row (id, ih) for output row (od, oh) and taps (kd, kh), or -1.
+    int64_t in_row(int64_t od, int64_t oh, int64_t kd, int64_t kh) const {
+        int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+        int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= I1) return -1;
+        return id * I1 + ih;
+    }
+    int64_t col_offset(int64_t kw) const { return kw * g.dilation[2] - g.pad_begin[2]; }
+    int64_t tap(int64_t kd, int64_t kh, int64_t kw) const {
+        return (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
+    }
+
+    // ---- channels-first: one (image, output channel) plane per work item.
+
+    void forward_cf(int64_t item, const T *x, const T *w, const T *bias, T *y) const {
+        int64_t n = item / K, k = item % K;
+        const T *xc = x + (n * C + k / M) * I, *wk = w + k * KK;
+        T *yk = y + (n * K + k) * P;
+        const T b = bias ? bias[k] : T(0);
+        const int64_t s = g.stride[2];
+        T acc[kChunk];
+        for (int64_t od = 0; od < g.out[0]; ++od)
+            for (int64_t oh = 0; oh < O1; ++oh) {
+                T *yrow = yk + (od * O1 + oh) * O2;
+                for (int64_t j0 = 0; j0 < O2; j0 += kChunk) {
+                    int64_t j1 = std::min(O2, j0 + kChunk);
+                    std::fill(acc, acc + (j1 - j0), b);
+                    for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+                        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                            int64_t r = in_row(od, oh, kd, kh);
+                            if (r < 0) continue;
+                            const T *xrow = xc + r * I2;
+                            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                                int64_t off = col_offset(kw), lo, hi;
+                                columns(kw, &lo, &hi);
+                                lo = std::max(lo, j0);
+                                hi = std::min(hi, j1);
+                                const T wv = wk[tap(kd, kh, kw)];
+                                T *a = acc - j0;
+                                if (s == 1)
+                                    for (int64_t j = lo; j < hi; ++j) a[j] += wv * xrow[j + off];
+                                else
+                                    for (int64_t j = lo; j < hi; ++j) a[j] += wv * xrow[j * s + off];
+                            }
+                        }
+                    for (int64_t j = j0; j < j1; ++j) {
+                        T v = acc[j - j0];
+                        yrow[j] = (relu && v < T(0)) ? T(0) : v;
+                    }
+                }
+            }
+    }
+
+    // dx plane of input channel c: every tap of its M output channels scatters
+    // back into it (no other item writes this plane).
+    void backward_data_cf(int64_t item, T *dx, const T *w, const T *dy) const {
+        int64_t n = item / C, c = item % C;
+        T *dxc = dx + (n * C + c) * I;
+        std::fill(dxc, dxc + I, T(0));
+        const int64_t s = g.stride[2];
+        for (int64_t k = c * M; k < (c + 1) * M; ++k) {
+            const T *dyk = dy + (n * K + k) * P, *wk = w + k * KK;
+            for (int64_t od = 0; od < g.out[0]; ++od)
+                for (int64_t oh = 0; oh < O1; ++oh) {
+                    const T *dyrow = dyk + (od * O1 + oh) * O2;
+                    for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+                        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                            int64_t r = in_row(od, oh, kd, kh);
+                            if (r < 0) continue;
+                            T *dxrow = dxc + r * I2;
+                            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                                int64_t off = col_offset(kw), lo, hi;
+                                columns(kw, &lo, &hi);
+                                const T wv = wk[tap(kd, kh, kw)];
+                                if (s == 1)
+                                    for (int64_t j = lo; j < hi; ++j) dxrow[j + off] += wv * dyrow[j];
+                                else
+                                    for (int64_t j = lo; j < hi; ++j) dxrow[j * s + off] += wv * dyrow[j];
+                            }
+                        }
+                }
+        }
+    }
+
+    // dW row of output channel k: a dot product per tap over batch and space.
+    void backward_filter_cf(int64_t k, const T *x, T *dw, const T *dy) const {
+        T *dwk = dw + k * KK;
+        std::fill(dwk, dwk + KK, T(0));
+        const int64_t s = g.stride[2];
+        for (int64_t n = 0; n < N; ++n) {
+            const T *xc = x + (n * C + k / M) * I, *dyk = dy + (n * K + k) * P;
+            for (int64_t od = 0; od < g.out[0]; ++od)
+                for (int64_t oh = 0; oh < O1; ++oh) {
+                    const T *dyrow = dyk + (od * O1 + oh) * O2;
+                    for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+                        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                            int64_t r = in_row(od, oh, kd, kh);
+                            if (r < 0) continue;
+                            const T *xrow = xc + r * I2;
+                            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                                int64_t off = col_offset(kw), lo, hi;
+                                columns(kw, &lo, &hi);
+                                T sum = 0;
+                                for (int64_t j = lo; j < hi; ++j) sum += dyrow[j] * xrow[j * s + off];
+                                dwk[tap(kd, kh, kw)] += sum;
+                            }
+                        }
+                }
+        }
+    }
+
+    // ---- channels-last: vectorised along channels. Weights are repacked
+    // tap-major (KK x K) so a tap's weights for a channel block are contiguous.
+
+    void repack(const T *w, T *wt) const {
+        for (int64_t k = 0; k < K; ++k)
+            for (int64_t t = 0; t < KK; ++t) wt[t * K + k] = w[k * KK + t];
+    }
+
+    // Input position of output position (od, oh, ow) through tap (kd, kh, kw), or -1.
+    int64_t in_pos(int64_t od, int64_t oh, int64_t ow, int64_t kd, int64_t kh, int64_t kw) const {
+        int64_t r = in_row(od, oh, kd, kh);
+        if (r < 0) return -1;
+        int64_t iw = ow * g.stride[2] + col_offset(kw);
+        return (iw < 0 || iw >= I2) ? -1 : r * I2 + iw;
+    }
+
+    // Output row (n, od, oh): every position, every channel.
+    void forward_cl(int64_t item, const T *x, const T *wt, const T *bias, T *y) const {
+        int64_t n = item / (g.out[0] * O1), row = item % (g.out[0] * O1);
+        int64_t od = row / O1, oh = row % O1;
+        const T *xn = x + n * I * C;
+        T acc[kChunk];
+        for (int64_t ow = 0; ow < O2; ++ow) {
+            T *yp = y + ((n * g.out[0] + od) * O1 * O2 + oh * O2 + ow) * K;
+            for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
+                int64_t kb = std::min(kChunk, K - k0);
+                for (int64_t j = 0; j < kb; ++j) acc[j] = bias ? bias[k0 + j] : T(0);
+                for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+                    for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                            int64_t ip = in_pos(od, oh, ow, kd, kh, kw);
+                            if (ip < 0) continue;
+                            const T *wv = wt + tap(kd, kh, kw) * K + k0, *xv = xn + ip * C;
+                            if (M == 1)
+                                for (int64_t j = 0; j < kb; ++j) acc[j] += wv[j] * xv[k0 + j];
+                            else
+                                for (int64_t j = 0; j < kb; ++j) acc[j] += wv[j] * xv[(k0 + j) / M];
+                        }
+                for (int64_t j = 0; j < kb; ++j)
+                    yp[k0 + j] = (relu && acc[j] < T(0)) ? T(0) : acc[j];
+            }
+        }
+    }
+
+    // Input channels [c0, c0 + kChunk) of image n: scatter every output
+    // position's taps back (only this item writes these channels).
+    void backward_data_cl(int64_t item, T *dx, const T *wt, const T *dy) const {
+        int64_t blocks = ceil_div(C, kChunk), n = item / blocks;
+        int64_t c0 = item % blocks * kChunk, cb = std::min(kChunk, C - c0);
+        T *dxn = dx + n * I * C;
+        for (int64_t i = 0; i < I; ++i) std::fill(dxn + i * C + c0, dxn + i * C + c0 + cb, T(0));
+        for (int64_t od = 0; od < g.out[0]; ++od)
+            for (int64_t oh = 0; oh < O1; ++oh)
+                for (int64_t ow = 0; ow < O2; ++ow) {
+                    const T *dyp = dy + ((n * g.out[0] + od) * O1 * O2 + oh * O2 + ow) * K;
+                    for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+                        for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                                int64_t ip = in_pos(od, oh, ow, kd, kh, kw);
+                                if (ip < 0) continue;
+                                const T *wv = wt + tap(kd, kh, kw) * K;
+                                T *dxv = dxn + ip * C + c0;
+                                for (int64_t j = 0; j < cb; ++j)
+                                    for (int64_t m = 0; m < M; ++m) {
+                                        int64_t k = (c0 + j) * M + m;
+                                        dxv[j] += wv[k] * dyp[k];
+                                    }
+                            }
+                }
+    }
+
+    // dW for output channels [k0, k0 + kChunk): per-tap accumulators in the
+    // thread's slot (KK x kChunk), written back to the (K, KK) layout at the end.
+    void backward_filter_cl(int64_t item, const T *x, T *dw, const T *dy, T *acc) const {
+        int64_t k0 = item * kChunk, kb = std::min(kChunk, K - k0);
+        std::fill(acc, acc + KK * kChunk, T(0));
+        for (int64_t n = 0; n < N; ++n) {
+            const T *xn = x + n * I * C;
+            for (int64_t od = 0; od < g.out[0]; ++od)
+                for (int64_t oh = 0; oh < O1; ++oh)
+                    for (int64_t ow = 0; ow < O2; ++ow) {
+                        const T *dyp = dy + ((n * g.out[0] + od) * O1 * O2 + oh * O2 + ow) * K + k0;
+                        for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+                            for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                                for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                                    int64_t ip = in_pos(od, oh, ow, kd, kh, kw);
+                                    if (ip < 0) continue;
+                                    T *a = acc + tap(kd, kh, kw) * kChunk;
+                                    const T *xv = xn + ip * C;
+                                    if (M == 1)
+                                        for (int64_t j = 0; j < kb; ++j) a[j] += dyp[j] * xv[k0 + j];
+                                    else
+                                        for (int64_t j = 0; j < kb; ++j) a[j] += dyp[j] * xv[(k0 + j) / M];
+                                }
+                    }
+        }
+        for (int64_t j = 0; j < kb; ++j)
+            for (int64_t t = 0; t < KK; ++t) dw[(k0 + j) * KK + t] = acc[t * kChunk + j];
+    }
+};
+
+// Scratch: channels-last repacked weights (forward, backward-data) or the
+// per-thread tap accumulators (backward-filter); none for channels-first.
+size_t scratch_bytes(const ConvGeometry &g, conv_op_t op, size_t es, int threads) {
+    if (g.layout != CONV_LAYOUT_CHANNELS_LAST) return 0;
+    int64_t elems = op == CONV_OP_BACKWARD_FILTER
+                        ? checked_mul(g.kernel_size() * kChunk, threads, "workspace")
+                        : checked_mul(g.kernel_size(), g.k, "workspace");
+    return (size_t)(checked_mul(elems, (int64_t)es, "workspace") + 63) / 64 * 64;
+}
+
+template <class T>
+void run_typed(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
+    const ConvGeometry &g = *a.g;
+    Depthwise<T> d(g);
+    T *x = static_cast<T *>(a.x), *w = static_cast<T *>(a.w), *y = static_cast<T *>(a.y);
+    T *bias = static_cast<T *>(a.bias), *scratch = static_cast<T *>(ws);
+    const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    switch (a.op) {
+    case CONV_OP_FORWARD:
+        if (!last) {
+            pool.parallel_for(d.N * d.K, [&](int64_t i, int) { d.forward_cf(i, x, w, bias, y); },
+                              threads);
+            return;
+        }
+        d.repack(w, scratch);
+        pool.parallel_for(d.N * g.out[0] * d.O1,
+                          [&](int64_t i, int) { d.forward_cl(i, x, scratch, bias, y); }, threads);
+        return;
+    case CONV_OP_BACKWARD_DATA:
+        if (!last) {
+            pool.parallel_for(d.N * d.C, [&](int64_t i, int) { d.backward_data_cf(i, x, w, y); },
+                              threads);
+            return;
+        }
+        d.repack(w, scratch);
+        pool.parallel_for(d.N * ceil_div(d.C, kChunk),
+                          [&](int64_t i, int) { d.backward_data_cl(i, x, scratch, y); }, threads);
+        return;
+    case CONV_OP_BACKWARD_FILTER:
+        if (!last)
+            pool.parallel_for(d.K, [&](int64_t k, int) { d.backward_filter_cf(k, x, w, y); },
+                              threads);
+        else
+            pool.parallel_for(
+                ceil_div(d.K, kChunk),
+                [&](int64_t i, int s) {
+                    d.backward_filter_cl(i, x, w, y, scratch + s * d.KK * kChunk);
+                },
+                threads);
+        if (bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool, threads);
+        return;
+    }
+}
+
+class DepthwiseDirect final : public Algorithm {
+public:
+    conv_algo_t id() const override { return CONV_ALGO_DEPTHWISE_DIRECT; }
+    std::string why_not(const ConvGeometry &g, conv_op_t) const override {
+        if (g.groups == g.c && g.c > 0) return "";
+        return "it needs groups == input channels (a depthwise convolution); the problem is " +
+               g.describe();
+    }
+    size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
+                           int threads) const override {
+        return scratch_bytes(g, op, dtype_size(dtype), threads);
+    }
+    void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
+        if (args.dtype == CONV_DTYPE_FLOAT32)
+            run_typed<float>(args, ws, pool, threads);
+        else
+            run_typed<double>(args, ws, pool, threads);
+    }
+};
+
+}  // namespace
+
+const Algorithm &depthwise_direct_algorithm() {
+    static const DepthwiseDirect algo;
+    return algo;
+}
+
+}  // namespace conv::cpu
