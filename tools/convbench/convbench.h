@@ -1,0 +1,167 @@
+/*
+ * convbench.h -- the pieces of convbench and what they share.
+ *
+ * convbench measures libconv on the layers of real networks through the
+ * public API only (conv.h) and checks results against the naive reference
+ * (conv_reference.h). One file per idea:
+ *   suites.c    the built-in layer tables
+ *   layer.c     a layer: its custom-spec syntax, output size, shape text
+ *   options.c   the command line
+ *   runner.c    tensors, the timed loop, one row per layer and pass
+ *   verify.c    random fill, NaN pre-fill, comparison with the reference
+ *   report.c    header line, table rows, totals, JSON
+ *   main.c      wiring
+ */
+#ifndef CONVBENCH_H
+#define CONVBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conv.h"
+
+#define CB_MAX_SPATIAL 3
+#define CB_MAX_CUSTOM 32
+
+/* ------------------------------------------------------------------ layers */
+
+typedef struct cb_layer {
+    const char *name;
+    int spatial; /* 1..3: W, HxW or DxHxW */
+    int64_t c, k, groups;
+    int64_t in[CB_MAX_SPATIAL], kernel[CB_MAX_SPATIAL], stride[CB_MAX_SPATIAL];
+    int64_t pad_begin[CB_MAX_SPATIAL], pad_end[CB_MAX_SPATIAL], dilation[CB_MAX_SPATIAL];
+    int count; /* occurrences in the network: weights the whole-suite totals */
+} cb_layer;
+
+typedef struct cb_suite {
+    const char *name;
+    const char *about;
+    const cb_layer *layers;
+    int n_layers;
+} cb_suite;
+
+/* suites.c */
+extern const cb_suite cb_suites[];
+extern const int cb_n_suites;
+const cb_suite *cb_find_suite(const char *name);
+
+/* layer.c */
+/* Output size along one spatial axis (the formula of conv_output_dims). */
+int64_t cb_out_size(const cb_layer *l, int axis);
+/* A one-line summary, e.g. "64->256 56x56 k1x1 s1 p0" (+ " d2", " g32"). */
+void cb_layer_shape(const cb_layer *l, char *buf, size_t len);
+/* Parses "c=64,k=64,in=56x56,kernel=3x3,stride=1,pad=1,dil=1,groups=1"
+ * (syntax in cb_layer_syntax). Returns 0, or -1 with a message in err. */
+int cb_parse_layer(const char *spec, cb_layer *out, char *err, size_t errlen);
+extern const char cb_layer_syntax[];
+
+/* ----------------------------------------------------------------- options */
+
+enum { CB_OP_FWD = 1 << CONV_OP_FORWARD,
+       CB_OP_BWD_DATA = 1 << CONV_OP_BACKWARD_DATA,
+       CB_OP_BWD_FILTER = 1 << CONV_OP_BACKWARD_FILTER,
+       CB_OP_ALL = CB_OP_FWD | CB_OP_BWD_DATA | CB_OP_BWD_FILTER };
+
+typedef struct cb_options {
+    const char *suite;              /* a suite name, "all", or NULL: not given */
+    cb_layer custom[CB_MAX_CUSTOM]; /* --layer, in order */
+    int n_custom;
+    int64_t batch;
+    int ops; /* CB_OP_* mask */
+    conv_dtype_t dtype;
+    conv_layout_t layout;
+    int threads;       /* 0: the context's default */
+    int device;        /* -1: CUDA if present, else CPU */
+    int warmup;
+    int repeats;       /* 0: adaptive (see runner.c) */
+    conv_algo_t algo;  /* CONV_ALGO_AUTO unless --algo */
+    int verify;
+    const char *json;  /* NULL: no JSON */
+    int list;
+} cb_options;
+
+/* Fills `o` from argv. Returns 0 to go on, -1 when done (--help printed:
+ * exit 0), or 2 after printing what is wrong with the command line. */
+int cb_parse_options(int argc, char **argv, cb_options *o);
+const char *cb_op_name(conv_op_t op);
+const char *cb_dtype_name(conv_dtype_t dtype);
+const char *cb_layout_name(conv_layout_t layout);
+
+/* ------------------------------------------------------------------ rows */
+
+typedef enum { CB_ROW_OK, CB_ROW_FAILED, CB_ROW_SKIPPED } cb_row_status;
+typedef enum { CB_VERIFY_NONE, CB_VERIFY_OK, CB_VERIFY_FAIL } cb_verify_status;
+
+typedef struct cb_verify_result {
+    cb_verify_status status;
+    double max_rel_err;  /* max |got - ref| / abs_sum over the sample; NaN if none */
+    double tol;          /* the bound it was held to (see verify.c) */
+    int64_t checked;     /* sampled elements compared */
+    int64_t nan_count;   /* NaN left anywhere in the output */
+    char detail[160];    /* the worst element, or where NaN was left */
+} cb_verify_result;
+
+typedef struct cb_row {
+    const char *suite;
+    const cb_layer *layer;
+    char shape[96];
+    conv_op_t op;
+    const char *algo;
+    cb_row_status status;
+    conv_status_t error_status; /* of the call that failed */
+    char error[320];     /* the call, libconv's status and message when not OK */
+    double ms;           /* median over the timed repeats */
+    double min_ms;
+    int repeats;
+    double flops, bytes; /* conv_cost of one call at this batch */
+    size_t workspace_bytes;
+    cb_verify_result verify;
+} cb_row;
+
+/* ---------------------------------------------------------------- runner */
+
+typedef struct cb_bench {
+    const cb_options *opt;
+    conv_context_t ctx;
+    conv_device_t device;
+    int threads;         /* the CPU context's thread count; 0 on a GPU */
+    conv_workspace_t ws; /* one workspace for every call: it grows once, then is reused */
+    conv_tensor_t sync;  /* a one-element tensor read back to wait for a GPU (runner.c) */
+} cb_bench;
+
+/* Runs every selected pass of one layer, writing one row per pass into
+ * rows[]; returns the number of rows written (0..3). */
+int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows);
+
+/* ---------------------------------------------------------------- verify */
+
+/* Uniform values in [-1, 1) from a fixed seed, as float or double. */
+void cb_fill_random(void *data, conv_dtype_t dtype, int64_t n, uint64_t seed);
+/* Every element NaN, so elements a pass never writes show afterwards. */
+void cb_fill_nan(void *data, conv_dtype_t dtype, int64_t n);
+
+/* The host copies one pass reads and writes, in the layer's layout. */
+typedef struct cb_host_data {
+    const void *x, *w, *dy; /* inputs (those the pass reads) */
+    const void *out;        /* what libconv wrote: y, dx or dw */
+    int64_t out_elements;
+} cb_host_data;
+
+/* Checks what one pass wrote (see verify.c for the bound). */
+void cb_verify(const cb_options *o, const cb_layer *l, conv_op_t op, const cb_host_data *h,
+               cb_verify_result *r);
+/* The tolerance formula, for --help. */
+extern const char cb_tolerance_help[];
+
+/* ---------------------------------------------------------------- report */
+
+void cb_print_header(const cb_bench *b);
+void cb_print_table_head(const char *suite, int name_width, int shape_width);
+void cb_print_row(const cb_row *r, int name_width, int shape_width);
+/* Whole-suite totals per pass, each row weighted by its layer's count. */
+void cb_print_totals(const char *suite, const cb_row *rows, int n_rows, int ops);
+/* Returns 0, or -1 after printing why the file could not be written. */
+int cb_write_json(const char *path, const cb_bench *b, const cb_row *rows, int n_rows);
+
+#endif

@@ -1,0 +1,258 @@
+/*
+ * options.c -- the command line. Every option takes "--opt VALUE" or
+ * "--opt=VALUE"; anything wrong is a message and exit status 2.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convbench.h"
+
+/* conv_algo_t values are small and appended; names past the last are "unknown". */
+#define CB_ALGO_SCAN 64
+
+const char *cb_op_name(conv_op_t op)
+{
+    switch (op) {
+    case CONV_OP_FORWARD: return "fwd";
+    case CONV_OP_BACKWARD_DATA: return "bwd_data";
+    case CONV_OP_BACKWARD_FILTER: return "bwd_filter";
+    }
+    return "?";
+}
+
+const char *cb_dtype_name(conv_dtype_t dtype)
+{
+    return dtype == CONV_DTYPE_FLOAT64 ? "f64" : "f32";
+}
+
+const char *cb_layout_name(conv_layout_t layout)
+{
+    return layout == CONV_LAYOUT_CHANNELS_LAST ? "nhwc" : "nchw";
+}
+
+static void print_algos(FILE *f)
+{
+    for (int a = 0; a < CB_ALGO_SCAN; a++) {
+        const char *name = conv_algo_name((conv_algo_t)a);
+        if (strcmp(name, "unknown") != 0)
+            fprintf(f, " %s", name);
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: convbench [options]\n"
+            "Times libconv's passes on the convolutions of real networks and, with\n"
+            "--verify, checks them against a naive reference.\n\n"
+            "  --suite NAME     a built-in suite or 'all' (default resnet50); see --list\n"
+            "  --layer SPEC     one custom layer instead of a suite (repeatable), see below\n"
+            "  --batch N        images per call (default 1)\n"
+            "  --op OP          fwd, bwd_data, bwd_filter or all; a comma list works too\n"
+            "                   (default all)\n"
+            "  --dtype T        f32 or f64 (default f32)\n"
+            "  --layout L       nchw (channels_first) or nhwc (channels_last) (default nchw)\n"
+            "  --threads N      CPU threads (default: the context's default)\n"
+            "  --device D       cpu or cuda (default: cuda when a GPU is present, else cpu)\n"
+            "  --warmup N       untimed calls before timing (default 2)\n"
+            "  --repeats N      timed calls (default: until 0.3 s, at least 3, at most 50)\n"
+            "  --algo NAME      force an algorithm for every pass:");
+    print_algos(f);
+    fprintf(f,
+            "\n"
+            "                   (layers it does not apply to are reported n/a)\n"
+            "  --verify         fill inputs with uniform [-1,1) values (fixed seed), outputs\n"
+            "                   with NaN; after timing check that no NaN is left and compare\n"
+            "                   a sample of outputs with the reference (exit 1 on a mismatch)\n"
+            "  --json FILE      also write every row to FILE as a JSON array\n"
+            "  --list           list the suites and their layers, then exit\n"
+            "  --help           this text\n\n"
+            "%s\n%s\n"
+            "Rows report the median time of the timed calls, GFLOP/s from conv_cost\n"
+            "(a multiply-add counts 2), and per pass whole-suite totals weighted by how\n"
+            "often each layer occurs in the network.\n"
+            "Exit status: 0 all good, 1 a libconv call or a verification failed, 2 bad usage.\n",
+            cb_layer_syntax, cb_tolerance_help);
+}
+
+/* Prints the complaint; returns the usage exit status. */
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "convbench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(convbench --help lists the options)\n");
+    va_end(ap);
+    return 2;
+}
+
+static int parse_count(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return bad("%s needs an integer in %ld..%ld, not '%s'", opt, lo, hi, s);
+    *out = v;
+    return 0;
+}
+
+static int parse_ops(const char *s, int *mask)
+{
+    char tmp[64];
+    if (strlen(s) >= sizeof tmp)
+        return -1;
+    strcpy(tmp, s);
+    *mask = 0;
+    for (char *t = strtok(tmp, ","); t; t = strtok(NULL, ",")) {
+        if (strcmp(t, "all") == 0)
+            *mask |= CB_OP_ALL;
+        else if (strcmp(t, "fwd") == 0)
+            *mask |= CB_OP_FWD;
+        else if (strcmp(t, "bwd_data") == 0)
+            *mask |= CB_OP_BWD_DATA;
+        else if (strcmp(t, "bwd_filter") == 0)
+            *mask |= CB_OP_BWD_FILTER;
+        else
+            return -1;
+    }
+    return *mask ? 0 : -1;
+}
+
+static int parse_layout(const char *s, conv_layout_t *out)
+{
+    static const char *const first[] = {"nchw", "channels_first", "ncw", "ncdhw"};
+    static const char *const last[] = {"nhwc", "channels_last", "nwc", "ndhwc"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(s, first[i]) == 0) {
+            *out = CONV_LAYOUT_CHANNELS_FIRST;
+            return 0;
+        }
+        if (strcmp(s, last[i]) == 0) {
+            *out = CONV_LAYOUT_CHANNELS_LAST;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_algo(const char *s, conv_algo_t *out)
+{
+    for (int a = 0; a < CB_ALGO_SCAN; a++) {
+        if (strcmp(conv_algo_name((conv_algo_t)a), s) == 0 && strcmp(s, "unknown") != 0) {
+            *out = (conv_algo_t)a;
+            return 0;
+        }
+    }
+    fprintf(stderr, "convbench: unknown --algo '%s'; known:", s);
+    print_algos(stderr);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+int cb_parse_options(int argc, char **argv, cb_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->batch = 1;
+    o->ops = CB_OP_ALL;
+    o->dtype = CONV_DTYPE_FLOAT32;
+    o->layout = CONV_LAYOUT_CHANNELS_FIRST;
+    o->device = -1;
+    o->warmup = 2;
+    o->algo = CONV_ALGO_AUTO;
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            return -1; /* caller exits 0 */
+        }
+        if (strcmp(arg, "--verify") == 0) {
+            o->verify = 1;
+            continue;
+        }
+        if (strcmp(arg, "--list") == 0) {
+            o->list = 1;
+            continue;
+        }
+
+        /* The rest take a value: "--opt=V" or "--opt V". */
+        char name[32];
+        const char *val;
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (strncmp(arg, "--", 2) != 0 || len >= sizeof name)
+            return bad("unexpected argument '%s'", arg);
+        memcpy(name, arg, len);
+        name[len] = '\0';
+        if (eq)
+            val = eq + 1;
+        else if (i + 1 < argc)
+            val = argv[++i];
+        else
+            return bad("%s needs a value", name);
+
+        long v = 0;
+        int rc = 0;
+        if (strcmp(name, "--suite") == 0) {
+            if (strcmp(val, "all") != 0 && !cb_find_suite(val))
+                return bad("unknown suite '%s'; see --list", val);
+            o->suite = val;
+        } else if (strcmp(name, "--layer") == 0) {
+            char err[256];
+            if (o->n_custom == CB_MAX_CUSTOM)
+                return bad("at most %d --layer options", CB_MAX_CUSTOM);
+            if (cb_parse_layer(val, &o->custom[o->n_custom], err, sizeof err) != 0)
+                return bad("--layer %s: %s", val, err);
+            o->n_custom++;
+        } else if (strcmp(name, "--batch") == 0) {
+            rc = parse_count(name, val, 1, 1L << 20, &v);
+            o->batch = v;
+        } else if (strcmp(name, "--op") == 0) {
+            if (parse_ops(val, &o->ops) != 0)
+                return bad("--op: '%s' is not fwd, bwd_data, bwd_filter or all", val);
+        } else if (strcmp(name, "--dtype") == 0) {
+            if (strcmp(val, "f32") == 0)
+                o->dtype = CONV_DTYPE_FLOAT32;
+            else if (strcmp(val, "f64") == 0)
+                o->dtype = CONV_DTYPE_FLOAT64;
+            else
+                return bad("--dtype: '%s' is not f32 or f64", val);
+        } else if (strcmp(name, "--layout") == 0) {
+            if (parse_layout(val, &o->layout) != 0)
+                return bad("--layout: '%s' is not nchw (channels_first) or nhwc (channels_last)",
+                           val);
+        } else if (strcmp(name, "--threads") == 0) {
+            rc = parse_count(name, val, 1, 1024, &v);
+            o->threads = (int)v;
+        } else if (strcmp(name, "--device") == 0) {
+            if (strcmp(val, "cpu") == 0)
+                o->device = CONV_DEVICE_CPU;
+            else if (strcmp(val, "cuda") == 0)
+                o->device = CONV_DEVICE_CUDA;
+            else
+                return bad("--device: '%s' is not cpu or cuda", val);
+        } else if (strcmp(name, "--warmup") == 0) {
+            rc = parse_count(name, val, 0, 1000000, &v);
+            o->warmup = (int)v;
+        } else if (strcmp(name, "--repeats") == 0) {
+            rc = parse_count(name, val, 1, 1000000, &v);
+            o->repeats = (int)v;
+        } else if (strcmp(name, "--algo") == 0) {
+            rc = parse_algo(val, &o->algo);
+        } else if (strcmp(name, "--json") == 0) {
+            o->json = val;
+        } else {
+            return bad("unknown option '%s'", name);
+        }
+        if (rc)
+            return rc;
+    }
+    if (o->suite && o->n_custom)
+        return bad("give either --suite or --layer, not both");
+    return 0;
+}

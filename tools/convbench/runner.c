@@ -1,0 +1,309 @@
+/*
+ * runner.c -- one layer: descriptor, tensors, and per pass the warm-up, the
+ * timed calls and the check. Everything is allocated before the first timed
+ * call; the timed loop only calls libconv and reads the clock.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "convbench.h"
+
+/* Adaptive repeats: time until this much has been spent, within the limits. */
+static const double target_ms = 300.0;
+static const int min_repeats = 3;
+static const int max_repeats = 50;
+
+/* Seeds of the three inputs, fixed so every run sees the same data. */
+enum { SEED_X = 1, SEED_W = 2, SEED_DY = 3 };
+
+/* A libconv tensor and its host copy (the data sent, or what came back). */
+typedef struct host_tensor {
+    conv_tensor_t t;
+    void *host;
+    int64_t elements;
+    size_t bytes;
+} host_tensor;
+
+typedef struct layer_run {
+    cb_bench *b;
+    const cb_layer *l;
+    conv_desc_t desc;
+    int ndim;
+    int64_t x_dims[CB_MAX_SPATIAL + 2], w_dims[CB_MAX_SPATIAL + 2], y_dims[CB_MAX_SPATIAL + 2];
+    host_tensor x, w, dy; /* inputs, created for the passes that read them */
+    host_tensor out;      /* the output of the pass being run */
+} layer_run;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Records a failed libconv call in the row; returns 1 if `s` is a failure. */
+static int failed(conv_status_t s, const char *call, cb_row *r)
+{
+    if (s == CONV_STATUS_SUCCESS)
+        return 0;
+    r->status = CB_ROW_FAILED;
+    r->error_status = s;
+    snprintf(r->error, sizeof r->error, "%s: %s: %s", call, conv_status_string(s),
+             conv_last_error());
+    return 1;
+}
+
+/* The algorithm a row reports. libconv cannot yet say which one AUTO chose;
+ * when it can, this is the one place to ask it (it runs after the calls). */
+static const char *algo_used(const layer_run *lr, conv_op_t op)
+{
+    (void)op;
+    conv_algo_t forced = lr->b->opt->algo;
+    return forced == CONV_ALGO_AUTO ? "auto" : conv_algo_name(forced);
+}
+
+/* conv.h has no synchronize call yet: reading back one element waits for
+ * work queued before it on the default stream, which is the best a GPU run
+ * can do until then. CPU calls return when they are done. */
+static conv_status_t wait_device(const cb_bench *b)
+{
+    double scratch;
+    size_t bytes = b->opt->dtype == CONV_DTYPE_FLOAT64 ? 8 : 4;
+    return b->sync ? conv_tensor_copy_to(b->sync, &scratch, bytes) : CONV_STATUS_SUCCESS;
+}
+
+static void host_tensor_destroy(host_tensor *h)
+{
+    conv_tensor_destroy(h->t);
+    free(h->host);
+    memset(h, 0, sizeof *h);
+}
+
+/* Creates the tensor and, where one is needed, its host copy: an input
+ * (seed > 0) gets random values; an output (seed 0) is NaN-filled when
+ * verifying, so what stays NaN was never written, and has no copy otherwise.
+ * Returns 0, or -1 with the reason in *r. */
+static int host_tensor_create(layer_run *lr, const int64_t *dims, uint64_t seed, host_tensor *h,
+                              cb_row *r)
+{
+    const cb_options *o = lr->b->opt;
+    if (failed(conv_tensor_create(lr->b->ctx, o->dtype, o->layout, lr->ndim, dims, &h->t),
+               "conv_tensor_create", r))
+        return -1;
+    conv_tensor_get_elements(h->t, &h->elements);
+    conv_tensor_get_bytes(h->t, &h->bytes);
+    if (!seed && !o->verify)
+        return 0;
+    h->host = malloc(h->bytes ? h->bytes : 1);
+    if (!h->host) {
+        r->status = CB_ROW_FAILED;
+        snprintf(r->error, sizeof r->error, "malloc: no host memory for a %zu-byte copy",
+                 h->bytes);
+        return -1;
+    }
+    if (seed)
+        cb_fill_random(h->host, o->dtype, h->elements, seed);
+    else
+        cb_fill_nan(h->host, o->dtype, h->elements);
+    return failed(conv_tensor_copy_from(h->t, h->host, h->bytes), "conv_tensor_copy_from", r)
+               ? -1
+               : 0;
+}
+
+static const char *const pass_call[] = {"conv_forward", "conv_backward_data",
+                                        "conv_backward_filter"};
+
+static conv_status_t call_pass(layer_run *lr, conv_op_t op)
+{
+    cb_bench *b = lr->b;
+    conv_status_t s;
+    switch (op) {
+    case CONV_OP_FORWARD:
+        s = conv_forward(b->ctx, lr->desc, lr->x.t, lr->w.t, NULL, lr->out.t, b->ws);
+        break;
+    case CONV_OP_BACKWARD_DATA:
+        s = conv_backward_data(b->ctx, lr->desc, lr->w.t, lr->dy.t, lr->out.t, b->ws);
+        break;
+    default:
+        s = conv_backward_filter(b->ctx, lr->desc, lr->x.t, lr->dy.t, lr->out.t, NULL, b->ws);
+        break;
+    }
+    return s == CONV_STATUS_SUCCESS ? wait_device(b) : s;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Warm-up, then the timed calls; fills ms, min_ms and repeats. */
+static void time_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
+{
+    const cb_options *o = lr->b->opt;
+    int limit = o->repeats ? o->repeats : max_repeats;
+    for (int i = 0; i < o->warmup; i++)
+        if (failed(call_pass(lr, op), pass_call[op], r))
+            return;
+    int n = 0;
+    double total = 0;
+    while (n < limit) {
+        double t0 = now_ms();
+        conv_status_t s = call_pass(lr, op);
+        double t1 = now_ms();
+        if (failed(s, pass_call[op], r))
+            return;
+        times[n++] = t1 - t0;
+        total += t1 - t0;
+        if (!o->repeats && n >= min_repeats && total >= target_ms)
+            break;
+    }
+    qsort(times, (size_t)n, sizeof *times, cmp_double);
+    r->repeats = n;
+    r->min_ms = times[0];
+    r->ms = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+}
+
+/* One pass: its output tensor, cost, workspace size, timing, check. */
+static void run_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
+{
+    const cb_options *o = lr->b->opt;
+    const int64_t *out_dims[] = {lr->y_dims, lr->x_dims, lr->w_dims}; /* y, dx, dw */
+
+    if (failed(conv_cost(lr->desc, op, o->dtype, lr->ndim, lr->x_dims, lr->w_dims, &r->flops,
+                         &r->bytes),
+               "conv_cost", r) ||
+        host_tensor_create(lr, out_dims[op], 0, &lr->out, r) != 0)
+        return;
+    /* conv_workspace_size takes the tensors by role: input, filter, output. */
+    conv_tensor_t in = op == CONV_OP_BACKWARD_DATA ? lr->out.t : lr->x.t;
+    conv_tensor_t filt = op == CONV_OP_BACKWARD_FILTER ? lr->out.t : lr->w.t;
+    conv_tensor_t outp = op == CONV_OP_FORWARD ? lr->out.t : lr->dy.t;
+    conv_status_t s = conv_workspace_size(lr->b->ctx, lr->desc, op, in, filt, outp,
+                                          &r->workspace_bytes);
+    if (s == CONV_STATUS_SUCCESS)
+        time_pass(lr, op, times, r);
+    else
+        failed(s, "conv_workspace_size", r);
+    r->algo = algo_used(lr, op);
+
+    /* A forced algorithm that does not fit this layer is not a failure. */
+    if (r->status == CB_ROW_FAILED && o->algo != CONV_ALGO_AUTO &&
+        r->error_status == CONV_STATUS_UNSUPPORTED)
+        r->status = CB_ROW_SKIPPED;
+    if (r->status == CB_ROW_OK && o->verify &&
+        !failed(conv_tensor_copy_to(lr->out.t, lr->out.host, lr->out.bytes),
+                "conv_tensor_copy_to", r)) {
+        cb_host_data h = {lr->x.host, lr->w.host, lr->dy.host, lr->out.host, lr->out.elements};
+        cb_verify(o, lr->l, op, &h, &r->verify);
+    }
+    host_tensor_destroy(&lr->out);
+}
+
+/* Descriptor and dims; returns 0, or -1 with the reason in *r. */
+static int set_up(layer_run *lr, cb_row *r)
+{
+    const cb_layer *l = lr->l;
+    const cb_options *o = lr->b->opt;
+    int n = l->spatial;
+    lr->ndim = n + 2;
+    lr->x_dims[0] = o->batch;
+    lr->x_dims[1] = l->c;
+    lr->w_dims[0] = l->k;
+    lr->w_dims[1] = l->c / l->groups;
+    memcpy(lr->x_dims + 2, l->in, sizeof(int64_t) * (size_t)n);
+    memcpy(lr->w_dims + 2, l->kernel, sizeof(int64_t) * (size_t)n);
+
+    if (failed(conv_desc_create(n, &lr->desc), "conv_desc_create", r) ||
+        failed(conv_desc_set_strides(lr->desc, l->stride), "conv_desc_set_strides", r) ||
+        failed(conv_desc_set_dilations(lr->desc, l->dilation), "conv_desc_set_dilations", r) ||
+        failed(conv_desc_set_padding(lr->desc, l->pad_begin, l->pad_end), "conv_desc_set_padding",
+               r) ||
+        failed(conv_desc_set_groups(lr->desc, l->groups), "conv_desc_set_groups", r))
+        return -1;
+    for (int op = 0; op < 3 && o->algo != CONV_ALGO_AUTO; op++)
+        if (failed(conv_desc_set_algorithm(lr->desc, (conv_op_t)op, o->algo),
+                   "conv_desc_set_algorithm", r))
+            return -1;
+    if (failed(conv_output_dims(lr->desc, lr->ndim, lr->x_dims, lr->w_dims, lr->y_dims),
+               "conv_output_dims", r))
+        return -1;
+
+    /* The reference is given our own output sizes, so they must agree. */
+    int64_t want[CB_MAX_SPATIAL + 2] = {o->batch, l->k};
+    for (int a = 0; a < n; a++)
+        want[2 + a] = cb_out_size(l, a);
+    for (int i = 0; i < lr->ndim; i++) {
+        if (lr->y_dims[i] != want[i]) {
+            r->status = CB_ROW_FAILED;
+            snprintf(r->error, sizeof r->error, "conv_output_dims: dim %d is %lld, expected %lld",
+                     i, (long long)lr->y_dims[i], (long long)want[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The inputs the selected passes read; returns 0, or -1 with the reason in *r. */
+static int create_inputs(layer_run *lr, cb_row *r)
+{
+    int ops = lr->b->opt->ops;
+    const struct {
+        int needed;
+        const int64_t *dims;
+        uint64_t seed;
+        host_tensor *h;
+    } in[] = {
+        {ops & (CB_OP_FWD | CB_OP_BWD_FILTER), lr->x_dims, SEED_X, &lr->x},
+        {ops & (CB_OP_FWD | CB_OP_BWD_DATA), lr->w_dims, SEED_W, &lr->w},
+        {ops & (CB_OP_BWD_DATA | CB_OP_BWD_FILTER), lr->y_dims, SEED_DY, &lr->dy},
+    };
+    for (int i = 0; i < 3; i++)
+        if (in[i].needed && host_tensor_create(lr, in[i].dims, in[i].seed, in[i].h, r) != 0)
+            return -1;
+    return 0;
+}
+
+int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows)
+{
+    const cb_options *o = b->opt;
+    int n = 0;
+    for (int op = 0; op < 3; op++) {
+        if (!(o->ops & (1 << op)))
+            continue;
+        cb_row *r = &rows[n++];
+        memset(r, 0, sizeof *r);
+        r->suite = suite;
+        r->layer = l;
+        r->op = (conv_op_t)op;
+        r->algo = "-";
+        cb_layer_shape(l, r->shape, sizeof r->shape);
+    }
+
+    layer_run lr = {.b = b, .l = l};
+    cb_row setup = {.status = CB_ROW_OK}; /* a failure before any pass: every row's */
+    double *times = malloc(sizeof(double) * (size_t)(o->repeats ? o->repeats : max_repeats));
+    if (!times) {
+        setup.status = CB_ROW_FAILED;
+        snprintf(setup.error, sizeof setup.error, "malloc: no host memory for the timings");
+    }
+    if (times && set_up(&lr, &setup) == 0 && create_inputs(&lr, &setup) == 0) {
+        for (int i = 0; i < n; i++)
+            run_pass(&lr, rows[i].op, times, &rows[i]);
+    } else {
+        for (int i = 0; i < n; i++) {
+            rows[i].status = CB_ROW_FAILED;
+            memcpy(rows[i].error, setup.error, sizeof setup.error);
+        }
+    }
+
+    host_tensor_destroy(&lr.x);
+    host_tensor_destroy(&lr.w);
+    host_tensor_destroy(&lr.dy);
+    conv_desc_destroy(lr.desc);
+    free(times);
+    return n;
+}
