@@ -405,6 +405,51 @@ CONV_API conv_status_t conv_backward_filter(conv_context_t ctx, conv_desc_t desc
                                             conv_tensor_t dy, conv_tensor_t dw, conv_tensor_t db,
                                             conv_workspace_t ws);
 
+/* ------------------------------------------------- choosing an algorithm */
+
+/* The algorithm a pass would run for these tensors: the descriptor's forced
+ * one, else the context's tuned choice for this problem, else the built-in
+ * heuristic's. Tensors in the roles of conv_workspace_size. */
+CONV_API conv_status_t conv_chosen_algorithm(conv_context_t ctx, conv_desc_t desc, conv_op_t op,
+                                             conv_tensor_t x, conv_tensor_t w, conv_tensor_t y,
+                                             conv_algo_t *algo);
+
+/* Benchmarks every algorithm that applies to a pass (like cudnnFind*Ex):
+ * each runs once to warm up, then `CONV_FIND_REPEATS` times; its median time
+ * is reported. Results are sorted fastest first: up to `capacity` entries of
+ * algos[i], milliseconds[i] and workspace_bytes[i] (any of the three arrays
+ * may be NULL), and *count receives how many were written. The fastest is
+ * remembered by the context for this problem and used by later calls whose
+ * descriptor leaves the pass on CONV_ALGO_AUTO (see conv_chosen_algorithm).
+ * Tensors in the roles of conv_workspace_size; the pass's OUTPUT tensor is
+ * used for the trial runs and holds one of their results afterwards (all
+ * algorithms compute the same values up to rounding). Inputs are unchanged.
+ * `ws` (nullable: the context's pool) must be large enough for every
+ * candidate; a caller-wrapped workspace that is too small for one skips
+ * that candidate. Fails with UNSUPPORTED when no candidate could run. */
+#define CONV_FIND_REPEATS 3
+CONV_API conv_status_t conv_find_algorithms(conv_context_t ctx, conv_desc_t desc, conv_op_t op,
+                                            conv_tensor_t x, conv_tensor_t w, conv_tensor_t y,
+                                            conv_workspace_t ws, int capacity, conv_algo_t *algos,
+                                            double *milliseconds, size_t *workspace_bytes,
+                                            int *count);
+
+/* Writes the context's tuned choices to a file (a small text format with a
+ * versioned header: the library version and the device -- CPU model or GPU
+ * name -- the choices were measured on). The file is written under a
+ * temporary name and renamed, so readers never see half a file. */
+CONV_API conv_status_t conv_context_save_tuning(conv_context_t ctx, const char *path);
+
+/* Reads choices saved by conv_context_save_tuning and adds them to the
+ * context's (an entry for a problem already tuned replaces it). A file that
+ * is truncated, corrupt, from another libconv version or measured on
+ * another device is refused with CONV_STATUS_BAD_FILE and nothing is
+ * applied; an unreadable one gives CONV_STATUS_IO_ERROR. */
+CONV_API conv_status_t conv_context_load_tuning(conv_context_t ctx, const char *path);
+
+/* Forgets every tuned choice of the context. */
+CONV_API conv_status_t conv_context_clear_tuning(conv_context_t ctx);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -4,7 +4,8 @@
 
 #include "api/guard.h"
 #include "api/handles.h"
-#include "cpu/blas.h"
+#include "dispatch/registry.h"
+#include "dispatch/tuning_file.h"
 
 using namespace conv;
 
@@ -25,7 +26,7 @@ conv_status_t conv_context_create(conv_device_t device, int device_index, conv_c
         if (device_index != 0)
             fail(CONV_STATUS_INVALID_ARGUMENT, "CPU device index must be 0, got %d",
                  device_index);
-        cpu::blas_use_single_thread();
+        dispatch::init_cpu_engine();
         int threads = std::min(available_cpus(), kDefaultMaxThreads);
         *out = new conv_context_s(device, device_index, threads);
     });
@@ -60,6 +61,24 @@ conv_status_t conv_context_get_threads(conv_context_t ctx, int *threads) {
         api::require(threads, "threads");
         *threads = c.threads();
     });
+}
+
+conv_status_t conv_context_save_tuning(conv_context_t ctx, const char *path) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        dispatch::save_tuning(c, c.tuning(), api::require(path, "path"));
+    });
+}
+
+conv_status_t conv_context_load_tuning(conv_context_t ctx, const char *path) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        dispatch::load_tuning(c, c.tuning(), api::require(path, "path"));
+    });
+}
+
+conv_status_t conv_context_clear_tuning(conv_context_t ctx) {
+    return api::guarded([&] { api::checked(ctx, "ctx").impl.tuning().clear(); });
 }
 
 conv_status_t conv_workspace_create(conv_context_t ctx, conv_workspace_t *out) {

@@ -1,4 +1,7 @@
 // Shape and cost inference, workspace sizes and the convolution passes.
+#include <algorithm>
+#include <vector>
+
 #include "api/guard.h"
 #include "api/handles.h"
 #include "core/dtype.h"
@@ -24,6 +27,11 @@ const Tensor *tensor(conv_tensor_t t, const char *name) { return &api::checked(t
 const Tensor *optional_tensor(conv_tensor_t t, const char *name) {
     return t ? tensor(t, name) : nullptr;
 }
+void check_op(int op) {
+    if (op < CONV_OP_FORWARD || op > CONV_OP_BACKWARD_FILTER)
+        fail(CONV_STATUS_INVALID_ARGUMENT, "unknown op %d", op);
+}
+
 Workspace *optional_workspace(conv_workspace_t ws) {
     conv_workspace_s *h = api::checked_optional(ws, "ws");
     return h ? &h->impl : nullptr;
@@ -54,8 +62,7 @@ conv_status_t conv_cost(conv_desc_t desc, conv_op_t op, conv_dtype_t dtype, int 
         api::require(flops, "flops");
         api::require(bytes, "bytes");
         if (!dtype_valid(dtype)) fail(CONV_STATUS_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
-        if (op < CONV_OP_FORWARD || op > CONV_OP_BACKWARD_FILTER)
-            fail(CONV_STATUS_INVALID_ARGUMENT, "unknown op %d", (int)op);
+        check_op(op);
         ConvGeometry g = geometry_from_dims(p, ndim, x_dims, w_dims);
         double x = (double)g.n * g.c * g.in_size(), w = (double)g.k * g.cg() * g.kernel_size();
         double y = (double)g.n * g.k * g.out_size();
@@ -74,8 +81,7 @@ conv_status_t conv_workspace_size(conv_context_t ctx, conv_desc_t desc, conv_op_
         Context &c = api::checked(ctx, "ctx").impl;
         const ConvParams &p = api::checked(desc, "desc").impl;
         api::require(bytes, "bytes");
-        if (op < CONV_OP_FORWARD || op > CONV_OP_BACKWARD_FILTER)
-            fail(CONV_STATUS_INVALID_ARGUMENT, "unknown op %d", (int)op);
+        check_op(op);
         dispatch::Pass pass{op, tensor(x, "x"), tensor(w, "w"), tensor(y, "y"), nullptr};
         *bytes = dispatch::workspace_size(c, p, pass);
     });
@@ -112,6 +118,47 @@ conv_status_t conv_backward_filter(conv_context_t ctx, conv_desc_t desc, conv_te
         dispatch::Pass pass{CONV_OP_BACKWARD_FILTER, tensor(x, "x"), tensor(dw, "dw"),
                             tensor(dy, "dy"), optional_tensor(db, "db")};
         dispatch::run(c, p, pass, optional_workspace(ws));
+    });
+}
+
+}  // extern "C"
+
+extern "C" {
+
+conv_status_t conv_chosen_algorithm(conv_context_t ctx, conv_desc_t desc, conv_op_t op,
+                                    conv_tensor_t x, conv_tensor_t w, conv_tensor_t y,
+                                    conv_algo_t *algo) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        const ConvParams &p = api::checked(desc, "desc").impl;
+        api::require(algo, "algo");
+        check_op(op);
+        dispatch::Pass pass{op, tensor(x, "x"), tensor(w, "w"), tensor(y, "y"), nullptr};
+        *algo = dispatch::chosen_algorithm(c, p, pass);
+    });
+}
+
+conv_status_t conv_find_algorithms(conv_context_t ctx, conv_desc_t desc, conv_op_t op,
+                                   conv_tensor_t x, conv_tensor_t w, conv_tensor_t y,
+                                   conv_workspace_t ws, int capacity, conv_algo_t *algos,
+                                   double *milliseconds, size_t *workspace_bytes, int *count) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        const ConvParams &p = api::checked(desc, "desc").impl;
+        api::require(count, "count");
+        check_op(op);
+        if (capacity < 0)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "capacity %d must be >= 0", capacity);
+        dispatch::Pass pass{op, tensor(x, "x"), tensor(w, "w"), tensor(y, "y"), nullptr};
+        std::vector<dispatch::Trial> trials =
+            dispatch::find_algorithms(c, p, pass, optional_workspace(ws), CONV_FIND_REPEATS);
+        int n = std::min<int>(capacity, (int)trials.size());
+        for (int i = 0; i < n; ++i) {
+            if (algos) algos[i] = trials[i].algo;
+            if (milliseconds) milliseconds[i] = trials[i].ms;
+            if (workspace_bytes) workspace_bytes[i] = trials[i].workspace_bytes;
+        }
+        *count = n;
     });
 }
 

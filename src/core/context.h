@@ -11,6 +11,7 @@
 
 #include "conv.h"
 #include "core/thread_pool.h"
+#include "core/tuning_table.h"
 #include "core/workspace.h"
 
 namespace conv {
@@ -41,6 +42,8 @@ public:
     };
     std::unique_ptr<Lease> lease_workspace();
 
+    TuningTable &tuning() { return tuning_; }
+
 private:
     void give_back(std::unique_ptr<Workspace> ws);
 
@@ -49,6 +52,7 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<ThreadPool> pool_;
     std::vector<std::unique_ptr<Workspace>> free_workspaces_;
+    TuningTable tuning_;
 };
 
 }  // namespace conv

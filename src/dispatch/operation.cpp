@@ -5,8 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "cpu/epilogue.h"
-#include "dispatch/registry.h"
+#include "dispatch/lowering.h"
 
 namespace conv::dispatch {
 namespace {
@@ -41,32 +40,6 @@ bool overlaps(const Tensor &a, const Tensor &b) {
     if (a.bytes() == 0 || b.bytes() == 0) return false;
     auto a0 = reinterpret_cast<uintptr_t>(a.data()), b0 = reinterpret_cast<uintptr_t>(b.data());
     return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
-}
-
-// A pass as the convolution pass that computes it, tensors in that pass's
-// roles. A transposed convolution's forward is a backward-data pass, its
-// backward-data a forward pass and its backward-filter a backward-filter pass
-// with x and dy exchanged; its bias and activation are applied around them.
-struct Lowered {
-    conv_op_t op;
-    const Tensor *x, *w, *y, *bias;
-    ConvGeometry g;
-};
-
-Lowered lower(const Pass &pass, const ConvGeometry &g) {
-    if (!g.transposed) return {pass.op, pass.x, pass.w, pass.y, pass.bias, g};
-    ConvGeometry inner = g;
-    inner.activation = CONV_ACTIVATION_NONE;
-    switch (pass.op) {
-    case CONV_OP_FORWARD: return {CONV_OP_BACKWARD_DATA, pass.y, pass.w, pass.x, nullptr, inner};
-    case CONV_OP_BACKWARD_DATA: return {CONV_OP_FORWARD, pass.y, pass.w, pass.x, nullptr, inner};
-    default: return {CONV_OP_BACKWARD_FILTER, pass.y, pass.w, pass.x, nullptr, inner};
-    }
-}
-
-// The algorithm is forced per user pass and chosen for the lowered one.
-const cpu::Algorithm &algorithm_for(const ConvParams &params, const Pass &pass, const Lowered &l) {
-    return choose_cpu(l.g, l.op, params.algo[pass.op]);
 }
 
 }  // namespace
@@ -121,21 +94,25 @@ ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &
     return g;
 }
 
-size_t workspace_size(const Context &ctx, const ConvParams &params, const Pass &pass) {
+size_t workspace_size(Context &ctx, const ConvParams &params, const Pass &pass) {
     Lowered l = lower(pass, validate(ctx, params, pass));
-    const cpu::Algorithm &algo = algorithm_for(params, pass, l);
+    const cpu::Algorithm &algo = select_algorithm(ctx, params, pass, l);
     size_t bytes = algo.workspace_bytes(l.g, l.op, pass.x->dtype(), ctx.threads());
     // Slack so that caller memory at any alignment can be aligned to 64.
     return bytes ? bytes + 64 : 0;
 }
 
+conv_algo_t chosen_algorithm(Context &ctx, const ConvParams &params, const Pass &pass) {
+    Lowered l = lower(pass, validate(ctx, params, pass));
+    return select_algorithm(ctx, params, pass, l).id();
+}
+
 void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *user_ws) {
     Lowered l = lower(pass, validate(ctx, params, pass));
-    const cpu::Algorithm &algo = algorithm_for(params, pass, l);
+    const cpu::Algorithm &algo = select_algorithm(ctx, params, pass, l);
     std::shared_ptr<ThreadPool> pool = ctx.pool();
     int threads = pool->threads();
-    conv_dtype_t dtype = pass.x->dtype();
-    size_t bytes = algo.workspace_bytes(l.g, l.op, dtype, threads);
+    size_t bytes = algo.workspace_bytes(l.g, l.op, pass.x->dtype(), threads);
 
     std::unique_ptr<Context::Lease> lease;
     Workspace *ws = user_ws;
@@ -145,18 +122,7 @@ void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *us
     }
     std::lock_guard<std::mutex> hold(ws->mutex());
     void *scratch = ws->reserve(bytes);  // may throw: nothing written yet
-
-    cpu::ConvArgs args{l.op, &l.g, dtype, l.x->data(), l.w->data(), l.y->data(),
-                       l.bias ? l.bias->data() : nullptr};
-    algo.run(args, scratch, *pool, threads);
-    if (!l.g.transposed) return;
-    // The transposed output has the lowered convolution's input shape.
-    cpu::ChannelShape out{l.g.layout, l.g.n, l.g.c, l.g.in_size()};
-    if (pass.op == CONV_OP_FORWARD)
-        cpu::bias_act_tensor(out, dtype, pass.y->data(), pass.bias ? pass.bias->data() : nullptr,
-                             params.activation == CONV_ACTIVATION_RELU, *pool, threads);
-    else if (pass.op == CONV_OP_BACKWARD_FILTER && pass.bias)
-        cpu::channel_sums(out, dtype, pass.y->data(), pass.bias->data(), *pool, threads);
+    execute(params, pass, l, algo, scratch, *pool, threads);
 }
 
 }  // namespace conv::dispatch

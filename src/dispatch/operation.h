@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "core/context.h"
 #include "core/geometry.h"
@@ -24,9 +25,26 @@ struct Pass {
 ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &pass);
 
 // Workspace bytes the pass needs with this context (0 when none).
-size_t workspace_size(const Context &ctx, const ConvParams &params, const Pass &pass);
+size_t workspace_size(Context &ctx, const ConvParams &params, const Pass &pass);
+
+// The algorithm run() would use.
+conv_algo_t chosen_algorithm(Context &ctx, const ConvParams &params, const Pass &pass);
 
 // Runs the pass; `ws` null means a workspace from the context's pool.
 void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *ws);
+
+// One benchmarked candidate of find_algorithms.
+struct Trial {
+    conv_algo_t algo;
+    double ms;
+    size_t workspace_bytes;
+};
+
+// Times every algorithm that applies (sorted fastest first), remembers the
+// fastest in the context's tuning table, and leaves the pass's result,
+// computed with it, in the output. Candidates a wrapped workspace is too
+// small for are skipped.
+std::vector<Trial> find_algorithms(Context &ctx, const ConvParams &params, const Pass &pass,
+                                   Workspace *ws, int repeats);
 
 }  // namespace conv::dispatch

@@ -1,6 +1,7 @@
 #include "dispatch/registry.h"
 
 #include "core/error.h"
+#include "cpu/blas.h"
 
 namespace conv::dispatch {
 namespace {
@@ -14,10 +15,19 @@ const cpu::Algorithm *const kCpuAlgorithms[] = {
 
 }  // namespace
 
+void init_cpu_engine() { cpu::blas_use_single_thread(); }
+
 const cpu::Algorithm *find_cpu(conv_algo_t id) {
     for (const cpu::Algorithm *a : kCpuAlgorithms)
         if (a->id() == id) return a;
     return nullptr;
+}
+
+std::vector<const cpu::Algorithm *> cpu_candidates(const ConvGeometry &g, conv_op_t op) {
+    std::vector<const cpu::Algorithm *> out;
+    for (const cpu::Algorithm *a : kCpuAlgorithms)
+        if (a->why_not(g, op).empty()) out.push_back(a);
+    return out;
 }
 
 const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_algo_t forced) {

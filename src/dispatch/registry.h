@@ -2,6 +2,8 @@
 // The only place that names the algorithms.
 #pragma once
 
+#include <vector>
+
 #include "core/geometry.h"
 #include "cpu/algorithm.h"
 
@@ -11,7 +13,14 @@ namespace conv::dispatch {
 // when it does not apply), or the heuristic's pick for CONV_ALGO_AUTO.
 const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_algo_t forced);
 
+// Prepares the CPU engine once per process (OpenBLAS single-threaded: libconv
+// threads its own work).
+void init_cpu_engine();
+
 // The CPU algorithm with this id, or null when there is none.
 const cpu::Algorithm *find_cpu(conv_algo_t id);
+
+// Every CPU algorithm that computes this pass, in preference order.
+std::vector<const cpu::Algorithm *> cpu_candidates(const ConvGeometry &g, conv_op_t op);
 
 }  // namespace conv::dispatch

@@ -77,6 +77,7 @@ typedef struct cb_options {
     int repeats;       /* 0: adaptive (see runner.c) */
     conv_algo_t algo;  /* CONV_ALGO_AUTO unless --algo */
     int verify;
+    int tune; /* benchmark-select each pass (conv_find_algorithms) before timing */
     const char *json;  /* NULL: no JSON */
     int list;
 } cb_options;

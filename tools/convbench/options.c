@@ -64,6 +64,9 @@ static void usage(FILE *f)
     fprintf(f,
             "\n"
             "                   (layers it does not apply to are reported n/a)\n"
+            "  --tune           benchmark the algorithms of each pass first and time the\n"
+            "                   fastest (conv_find_algorithms); without it the library's\n"
+            "                   heuristic chooses\n"
             "  --verify         fill inputs with uniform [-1,1) values (fixed seed), outputs\n"
             "                   with NaN; after timing check that no NaN is left and compare\n"
             "                   a sample of outputs with the reference (exit 1 on a mismatch)\n"
@@ -173,6 +176,10 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
         }
         if (strcmp(arg, "--verify") == 0) {
             o->verify = 1;
+            continue;
+        }
+        if (strcmp(arg, "--tune") == 0) {
+            o->tune = 1;
             continue;
         }
         if (strcmp(arg, "--list") == 0) {

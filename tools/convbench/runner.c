@@ -56,13 +56,14 @@ static int failed(conv_status_t s, const char *call, cb_row *r)
     return 1;
 }
 
-/* The algorithm a row reports. libconv cannot yet say which one AUTO chose;
- * when it can, this is the one place to ask it (it runs after the calls). */
-static const char *algo_used(const layer_run *lr, conv_op_t op)
+/* The algorithm the library runs for this pass (forced, tuned or heuristic). */
+static const char *algo_used(layer_run *lr, conv_op_t op, conv_tensor_t in, conv_tensor_t filt,
+                             conv_tensor_t outp)
 {
-    (void)op;
-    conv_algo_t forced = lr->b->opt->algo;
-    return forced == CONV_ALGO_AUTO ? "auto" : conv_algo_name(forced);
+    conv_algo_t algo;
+    if (conv_chosen_algorithm(lr->b->ctx, lr->desc, op, in, filt, outp, &algo) != CONV_STATUS_SUCCESS)
+        return lr->b->opt->algo == CONV_ALGO_AUTO ? "auto" : conv_algo_name(lr->b->opt->algo);
+    return conv_algo_name(algo);
 }
 
 /* conv.h has no synchronize call yet: reading back one element waits for
@@ -182,13 +183,22 @@ static void run_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
     conv_tensor_t in = op == CONV_OP_BACKWARD_DATA ? lr->out.t : lr->x.t;
     conv_tensor_t filt = op == CONV_OP_BACKWARD_FILTER ? lr->out.t : lr->w.t;
     conv_tensor_t outp = op == CONV_OP_FORWARD ? lr->out.t : lr->dy.t;
-    conv_status_t s = conv_workspace_size(lr->b->ctx, lr->desc, op, in, filt, outp,
-                                          &r->workspace_bytes);
-    if (s == CONV_STATUS_SUCCESS)
-        time_pass(lr, op, times, r);
-    else
-        failed(s, "conv_workspace_size", r);
-    r->algo = algo_used(lr, op);
+    conv_status_t s = CONV_STATUS_SUCCESS;
+    if (o->tune) { /* benchmark-select first: the context remembers the winner */
+        int count;
+        s = conv_find_algorithms(lr->b->ctx, lr->desc, op, in, filt, outp, lr->b->ws, 0, NULL,
+                                 NULL, NULL, &count);
+        if (s != CONV_STATUS_SUCCESS)
+            failed(s, "conv_find_algorithms", r);
+    }
+    if (s == CONV_STATUS_SUCCESS) {
+        s = conv_workspace_size(lr->b->ctx, lr->desc, op, in, filt, outp, &r->workspace_bytes);
+        if (s == CONV_STATUS_SUCCESS)
+            time_pass(lr, op, times, r);
+        else
+            failed(s, "conv_workspace_size", r);
+    }
+    r->algo = algo_used(lr, op, in, filt, outp);
 
     /* A forced algorithm that does not fit this layer is not a failure. */
     if (r->status == CB_ROW_FAILED && o->algo != CONV_ALGO_AUTO &&

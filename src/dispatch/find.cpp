@@ -1,0 +1,63 @@
+// conv_find_algorithms: time every candidate on the caller's own tensors.
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "dispatch/lowering.h"
+#include "dispatch/registry.h"
+
+namespace conv::dispatch {
+
+std::vector<Trial> find_algorithms(Context &ctx, const ConvParams &params, const Pass &pass,
+                                   Workspace *user_ws, int repeats) {
+    Lowered l = lower(pass, validate(ctx, params, pass));
+    std::shared_ptr<ThreadPool> pool = ctx.pool();
+    int threads = pool->threads();
+    conv_dtype_t dtype = pass.x->dtype();
+
+    std::unique_ptr<Context::Lease> lease;
+    Workspace *ws = user_ws;
+    if (!ws) {
+        lease = ctx.lease_workspace();
+        ws = &lease->get();
+    }
+    std::lock_guard<std::mutex> hold(ws->mutex());
+
+    std::vector<Trial> trials;
+    std::string skipped;
+    for (const cpu::Algorithm *algo : cpu_candidates(l.g, l.op)) {
+        size_t bytes = algo->workspace_bytes(l.g, l.op, dtype, threads);
+        void *scratch;
+        try {
+            scratch = ws->reserve(bytes);
+        } catch (const Error &e) {
+            if (e.status() != CONV_STATUS_WORKSPACE_TOO_SMALL) throw;
+            skipped += format(" %s (needs %zu bytes)", conv_algo_name(algo->id()), bytes + 64);
+            continue;
+        }
+        std::vector<double> times;
+        for (int r = 0; r <= repeats; ++r) {  // run 0 warms caches and pages up
+            auto t0 = std::chrono::steady_clock::now();
+            execute(params, pass, l, *algo, scratch, *pool, threads);
+            auto t1 = std::chrono::steady_clock::now();
+            if (r > 0) times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        }
+        std::sort(times.begin(), times.end());
+        trials.push_back({algo->id(), times[times.size() / 2], bytes ? bytes + 64 : 0});
+    }
+    if (trials.empty())
+        fail(CONV_STATUS_UNSUPPORTED, "no algorithm could run: the workspace is too small for%s",
+             skipped.c_str());
+    std::stable_sort(trials.begin(), trials.end(),
+                     [](const Trial &a, const Trial &b) { return a.ms < b.ms; });
+    ctx.tuning().set(problem_key(l, dtype), trials.front().algo);
+
+    // Leave the output as the winner computes it (a descriptor forcing an
+    // algorithm still gets what it asked for on its next call).
+    const cpu::Algorithm &best = *find_cpu(trials.front().algo);
+    execute(params, pass, l, best, ws->reserve(best.workspace_bytes(l.g, l.op, dtype, threads)),
+            *pool, threads);
+    return trials;
+}
+
+}  // namespace conv::dispatch
