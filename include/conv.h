@@ -25,7 +25,7 @@
  *    no call is using it.
  *
  * Enum values are explicit and are never renumbered; new values are only
- * appended. See docs/abi.md for the compatibility rules.
+ * appended. An unknown value passed in is refused with INVALID_ARGUMENT. See docs/abi.md for the compatibility rules.
  */
 #ifndef CONV_H
 #define CONV_H
@@ -51,6 +51,15 @@ extern "C" {
 #define CONV_API __attribute__((visibility("default")))
 #endif
 
+/* In C++ the enums have int as their fixed underlying type, so any int is a
+ * valid value of them there as in C (and an unknown one is refused by the
+ * library rather than being undefined behaviour); C sees the same enums. */
+#ifdef __cplusplus
+#define CONV_ENUM(name) enum name : int
+#else
+#define CONV_ENUM(name) enum name
+#endif
+
 /* --------------------------------------------------------------- version */
 
 #define CONV_VERSION_MAJOR 0
@@ -69,7 +78,7 @@ CONV_API const char *conv_version_string(void);
 
 /* ---------------------------------------------------------------- status */
 
-typedef enum conv_status {
+typedef CONV_ENUM(conv_status) {
     CONV_STATUS_SUCCESS = 0,
     /* An argument is NULL, out of range, or an unknown enum value. */
     CONV_STATUS_INVALID_ARGUMENT = 1,
@@ -111,21 +120,21 @@ CONV_API const char *conv_last_error(void);
 
 /* ----------------------------------------------------------------- enums */
 
-typedef enum conv_device {
+typedef CONV_ENUM(conv_device) {
     CONV_DEVICE_CPU = 0,
     CONV_DEVICE_CUDA = 1
 } conv_device_t;
 
-typedef enum conv_dtype {
+typedef CONV_ENUM(conv_dtype) {
     CONV_DTYPE_FLOAT32 = 0,
     CONV_DTYPE_FLOAT64 = 1,
     CONV_DTYPE_FLOAT16 = 2,  /* storage only on the CPU: computing refuses */
     CONV_DTYPE_BFLOAT16 = 3  /* storage only on the CPU: computing refuses */
 } conv_dtype_t;
 
-typedef enum conv_layout {
+typedef CONV_ENUM(conv_layout) {
     CONV_LAYOUT_CHANNELS_FIRST = 0, /* NCW, NCHW, NCDHW */
-    CONV_LAYOUT_CHANNELS_LAST = 1   /* NWC, NHWC, NDHWC */
+    CONV_LAYOUT_CHANNELS_LAST = 1  /* NWC, NHWC, NDHWC */
 } conv_layout_t;
 
 /* How padding is derived (ONNX auto_pad; Caffe2's legacy_pad VALID/SAME).
@@ -134,7 +143,7 @@ typedef enum conv_layout {
  * SAME_LOWER give out = ceil(in / stride) and pad by
  * total = max(0, (out - 1) * stride + dilated_kernel - in), the odd element
  * going at the end (UPPER) or at the beginning (LOWER). */
-typedef enum conv_auto_pad {
+typedef CONV_ENUM(conv_auto_pad) {
     CONV_AUTO_PAD_NOTSET = 0,
     CONV_AUTO_PAD_VALID = 1,
     CONV_AUTO_PAD_SAME_UPPER = 2,
@@ -142,7 +151,7 @@ typedef enum conv_auto_pad {
 } conv_auto_pad_t;
 
 /* Activation fused into the forward pass, applied after the bias. */
-typedef enum conv_activation {
+typedef CONV_ENUM(conv_activation) {
     CONV_ACTIVATION_NONE = 0,
     CONV_ACTIVATION_RELU = 1
 } conv_activation_t;
@@ -156,13 +165,13 @@ typedef enum conv_activation {
  * conv_forward computes it (bias of Cout elements, then the activation);
  * conv_backward_data gives its input gradient (a plain convolution of dy) and
  * conv_backward_filter its filter gradient and the bias gradient (sums of dy). */
-typedef enum conv_mode {
+typedef CONV_ENUM(conv_mode) {
     CONV_MODE_CONVOLUTION = 0,
     CONV_MODE_TRANSPOSED = 1
 } conv_mode_t;
 
 /* The three passes of a convolution layer. */
-typedef enum conv_op {
+typedef CONV_ENUM(conv_op) {
     CONV_OP_FORWARD = 0,
     CONV_OP_BACKWARD_DATA = 1,
     CONV_OP_BACKWARD_FILTER = 2
@@ -170,7 +179,7 @@ typedef enum conv_op {
 
 /* Algorithms. AUTO lets the library choose per problem. Forcing one that
  * does not apply to a problem makes the call fail with UNSUPPORTED. */
-typedef enum conv_algo {
+typedef CONV_ENUM(conv_algo) {
     CONV_ALGO_AUTO = 0,
     /* Unfold the input (im2col, or im2row for channels-last), one GEMM per
      * group over OpenBLAS. Applies to every problem. */

@@ -47,6 +47,7 @@ const char *conv_status_string(conv_status_t s) {
     case CONV_STATUS_IO_ERROR: return "i/o error";
     case CONV_STATUS_BAD_FILE: return "bad file";
     case CONV_STATUS_INTERNAL_ERROR: return "internal error";
+    default: break;  // unknown values
     }
     return "unknown status";
 }
@@ -59,6 +60,7 @@ const char *conv_algo_name(conv_algo_t algo) {
     case CONV_ALGO_IM2COL_GEMM: return "im2col_gemm";
     case CONV_ALGO_GEMM_1X1: return "gemm_1x1";
     case CONV_ALGO_DEPTHWISE_DIRECT: return "depthwise_direct";
+    default: break;  // unknown values
     }
     return "unknown";
 }

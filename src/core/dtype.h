@@ -18,6 +18,7 @@ inline size_t dtype_size(conv_dtype_t d) {
     case CONV_DTYPE_FLOAT64: return 8;
     case CONV_DTYPE_FLOAT16:
     case CONV_DTYPE_BFLOAT16: return 2;
+    default: break;  // unknown values
     }
     return 0;
 }

@@ -56,6 +56,7 @@ static void resolve_padding(const ConvParams &p, int axis, int64_t in, int64_t d
         *end = p.auto_pad == CONV_AUTO_PAD_SAME_UPPER ? large : small;
         return;
     }
+    default: break;  // unknown values
     }
     fail(CONV_STATUS_INVALID_ARGUMENT, "unknown auto-pad mode %d", (int)p.auto_pad);
 }

@@ -16,6 +16,7 @@ const char *dtype_name(conv_dtype_t d) {
     case CONV_DTYPE_FLOAT64: return "float64";
     case CONV_DTYPE_FLOAT16: return "float16";
     case CONV_DTYPE_BFLOAT16: return "bfloat16";
+    default: break;  // unknown values
     }
     return "unknown dtype";
 }

@@ -316,6 +316,7 @@ void run_typed(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
                 threads);
         if (bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool, threads);
         return;
+    default: break;  // unknown values
     }
 }
 

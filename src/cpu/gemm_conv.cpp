@@ -70,6 +70,7 @@ GemmConvPlan plan_gemm_conv(const ConvGeometry &g, conv_op_t op, conv_dtype_t dt
         slot_elems = p.ct * KK * p.pt;
         break;
     }
+    default: break;  // unknown values
     }
     p.slot_bytes = unfold ? (size_t)round_up(checked_mul(slot_elems, (int64_t)es, "workspace"), 64)
                           : 0;
@@ -235,6 +236,7 @@ void run_typed(const ConvArgs &a, bool unfold, void *ws, ThreadPool &pool, int t
         if (bias)
             channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool, threads);
         return;
+    default: break;  // unknown values
     }
 }
 
