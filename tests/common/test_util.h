@@ -1,0 +1,191 @@
+/*
+ * test_util.h -- helpers shared by the libconv tests: a reproducible random
+ * number generator, a random problem generator, tensors over host buffers,
+ * and the comparison of a pass's outputs with the naive reference.
+ *
+ * Helpers that call libconv return its status instead of asserting, so they
+ * can also be used from worker threads (CMocka's asserts are main-thread
+ * only); tests wrap them in assert_ok().
+ */
+#ifndef TEST_UTIL_H
+#define TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "conv.h"
+#include "conv_reference.h"
+
+/* ------------------------------------------------------------- asserts */
+
+/* Copies conv_last_error() first: any later libconv call may replace it. */
+#define assert_status(expr, want)                                                            \
+    do {                                                                                     \
+        conv_status_t got_ = (expr), want_ = (want);                                         \
+        if (got_ != want_) {                                                                 \
+            char msg_[512];                                                                  \
+            tu_copy_last_error(msg_, sizeof msg_);                                           \
+            fail_msg("%s: got %d (%s), want %d (%s); last error: \"%s\"", #expr, (int)got_, \
+                     conv_status_string(got_), (int)want_, conv_status_string(want_), msg_); \
+        }                                                                                    \
+    } while (0)
+#define assert_ok(expr) assert_status((expr), CONV_STATUS_SUCCESS)
+
+void tu_copy_last_error(char *buf, size_t size);
+
+/* True when conv_last_error() contains every one of the numbers, each as a
+ * whole number (not as part of a longer one): tu_error_mentions(64, 32). */
+#define tu_error_mentions(...)                               \
+    tu_error_mentions_n((const int64_t[]){__VA_ARGS__},      \
+                        (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
+int tu_error_mentions_n(const int64_t *numbers, int count);
+
+/* -------------------------------------------------------------- random */
+
+typedef struct tu_rng {
+    uint64_t state;
+} tu_rng;
+
+void tu_seed(tu_rng *r, uint64_t seed);
+uint64_t tu_next(tu_rng *r);
+int64_t tu_range(tu_rng *r, int64_t lo, int64_t hi); /* inclusive */
+int tu_chance(tu_rng *r, int percent);
+double tu_uniform(tu_rng *r); /* [-1, 1) */
+
+/* The base seed and problem count of a randomised test: CONV_TEST_SEED and
+ * CONV_TEST_COUNT in the environment override the defaults, so a failure
+ * printed as "seed S" reruns alone with CONV_TEST_SEED=S CONV_TEST_COUNT=1. */
+uint64_t tu_env_seed(uint64_t fallback);
+int tu_env_count(int fallback);
+
+/* ------------------------------------------------------------ problems */
+
+typedef struct tu_problem {
+    ref_problem p;              /* as the reference sees it: effective pad_begin, out */
+    int64_t pad_end[3];         /* effective end padding */
+    int64_t desc_pad_begin[3];  /* explicit padding given to the descriptor; */
+    int64_t desc_pad_end[3];    /* ignored by the library when auto_pad is set */
+    conv_auto_pad_t auto_pad;
+    conv_dtype_t dtype;
+    int bias;                   /* forward: add a bias; backward_filter: compute db */
+    int bias_k_first;           /* bias dims (K, 1, ...) instead of (1, K, 1, ...) */
+    conv_algo_t algo;           /* forced for the pass under test */
+} tu_problem;
+
+/* Sets in/kernel/stride/dilation/padding from the arguments (1..3 values
+ * each, as used by `spatial`); groups 1, fp32, channels-first, no bias. */
+void tu_problem_init(tu_problem *tp, int spatial, int64_t n, int64_t c, int64_t k,
+                     const int64_t *in, const int64_t *kernel);
+
+/* Derives the effective padding and output sizes from the descriptor's
+ * settings by the rule written in conv.h (independently of the library).
+ * Returns 0 when some output size would be < 1. */
+int tu_resolve(tu_problem *tp);
+
+/* A random, resolved problem small enough for a quick exact check: rank
+ * 1..3, either layout, groups (depthwise too), stride 1..3, dilation 1..3
+ * (1..2 in 3-D), asymmetric or automatic padding, batch 0..3, random
+ * dtype, bias, relu; algorithm AUTO. */
+void tu_random_problem(tu_rng *r, tu_problem *tp);
+
+/* Turns tp into a 1x1, stride 1, unpadded problem (keeping its sizes). */
+void tu_make_1x1(tu_problem *tp);
+/* Whether CONV_ALGO_GEMM_1X1 applies: kernel 1, stride 1, dilation 1, no padding. */
+int tu_is_1x1(const tu_problem *tp);
+/* Whether tp->algo applies to tp (conv.h's rules): 1x1 as above,
+ * DEPTHWISE_DIRECT when groups == C, the others always. */
+int tu_algo_applies(const tu_problem *tp);
+
+/* Dims of x, w, y and the bias; each returns ndim. */
+int tu_x_dims(const tu_problem *tp, int64_t *dims);
+int tu_w_dims(const tu_problem *tp, int64_t *dims);
+int tu_y_dims(const tu_problem *tp, int64_t *dims);
+int tu_b_dims(const tu_problem *tp, int64_t *dims);
+
+/* Index of the channel (axis 1) holding element `index` of a y tensor. */
+int64_t tu_y_channel(const tu_problem *tp, int64_t index);
+
+void tu_describe(const tu_problem *tp, char *buf, size_t size);
+
+/* A descriptor with all of tp's settings, tp->algo forced for `op`. */
+conv_status_t tu_make_desc(const tu_problem *tp, conv_op_t op, conv_desc_t *out);
+
+const char *tu_op_name(conv_op_t op);
+size_t tu_dtype_size(conv_dtype_t dtype);
+ref_dtype tu_ref_dtype(conv_dtype_t dtype);
+
+/* Copies a dense tensor of `dims` (N, C, spatial...) from one layout to the
+ * other (from channels-first when from_last is 0). */
+void tu_relayout(int spatial, const int64_t *dims, size_t elem_size, int from_last,
+                 const void *src, void *dst);
+
+/* memcpy / memcmp (as a bool) that accept the NULL data of empty tensors. */
+void tu_copy(void *dst, const void *src, size_t n);
+int tu_same(const void *a, const void *b, size_t n);
+
+/* ------------------------------------------------------------- tensors */
+
+typedef struct tu_tensor {
+    conv_tensor_t t;
+    void *data;      /* host address of the elements */
+    int64_t elems;
+    size_t bytes;
+    conv_dtype_t dtype;
+    void *own;       /* our allocation behind a wrapped tensor */
+} tu_tensor;
+
+/* A library-owned tensor (wrap == 0) or one wrapping our own memory. */
+conv_status_t tu_tensor_make(tu_tensor *tt, conv_context_t ctx, conv_dtype_t dtype,
+                             conv_layout_t layout, int ndim, const int64_t *dims, int wrap);
+void tu_tensor_free(tu_tensor *tt);
+
+double tu_get(const tu_tensor *tt, int64_t i);
+void tu_set(tu_tensor *tt, int64_t i, double v);
+void tu_fill_int(tu_tensor *tt, tu_rng *r, int lo, int hi);
+void tu_fill_real(tu_tensor *tt, tu_rng *r);
+void tu_fill_nan(tu_tensor *tt);
+void tu_fill_pattern(tu_tensor *tt, unsigned char byte);
+
+/* ---------------------------------------------------------------- cases */
+
+/* The four tensors of a problem. Their roles depend on the pass:
+ * forward x, w, b -> y; backward_data w, y (dy) -> x (dx);
+ * backward_filter x, y (dy) -> w (dw), b (db). */
+typedef struct tu_case {
+    tu_problem tp;
+    tu_tensor x, w, b, y; /* b.t is NULL without bias */
+} tu_case;
+
+conv_status_t tu_case_make(tu_case *c, conv_context_t ctx, const tu_problem *tp, int wrap);
+void tu_case_free(tu_case *c);
+
+/* Fills the inputs of `op` with integers in [-3, 3] (exact in fp32 for
+ * these sizes) or reals in [-1, 1), and its outputs with NaN. */
+void tu_case_fill(tu_case *c, conv_op_t op, tu_rng *r, int real);
+
+conv_status_t tu_case_run(tu_case *c, conv_context_t ctx, conv_desc_t desc, conv_op_t op,
+                          conv_workspace_t ws);
+
+/* The output tensors of `op` (1 or 2); returns their number. */
+int tu_case_outputs(tu_case *c, conv_op_t op, tu_tensor **outs);
+
+/* Compares the outputs of `op` with the reference: bit-exact after
+ * rounding to the dtype (integer data) or within a rounding tolerance
+ * scaled by each element's sum of |products|. Returns 0 when they agree,
+ * else writes what differs into msg. */
+int tu_case_check(tu_case *c, conv_op_t op, int exact, char *msg, size_t size);
+
+/* Copies of the outputs' bytes, and whether they are still the same. */
+typedef struct tu_snapshot {
+    int count;
+    void *bytes[2];
+} tu_snapshot;
+void tu_snapshot_take(tu_snapshot *s, tu_case *c, conv_op_t op);
+int tu_snapshot_same(const tu_snapshot *s, tu_case *c, conv_op_t op);
+void tu_snapshot_free(tu_snapshot *s);
+
+#endif
