@@ -2,11 +2,13 @@
 # Installs what building and testing libconv needs on Debian/Ubuntu, and only
 # what is missing (a machine that has it all runs no apt-get at all).
 #   build:     cmake ninja g++ pkg-config libopenblas-dev
-#   tests:     libcmocka-dev
+#   tests:     libcmocka-dev; make, abigail-tools, dpkg-dev, file and gfortran for the
+#              install/ABI/package tests (OpenBLAS's static link names -lgfortran)
 #   benchmark: libdnnl-dev (oneDNN, the peer convbench compares with; optional)
 set -euo pipefail
 
-packages=(cmake ninja-build g++ pkg-config libopenblas-dev libcmocka-dev)
+packages=(cmake ninja-build g++ make pkg-config libopenblas-dev libcmocka-dev
+          abigail-tools dpkg-dev file gfortran)
 packages+=("$@")
 
 missing=()
