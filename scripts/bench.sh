@@ -5,5 +5,8 @@
 # speed on AVX-512 machines.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# oneDNN is the peer `--peer onednn` compares with: a benchmark-only package,
+# never linked into libconv.
+"$root/scripts/deps.sh" libdnnl-dev
 "$root/scripts/build.sh"
 exec env -u OPENBLAS_CORETYPE "$root/build/tools/convbench/convbench" "$@"

@@ -10,6 +10,8 @@
  *   runner.c    tensors, the timed loop, one row per layer and pass
  *   verify.c    random fill, NaN pre-fill, comparison with the reference
  *   report.c    header line, table rows, totals, JSON
+ *   peer.c      the --peer table: other libraries timed side by side
+ *   peer_onednn.c  the oneDNN peer (built only where oneDNN is found)
  *   main.c      wiring
  */
 #ifndef CONVBENCH_H
@@ -58,6 +60,8 @@ extern const char cb_layer_syntax[];
 
 /* ----------------------------------------------------------------- options */
 
+struct cb_peer;
+
 enum { CB_OP_FWD = 1 << CONV_OP_FORWARD,
        CB_OP_BWD_DATA = 1 << CONV_OP_BACKWARD_DATA,
        CB_OP_BWD_FILTER = 1 << CONV_OP_BACKWARD_FILTER,
@@ -79,6 +83,7 @@ typedef struct cb_options {
     int verify;
     int tune; /* benchmark-select each pass (conv_find_algorithms) before timing */
     const char *json;  /* NULL: no JSON */
+    const struct cb_peer *peer; /* --peer; NULL: none */
     int list;
 } cb_options;
 
@@ -92,6 +97,8 @@ const char *cb_layout_name(conv_layout_t layout);
 /* ------------------------------------------------------------------ rows */
 
 typedef enum { CB_ROW_OK, CB_ROW_FAILED, CB_ROW_SKIPPED } cb_row_status;
+/* The peer's side of a row: NOT_RUN without --peer. */
+typedef enum { CB_PEER_NOT_RUN, CB_PEER_OK, CB_PEER_NA, CB_PEER_FAILED } cb_peer_status;
 typedef enum { CB_VERIFY_NONE, CB_VERIFY_OK, CB_VERIFY_FAIL } cb_verify_status;
 
 typedef struct cb_verify_result {
@@ -118,6 +125,12 @@ typedef struct cb_row {
     double flops, bytes; /* conv_cost of one call at this batch */
     size_t workspace_bytes;
     cb_verify_result verify;
+    /* --peer: the same layer and pass through the peer library */
+    cb_peer_status peer_status;
+    double peer_ms; /* median, the same timing policy (cb_time_calls) */
+    double peer_min_ms;
+    int peer_repeats;
+    char peer_error[320]; /* why NA or FAILED */
 } cb_row;
 
 /* ---------------------------------------------------------------- runner */
@@ -129,11 +142,56 @@ typedef struct cb_bench {
     int threads;         /* the CPU context's thread count; 0 on a GPU */
     conv_workspace_t ws; /* one workspace for every call: it grows once, then is reused */
     conv_tensor_t sync;  /* a one-element tensor read back to wait for a GPU (runner.c) */
+    int peer_open;       /* opt->peer->open succeeded: close it at the end */
 } cb_bench;
 
 /* Runs every selected pass of one layer, writing one row per pass into
- * rows[]; returns the number of rows written (0..3). */
+ * rows[]; returns the number of rows written (0..3). With --peer the peer
+ * times each pass right after libconv. */
 int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows);
+
+/* Seeds of the three inputs, fixed so every run (and the peer) sees the
+ * same data. */
+enum { CB_SEED_X = 1, CB_SEED_W = 2, CB_SEED_DY = 3 };
+
+/* The timing policy, one for libconv and every peer: o->warmup untimed
+ * calls, then timed calls (o->repeats of them, or adaptively until about
+ * 0.3 s, 3 to 50 calls), and their median. `call` returns 0 when the call
+ * succeeded; a nonzero value stops the timing and is returned. */
+typedef struct cb_timing {
+    double ms;     /* median */
+    double min_ms;
+    int repeats;
+} cb_timing;
+typedef int (*cb_call_fn)(void *arg);
+/* How many doubles the `times` scratch of cb_time_calls needs. */
+int cb_timing_slots(const cb_options *o);
+int cb_time_calls(const cb_options *o, cb_call_fn call, void *arg, double *times, cb_timing *t);
+
+/* ------------------------------------------------------------------ peers */
+
+/* Another convolution library timed in the same process on the same layers
+ * (--peer). The table in peer.c lists them; a new peer is one row there and
+ * a peer_NAME.c with the four functions below. They are NULL when this
+ * convbench was built without the peer; `missing` then says how to get it. */
+typedef struct cb_peer {
+    const char *name;  /* the --peer value and the JSON "peer" */
+    const char *help;  /* what is measured, for --help */
+    /* Once, after the context and before the header. Returns 0, or the exit
+     * status (2: options it cannot serve, 1: the library failed) with the
+     * reason in err. */
+    int (*open)(const cb_bench *b, char *err, size_t errlen);
+    /* The header line: version, threads, what is timed. */
+    void (*describe)(const cb_bench *b, char *buf, size_t len);
+    /* Times pass `op` of `l` with the shared policy; fills r->peer_*. */
+    void (*run)(const cb_bench *b, const cb_layer *l, conv_op_t op, double *times, cb_row *r);
+    void (*close)(void);
+    const char *missing;
+} cb_peer;
+
+extern const cb_peer cb_peers[];
+extern const int cb_n_peers;
+const cb_peer *cb_find_peer(const char *name);
 
 /* ---------------------------------------------------------------- verify */
 
@@ -158,10 +216,12 @@ extern const char cb_tolerance_help[];
 /* ---------------------------------------------------------------- report */
 
 void cb_print_header(const cb_bench *b);
-void cb_print_table_head(const char *suite, int name_width, int shape_width);
-void cb_print_row(const cb_row *r, int name_width, int shape_width);
-/* Whole-suite totals per pass, each row weighted by its layer's count. */
-void cb_print_totals(const char *suite, const cb_row *rows, int n_rows, int ops);
+void cb_print_table_head(const cb_options *o, const char *suite, int name_width,
+                         int shape_width);
+void cb_print_row(const cb_options *o, const cb_row *r, int name_width, int shape_width);
+/* Whole-suite totals per pass, each row weighted by its layer's count; with
+ * --peer also the peer's and the ratio. */
+void cb_print_totals(const cb_options *o, const char *suite, const cb_row *rows, int n_rows);
 /* Returns 0, or -1 after printing why the file could not be written. */
 int cb_write_json(const char *path, const cb_bench *b, const cb_row *rows, int n_rows);
 

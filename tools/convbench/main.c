@@ -100,11 +100,22 @@ static int open_bench(const cb_options *o, cb_bench *b)
                 conv_last_error());
         return 1;
     }
+    if (o->peer) { /* after the context: the peer takes its thread count */
+        char err[512];
+        int rc = o->peer->open(b, err, sizeof err);
+        if (rc != 0) {
+            fprintf(stderr, "convbench: --peer %s: %s\n", o->peer->name, err);
+            return rc;
+        }
+        b->peer_open = 1;
+    }
     return 0;
 }
 
 static void close_bench(cb_bench *b)
 {
+    if (b->peer_open)
+        b->opt->peer->close();
     conv_tensor_destroy(b->sync);
     conv_workspace_destroy(b->ws);
     conv_context_destroy(b->ctx);
@@ -144,15 +155,15 @@ int main(int argc, char **argv)
     for (int s = 0; s < n_sel; s++) {
         int nw, sw, first = n_rows;
         column_widths(&sel[s], &nw, &sw);
-        cb_print_table_head(sel[s].name, nw, sw);
+        cb_print_table_head(&o, sel[s].name, nw, sw);
         for (int i = 0; i < sel[s].n; i++) {
             int n = cb_run_layer(&b, sel[s].name, &sel[s].layers[i], &rows[n_rows]);
             for (int j = 0; j < n; j++)
-                cb_print_row(&rows[n_rows + j], nw, sw);
+                cb_print_row(&o, &rows[n_rows + j], nw, sw);
             n_rows += n;
             fflush(stdout);
         }
-        cb_print_totals(sel[s].name, &rows[first], n_rows - first, o.ops);
+        cb_print_totals(&o, sel[s].name, &rows[first], n_rows - first);
     }
 
     int status = 0;

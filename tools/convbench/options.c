@@ -71,13 +71,24 @@ static void usage(FILE *f)
             "                   with NaN; after timing check that no NaN is left and compare\n"
             "                   a sample of outputs with the reference (exit 1 on a mismatch)\n"
             "  --json FILE      also write every row to FILE as a JSON array\n"
+            "  --peer NAME      also time every layer and pass with another library, in\n"
+            "                   this process, right after libconv, with the same batch,\n"
+            "                   dtype, warm-up, repeats and median, on random inputs\n"
+            "                   filled once; rows gain 'peer ms' and 'ratio' = peer ms /\n"
+            "                   libconv ms (> 1: libconv is faster), totals the peer's\n"
+            "                   count-weighted sum and the whole-suite ratio. 'none' or:\n");
+    for (int i = 0; i < cb_n_peers; i++)
+        fprintf(f, "    %-14s %s%s\n", cb_peers[i].name, cb_peers[i].help,
+                cb_peers[i].run ? "" : "\n                   (not in this build)");
+    fprintf(f,
             "  --list           list the suites and their layers, then exit\n"
             "  --help           this text\n\n"
             "%s\n%s\n"
             "Rows report the median time of the timed calls, GFLOP/s from conv_cost\n"
             "(a multiply-add counts 2), and per pass whole-suite totals weighted by how\n"
             "often each layer occurs in the network.\n"
-            "Exit status: 0 all good, 1 a libconv call or a verification failed, 2 bad usage.\n",
+            "Exit status: 0 all good, 1 a libconv call or a verification failed, 2 bad usage\n"
+            "(also: a --peer this convbench was built without).\n",
             cb_layer_syntax, cb_tolerance_help);
 }
 
@@ -155,6 +166,27 @@ static int parse_algo(const char *s, conv_algo_t *out)
     print_algos(stderr);
     fprintf(stderr, "\n");
     return 2;
+}
+
+static int parse_peer(const char *s, const cb_peer **out)
+{
+    *out = NULL;
+    if (strcmp(s, "none") == 0)
+        return 0;
+    const cb_peer *p = cb_find_peer(s);
+    if (!p) {
+        fprintf(stderr, "convbench: unknown --peer '%s'; known: none", s);
+        for (int i = 0; i < cb_n_peers; i++)
+            fprintf(stderr, ", %s", cb_peers[i].name);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    if (!p->run) {
+        fprintf(stderr, "convbench: --peer %s: %s\n", p->name, p->missing);
+        return 2;
+    }
+    *out = p;
+    return 0;
 }
 
 int cb_parse_options(int argc, char **argv, cb_options *o)
@@ -253,6 +285,8 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
             rc = parse_algo(val, &o->algo);
         } else if (strcmp(name, "--json") == 0) {
             o->json = val;
+        } else if (strcmp(name, "--peer") == 0) {
+            rc = parse_peer(val, &o->peer);
         } else {
             return bad("unknown option '%s'", name);
         }

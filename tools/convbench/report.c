@@ -12,7 +12,7 @@
 
 #include "convbench.h"
 
-#define ALGO_WIDTH 12
+#define ALGO_WIDTH 16 /* the longest name, winograd_4x4_3x3 */
 
 static double gflops(double flops, double ms)
 {
@@ -25,10 +25,21 @@ void cb_print_header(const cb_bench *b)
     char threads[16] = "-";
     if (b->threads > 0)
         snprintf(threads, sizeof threads, "%d", b->threads);
-    printf("libconv %s | device %s | %s %s | batch %lld | threads %s | OpenBLAS %s (%s)\n",
+    /* OpenBLAS's own thread count: libconv's CPU engine sets it to 1 when the
+     * context is created and parallelises around the GEMMs itself, so 1 here
+     * means the context's threads are libconv's; cores is what OpenBLAS sees. */
+    int blas_threads = openblas_get_num_threads();
+    printf("libconv %s | device %s | %s %s | batch %lld | threads %s | OpenBLAS %s, "
+           "%d thread%s, %d cores (%s)\n",
            conv_version_string(), b->device == CONV_DEVICE_CUDA ? "cuda:0" : "cpu",
            cb_dtype_name(o->dtype), cb_layout_name(o->layout), (long long)o->batch, threads,
-           openblas_get_corename(), openblas_get_config());
+           openblas_get_corename(), blas_threads, blas_threads == 1 ? "" : "s",
+           openblas_get_num_procs(), openblas_get_config());
+    if (o->peer) {
+        char line[512];
+        o->peer->describe(b, line, sizeof line);
+        printf("peer %s\n", line);
+    }
     if (conv_version() != CONV_VERSION_NUMBER)
         printf("warning: the loaded libconv is %u, convbench was built against %u\n",
                conv_version(), (unsigned)CONV_VERSION_NUMBER);
@@ -39,15 +50,31 @@ void cb_print_header(const cb_bench *b)
                core);
 }
 
-void cb_print_table_head(const char *suite, int nw, int sw)
+void cb_print_table_head(const cb_options *o, const char *suite, int nw, int sw)
 {
     const cb_suite *s = cb_find_suite(suite);
     printf("\n== %s%s%s%s\n", suite, s ? " (" : "", s ? s->about : "", s ? ")" : "");
-    printf("%-*s %4s  %-*s  %-10s  %-*s %10s %9s  %s\n", nw, "layer", "n", sw, "shape", "op",
-           ALGO_WIDTH, "algorithm", "ms", "GFLOP/s", "check");
+    printf("%-*s %4s  %-*s  %-10s  %-*s %10s %9s  ", nw, "layer", "n", sw, "shape", "op",
+           ALGO_WIDTH, "algorithm", "ms", "GFLOP/s");
+    if (o->peer)
+        printf("%10s %6s  ", "peer ms", "ratio");
+    printf("check\n");
 }
 
-void cb_print_row(const cb_row *r, int nw, int sw)
+/* The peer's two columns: its median and peer_ms / ms (> 1: libconv faster). */
+static void print_peer_columns(const cb_row *r)
+{
+    switch (r->peer_status) {
+    case CB_PEER_OK:
+        printf("%10.3f %6.2f  ", r->peer_ms, r->ms > 0 ? r->peer_ms / r->ms : NAN);
+        break;
+    case CB_PEER_NA: printf("%10s %6s  ", "n/a", "-"); break;
+    case CB_PEER_FAILED: printf("%10s %6s  ", "FAILED", "-"); break;
+    case CB_PEER_NOT_RUN: printf("%10s %6s  ", "-", "-"); break;
+    }
+}
+
+void cb_print_row(const cb_options *o, const cb_row *r, int nw, int sw)
 {
     printf("%-*s %4d  %-*s  %-10s  %-*s ", nw, r->layer->name, r->layer->count, sw, r->shape,
            cb_op_name(r->op), ALGO_WIDTH, r->algo);
@@ -56,6 +83,8 @@ void cb_print_row(const cb_row *r, int nw, int sw)
         return;
     }
     printf("%10.3f %9.2f  ", r->ms, gflops(r->flops, r->ms));
+    if (o->peer)
+        print_peer_columns(r);
     const cb_verify_result *v = &r->verify;
     switch (v->status) {
     case CB_VERIFY_NONE: printf("-\n"); break;
@@ -68,37 +97,95 @@ void cb_print_row(const cb_row *r, int nw, int sw)
         printf("\n%*s%s\n", nw + 2, "", v->detail);
         break;
     }
+    if (o->peer && r->peer_status == CB_PEER_FAILED)
+        printf("%*s%s: %s\n", nw + 2, "", o->peer->name, r->peer_error);
 }
 
-void cb_print_totals(const char *suite, const cb_row *rows, int n_rows, int ops)
+/* Count-weighted sums over one pass (op < 0: every pass). */
+typedef struct totals {
+    double ms, flops;
+    int convs, left_out;
+    double peer_ms;   /* rows the peer ran */
+    int peer_convs, peer_left_out;
+    double both_ms, both_peer_ms; /* rows both ran: the ratio's */
+    int both_convs;
+} totals;
+
+static totals sum_rows(const cb_row *rows, int n_rows, int op)
 {
-    printf("-- %s totals, each layer times its count:\n", suite);
-    for (int op = 0; op < 3; op++) {
-        if (!(ops & (1 << op)))
+    totals t = {0};
+    for (int i = 0; i < n_rows; i++) {
+        const cb_row *r = &rows[i];
+        int count = r->layer->count;
+        if (op >= 0 && r->op != (conv_op_t)op)
             continue;
-        double ms = 0, flops = 0;
-        int convs = 0, left_out = 0;
-        for (int i = 0; i < n_rows; i++) {
-            const cb_row *r = &rows[i];
-            if (r->op != (conv_op_t)op)
-                continue;
-            if (r->status != CB_ROW_OK) {
-                left_out++;
-                continue;
-            }
-            ms += r->layer->count * r->ms;
-            flops += r->layer->count * r->flops;
-            convs += r->layer->count;
+        if (r->status == CB_ROW_OK) {
+            t.ms += count * r->ms;
+            t.flops += count * r->flops;
+            t.convs += count;
+        } else {
+            t.left_out++;
         }
-        printf("   %-10s ", cb_op_name((conv_op_t)op));
-        if (convs)
-            printf("%4d convs %10.3f GFLOP %10.3f ms %9.2f GFLOP/s", convs, flops * 1e-9, ms,
-                   gflops(flops, ms));
-        else
-            printf("no row succeeded");
-        if (left_out)
-            printf("  (left out: %d failed or n/a)", left_out);
-        printf("\n");
+        if (r->peer_status == CB_PEER_OK) {
+            t.peer_ms += count * r->peer_ms;
+            t.peer_convs += count;
+        } else {
+            t.peer_left_out++;
+        }
+        if (r->status == CB_ROW_OK && r->peer_status == CB_PEER_OK) {
+            t.both_ms += count * r->ms;
+            t.both_peer_ms += count * r->peer_ms;
+            t.both_convs += count;
+        }
+    }
+    return t;
+}
+
+static void print_totals_line(const cb_options *o, const char *label, const totals *t)
+{
+    printf("   %-10s ", label);
+    if (t->convs)
+        printf("%4d convs %10.3f GFLOP %10.3f ms %9.2f GFLOP/s", t->convs, t->flops * 1e-9,
+               t->ms, gflops(t->flops, t->ms));
+    else
+        printf("no row succeeded");
+    if (t->left_out)
+        printf("  (left out: %d failed or n/a)", t->left_out);
+    if (o->peer) {
+        printf(" | %s ", o->peer->name);
+        if (!t->peer_convs) {
+            printf("n/a");
+        } else {
+            printf("%10.3f ms", t->peer_ms);
+            if (t->peer_left_out)
+                printf(" (%d convs; left out: %d rows)", t->peer_convs, t->peer_left_out);
+            if (t->both_convs && t->both_ms > 0) {
+                printf("  ratio %.2f", t->both_peer_ms / t->both_ms);
+                if (t->both_convs != t->convs || t->both_convs != t->peer_convs)
+                    printf(" over the %d convs both ran", t->both_convs);
+            }
+        }
+    }
+    printf("\n");
+}
+
+void cb_print_totals(const cb_options *o, const char *suite, const cb_row *rows, int n_rows)
+{
+    printf("-- %s totals, each layer times its count%s:\n", suite,
+           o->peer ? "; ratio = peer ms / libconv ms, > 1: libconv faster" : "");
+    int n_ops = 0;
+    for (int op = 0; op < 3; op++) {
+        if (!(o->ops & (1 << op)))
+            continue;
+        totals t = sum_rows(rows, n_rows, op);
+        print_totals_line(o, cb_op_name((conv_op_t)op), &t);
+        n_ops++;
+    }
+    /* With a peer and several passes: the suite as a whole (a training step
+     * when all three are selected). */
+    if (o->peer && n_ops > 1) {
+        totals t = sum_rows(rows, n_rows, -1);
+        print_totals_line(o, "all passes", &t);
     }
 }
 
@@ -171,8 +258,15 @@ static void json_row(FILE *f, const cb_bench *b, const cb_row *r)
     json_number(f, checked ? r->verify.max_rel_err : NAN);
     fputs(", \"tol\": ", f);
     json_number(f, checked ? r->verify.tol : NAN);
-    fprintf(f, ", \"checked\": %lld, \"nan_count\": %lld}", (long long)r->verify.checked,
+    fprintf(f, ", \"checked\": %lld, \"nan_count\": %lld", (long long)r->verify.checked,
             (long long)r->verify.nan_count);
+    /* The peer's median for the same layer and pass; null when it did not
+     * run (no --peer, f64 with oneDNN, or a failure the text output shows). */
+    fputs(", \"peer\": ", f);
+    json_string(f, o->peer ? o->peer->name : NULL);
+    fputs(", \"peer_ms\": ", f);
+    json_number(f, r->peer_status == CB_PEER_OK ? r->peer_ms : NAN);
+    fputc('}', f);
 }
 
 int cb_write_json(const char *path, const cb_bench *b, const cb_row *rows, int n_rows)

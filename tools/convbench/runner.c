@@ -1,7 +1,8 @@
 /*
  * runner.c -- one layer: descriptor, tensors, and per pass the warm-up, the
  * timed calls and the check. Everything is allocated before the first timed
- * call; the timed loop only calls libconv and reads the clock.
+ * call; the timed loop only makes the call and reads the clock. The timing
+ * policy (cb_time_calls) is also the one the --peer libraries are timed by.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
@@ -15,9 +16,6 @@
 static const double target_ms = 300.0;
 static const int min_repeats = 3;
 static const int max_repeats = 50;
-
-/* Seeds of the three inputs, fixed so every run sees the same data. */
-enum { SEED_X = 1, SEED_W = 2, SEED_DY = 3 };
 
 /* A libconv tensor and its host copy (the data sent, or what came back). */
 typedef struct host_tensor {
@@ -141,31 +139,65 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Warm-up, then the timed calls; fills ms, min_ms and repeats. */
-static void time_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
+int cb_timing_slots(const cb_options *o)
 {
-    const cb_options *o = lr->b->opt;
-    int limit = o->repeats ? o->repeats : max_repeats;
+    return o->repeats ? o->repeats : max_repeats;
+}
+
+int cb_time_calls(const cb_options *o, cb_call_fn call, void *arg, double *times, cb_timing *t)
+{
+    int limit = cb_timing_slots(o);
+    int rc;
+    memset(t, 0, sizeof *t);
     for (int i = 0; i < o->warmup; i++)
-        if (failed(call_pass(lr, op), pass_call[op], r))
-            return;
+        if ((rc = call(arg)) != 0)
+            return rc;
     int n = 0;
     double total = 0;
     while (n < limit) {
         double t0 = now_ms();
-        conv_status_t s = call_pass(lr, op);
+        rc = call(arg);
         double t1 = now_ms();
-        if (failed(s, pass_call[op], r))
-            return;
+        if (rc != 0)
+            return rc;
         times[n++] = t1 - t0;
         total += t1 - t0;
         if (!o->repeats && n >= min_repeats && total >= target_ms)
             break;
     }
     qsort(times, (size_t)n, sizeof *times, cmp_double);
-    r->repeats = n;
-    r->min_ms = times[0];
-    r->ms = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+    t->repeats = n;
+    t->min_ms = times[0];
+    t->ms = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+    return 0;
+}
+
+/* One libconv call for cb_time_calls: the status stays in `s`. */
+typedef struct pass_call_arg {
+    layer_run *lr;
+    conv_op_t op;
+    conv_status_t s;
+} pass_call_arg;
+
+static int pass_call_fn(void *arg)
+{
+    pass_call_arg *a = arg;
+    a->s = call_pass(a->lr, a->op);
+    return a->s != CONV_STATUS_SUCCESS;
+}
+
+/* Warm-up, then the timed calls; fills ms, min_ms and repeats. */
+static void time_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
+{
+    pass_call_arg a = {lr, op, CONV_STATUS_SUCCESS};
+    cb_timing t;
+    if (cb_time_calls(lr->b->opt, pass_call_fn, &a, times, &t) != 0) {
+        failed(a.s, pass_call[op], r);
+        return;
+    }
+    r->repeats = t.repeats;
+    r->min_ms = t.min_ms;
+    r->ms = t.ms;
 }
 
 /* One pass: its output tensor, cost, workspace size, timing, check. */
@@ -267,9 +299,9 @@ static int create_inputs(layer_run *lr, cb_row *r)
         uint64_t seed;
         host_tensor *h;
     } in[] = {
-        {ops & (CB_OP_FWD | CB_OP_BWD_FILTER), lr->x_dims, SEED_X, &lr->x},
-        {ops & (CB_OP_FWD | CB_OP_BWD_DATA), lr->w_dims, SEED_W, &lr->w},
-        {ops & (CB_OP_BWD_DATA | CB_OP_BWD_FILTER), lr->y_dims, SEED_DY, &lr->dy},
+        {ops & (CB_OP_FWD | CB_OP_BWD_FILTER), lr->x_dims, CB_SEED_X, &lr->x},
+        {ops & (CB_OP_FWD | CB_OP_BWD_DATA), lr->w_dims, CB_SEED_W, &lr->w},
+        {ops & (CB_OP_BWD_DATA | CB_OP_BWD_FILTER), lr->y_dims, CB_SEED_DY, &lr->dy},
     };
     for (int i = 0; i < 3; i++)
         if (in[i].needed && host_tensor_create(lr, in[i].dims, in[i].seed, in[i].h, r) != 0)
@@ -295,14 +327,18 @@ int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows
 
     layer_run lr = {.b = b, .l = l};
     cb_row setup = {.status = CB_ROW_OK}; /* a failure before any pass: every row's */
-    double *times = malloc(sizeof(double) * (size_t)(o->repeats ? o->repeats : max_repeats));
+    double *times = malloc(sizeof(double) * (size_t)cb_timing_slots(o));
     if (!times) {
         setup.status = CB_ROW_FAILED;
         snprintf(setup.error, sizeof setup.error, "malloc: no host memory for the timings");
     }
     if (times && set_up(&lr, &setup) == 0 && create_inputs(&lr, &setup) == 0) {
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             run_pass(&lr, rows[i].op, times, &rows[i]);
+            /* The peer right after libconv: both under the same load. */
+            if (o->peer)
+                o->peer->run(b, l, rows[i].op, times, &rows[i]);
+        }
     } else {
         for (int i = 0; i < n; i++) {
             rows[i].status = CB_ROW_FAILED;
