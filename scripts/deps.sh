@@ -4,11 +4,16 @@
 #   build:     cmake ninja g++ pkg-config libopenblas-dev
 #   tests:     libcmocka-dev; make, abigail-tools, dpkg-dev, file and gfortran for the
 #              install/ABI/package tests (OpenBLAS's static link names -lgfortran)
+#   bindings:  swig; default-jdk-headless and junit4 (Java); the Python side's pip
+#              packages come from scripts/pydeps.sh
+#   comm:      openmpi-bin libopenmpi-dev (the MPI backend and its mpirun tests)
 #   benchmark: libdnnl-dev (oneDNN, the peer convbench compares with; optional)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make pkg-config libopenblas-dev libcmocka-dev
-          abigail-tools dpkg-dev file gfortran)
+          abigail-tools dpkg-dev file gfortran
+          swig default-jdk-headless junit4
+          openmpi-bin libopenmpi-dev openssh-client)
 packages+=("$@")
 
 missing=()

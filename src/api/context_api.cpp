@@ -1,15 +1,24 @@
 // Contexts and workspaces.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "api/guard.h"
 #include "api/handles.h"
+#include "dispatch/gpu.h"
 #include "dispatch/registry.h"
 #include "dispatch/tuning_file.h"
 
 using namespace conv;
 
 static constexpr int kMaxThreads = 1024;
+
+// CONV_CHECK_NUMERICS: anything but unset, "" or "0" turns the guard on.
+static bool env_check_numerics() {
+    const char *v = std::getenv("CONV_CHECK_NUMERICS");
+    return v && v[0] && std::strcmp(v, "0") != 0;
+}
 static constexpr int kDefaultMaxThreads = 64;
 
 extern "C" {
@@ -17,10 +26,14 @@ extern "C" {
 conv_status_t conv_context_create(conv_device_t device, int device_index, conv_context_t *out) {
     return api::guarded([&] {
         api::require(out, "out");
-        if (device == CONV_DEVICE_CUDA)
-            fail(CONV_STATUS_NOT_AVAILABLE,
-                 "CUDA device %d requested, but this build of libconv has no CUDA engine",
-                 device_index);
+        if (device == CONV_DEVICE_CUDA) {  // the CUDA engine (docs/gpu.md)
+            std::shared_ptr<DeviceRuntime> rt = dispatch::open_gpu(device_index);
+            conv_context_s *c = api::make_handle<conv_context_s>(device, device_index, 1);
+            c->impl.set_runtime(std::move(rt));
+            c->impl.set_check_numerics(env_check_numerics());
+            *out = c;
+            return;
+        }
         if (device != CONV_DEVICE_CPU)
             fail(CONV_STATUS_INVALID_ARGUMENT, "unknown device kind %d", (int)device);
         if (device_index != 0)
@@ -28,7 +41,9 @@ conv_status_t conv_context_create(conv_device_t device, int device_index, conv_c
                  device_index);
         dispatch::init_cpu_engine();
         int threads = std::min(available_cpus(), kDefaultMaxThreads);
-        *out = new conv_context_s(device, device_index, threads);
+        conv_context_s *c = api::make_handle<conv_context_s>(device, device_index, threads);
+        c->impl.set_check_numerics(env_check_numerics());
+        *out = c;
     });
 }
 
@@ -63,6 +78,51 @@ conv_status_t conv_context_get_threads(conv_context_t ctx, int *threads) {
     });
 }
 
+conv_status_t conv_context_set_math(conv_context_t ctx, conv_math_t math) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        if (math != CONV_MATH_DEFAULT && math != CONV_MATH_STRICT && math != CONV_MATH_FAST)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "unknown math mode %d", (int)math);
+        c.set_math(math);
+    });
+}
+
+conv_status_t conv_context_get_math(conv_context_t ctx, conv_math_t *math) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        *api::require(math, "math") = c.math();
+    });
+}
+
+conv_status_t conv_context_set_allocator(conv_context_t ctx, conv_alloc_fn_t alloc,
+                                         conv_free_fn_t free_fn, void *user) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        if (!alloc != !free_fn)
+            fail(CONV_STATUS_INVALID_ARGUMENT,
+                 "alloc is %s but free_fn is %s: give both, or both NULL for the default",
+                 alloc ? "set" : "NULL", free_fn ? "set" : "NULL");
+        if (c.device() != CONV_DEVICE_CPU)
+            fail(CONV_STATUS_UNSUPPORTED,
+                 "a host allocator is for CPU contexts; a CUDA context's memory is device "
+                 "memory (cudaMalloc)");
+        HostAllocator a;
+        if (alloc) a = HostAllocator{alloc, free_fn, user};
+        c.set_allocator(a);
+    });
+}
+
+conv_status_t conv_context_set_check_numerics(conv_context_t ctx, int on) {
+    return api::guarded([&] { api::checked(ctx, "ctx").impl.set_check_numerics(on != 0); });
+}
+
+conv_status_t conv_context_get_check_numerics(conv_context_t ctx, int *on) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        *api::require(on, "on") = c.check_numerics() ? 1 : 0;
+    });
+}
+
 conv_status_t conv_context_save_tuning(conv_context_t ctx, const char *path) {
     return api::guarded([&] {
         Context &c = api::checked(ctx, "ctx").impl;
@@ -83,20 +143,25 @@ conv_status_t conv_context_clear_tuning(conv_context_t ctx) {
 
 conv_status_t conv_workspace_create(conv_context_t ctx, conv_workspace_t *out) {
     return api::guarded([&] {
-        api::checked(ctx, "ctx");
+        Context &c = api::checked(ctx, "ctx").impl;
         api::require(out, "out");
-        *out = new conv_workspace_s();
+        conv_workspace_s *w = c.runtime() ? api::make_handle<conv_workspace_s>(c.runtime())
+                                          : api::make_handle<conv_workspace_s>(c.allocator());
+        w->impl.set_device(c.device(), c.device_index());
+        *out = w;
     });
 }
 
 conv_status_t conv_workspace_wrap(conv_context_t ctx, void *memory, size_t bytes,
                                   conv_workspace_t *out) {
     return api::guarded([&] {
-        api::checked(ctx, "ctx");
+        Context &c = api::checked(ctx, "ctx").impl;
         api::require(out, "out");
         if (!memory && bytes > 0)
             fail(CONV_STATUS_INVALID_ARGUMENT, "memory is NULL but bytes is %zu", bytes);
-        *out = new conv_workspace_s(memory, bytes);
+        conv_workspace_s *w = api::make_handle<conv_workspace_s>(memory, bytes);
+        w->impl.set_device(c.device(), c.device_index());  // device memory on a GPU context
+        *out = w;
     });
 }
 

@@ -6,6 +6,7 @@
 #include "api/handles.h"
 #include "core/dtype.h"
 #include "core/geometry.h"
+#include "core/numerics.h"
 #include "dispatch/operation.h"
 
 using namespace conv;
@@ -152,6 +153,14 @@ conv_status_t conv_find_algorithms(conv_context_t ctx, conv_desc_t desc, conv_op
         dispatch::Pass pass{op, tensor(x, "x"), tensor(w, "w"), tensor(y, "y"), nullptr};
         std::vector<dispatch::Trial> trials =
             dispatch::find_algorithms(c, p, pass, optional_workspace(ws), CONV_FIND_REPEATS);
+        if (c.check_numerics()) {  // the output the search left, as run() checks it
+            static const char *const kPass[] = {"forward (algorithm search)",
+                                                "backward-data (algorithm search)",
+                                                "backward-filter (algorithm search)"};
+            if (op == CONV_OP_FORWARD) check_finite(*pass.y, kPass[op], "y");
+            else if (op == CONV_OP_BACKWARD_DATA) check_finite(*pass.x, kPass[op], "dx");
+            else check_finite(*pass.w, kPass[op], "dw");
+        }
         int n = std::min<int>(capacity, (int)trials.size());
         for (int i = 0; i < n; ++i) {
             if (algos) algos[i] = trials[i].algo;

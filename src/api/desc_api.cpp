@@ -37,7 +37,7 @@ conv_status_t conv_desc_create(int spatial_dims, conv_desc_t *out) {
         if (spatial_dims < 1 || spatial_dims > kMaxSpatial)
             fail(CONV_STATUS_INVALID_ARGUMENT, "spatial_dims %d out of range 1..%d", spatial_dims,
                  kMaxSpatial);
-        auto *d = new conv_desc_s();
+        auto *d = api::make_handle<conv_desc_s>();
         d->impl.spatial = spatial_dims;
         *out = d;
     });

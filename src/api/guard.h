@@ -4,6 +4,7 @@
 #pragma once
 
 #include <new>
+#include <system_error>
 
 #include "conv.h"
 #include "core/error.h"
@@ -23,6 +24,11 @@ conv_status_t guarded(F &&body) noexcept {
         return e.status();
     } catch (const std::bad_alloc &) {
         set_last_error("out of host memory");
+        return CONV_STATUS_OUT_OF_MEMORY;
+    } catch (const std::system_error &e) {
+        // A thread or a lock the system could not provide: a resource
+        // exhausted, like memory.
+        set_last_error(e.what());
         return CONV_STATUS_OUT_OF_MEMORY;
     } catch (const std::exception &e) {
         set_last_error(e.what());

@@ -1,13 +1,22 @@
-// The C handles are the C++ objects, each behind a magic tag checked at every
-// entry point: a handle of the wrong kind (a tensor passed as a descriptor)
-// or, often, one already destroyed is refused with INVALID_HANDLE instead of
-// being misread.
+// The C handles are the C++ objects. Every live handle is recorded, with its
+// kind, in a registry that each entry point consults before touching the
+// object: a pointer that is not a live handle of the expected kind -- a
+// tensor passed as a descriptor, a destroyed handle, a stray pointer -- is
+// refused with INVALID_HANDLE without being read. Destroying a handle twice
+// is a no-op. A destroyed handle goes undetected only once its address has
+// been reused for a new handle of the same kind. Each object also carries a
+// magic tag, checked as a second line of defence.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "conv.h"
 #include "core/context.h"
+#include "core/error.h"
 #include "core/params.h"
 #include "core/tensor.h"
 #include "core/workspace.h"
@@ -62,12 +71,103 @@ template <> constexpr const char *kind_of<conv_workspace_s>() { return "workspac
 template <> constexpr const char *kind_of<conv_tensor_s>() { return "tensor"; }
 template <> constexpr const char *kind_of<conv_desc_s>() { return "descriptor"; }
 
+// The set of live handles and their kinds (magic values), sharded by
+// address so that threads checking handles rarely meet on one mutex. Never
+// destroyed: handles may be destroyed from static destructors of a program.
+class HandleRegistry {
+public:
+    struct Kind {
+        uint32_t magic;    // the kind's tag, 0 for "not a live handle"
+        const char *name;  // "tensor", for messages
+    };
+    // Buckets allocated up front: later inserts allocate only their node,
+    // which the matching remove frees (what test_oom's accounting expects).
+    HandleRegistry() {
+        for (Shard &s : shards_) s.live.reserve(16);
+    }
+    void add(const void *h, Kind kind) {  // may throw bad_alloc
+        Shard &s = shard(h);
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.live[h] = kind;
+    }
+    // Removes h when it is live with this kind; false otherwise.
+    bool remove(const void *h, uint32_t magic) noexcept {
+        Shard &s = shard(h);
+        std::lock_guard<std::mutex> lock(s.mutex);
+        auto it = s.live.find(h);
+        if (it == s.live.end() || it->second.magic != magic) return false;
+        s.live.erase(it);
+        epoch_.fetch_add(1, std::memory_order_release);  // every cached answer is stale
+        return true;
+    }
+    // The kind of a live handle; magic 0 when h is none. Each thread keeps
+    // the last few live handles it saw, valid while no handle anywhere has
+    // been destroyed since (the epoch): a steady state of calls on the same
+    // handles takes no lock. Only live answers are cached, so a handle
+    // created at a once-refused address is seen at once.
+    Kind kind(const void *h) noexcept {
+        struct Cached {
+            const void *h;
+            uint64_t epoch;
+            Kind kind;
+        };
+        static thread_local Cached cache[8];
+        uint64_t epoch = epoch_.load(std::memory_order_acquire);
+        Cached &c = cache[(reinterpret_cast<uintptr_t>(h) >> 4) & 7];
+        if (c.h == h && c.epoch == epoch) return c.kind;
+        Kind k{0u, "none"};
+        {
+            Shard &s = shard(h);
+            std::lock_guard<std::mutex> lock(s.mutex);
+            auto it = s.live.find(h);
+            if (it != s.live.end()) k = it->second;
+        }
+        if (k.magic) c = Cached{h, epoch, k};
+        return k;
+    }
+
+private:
+    static constexpr int kShards = 64;
+    struct Shard {
+        std::mutex mutex;
+        std::unordered_map<const void *, Kind> live;
+    };
+    Shard &shard(const void *h) noexcept {
+        uint64_t a = reinterpret_cast<uintptr_t>(h);
+        return shards_[(a * 0x9E3779B97F4A7C15ull) >> 58];  // top 6 bits: 64 shards
+    }
+    Shard shards_[kShards];
+    std::atomic<uint64_t> epoch_{1};  // bumped by every remove; caches start at 0
+};
+
+inline HandleRegistry &registry() {
+    static HandleRegistry *r = new HandleRegistry();  // intentionally never freed
+    return *r;
+}
+
+// Creates a handle object and records it; nothing is left behind on failure.
+template <class H, class... A>
+H *make_handle(A &&...args) {
+    auto h = std::make_unique<H>(static_cast<A &&>(args)...);
+    registry().add(h.get(), {magic_of<H>(), kind_of<H>()});
+    return h.release();
+}
+
 // The object behind a handle; throws INVALID_HANDLE naming the argument.
 template <class H>
 H &checked(H *h, const char *arg) {
     if (!h) fail(CONV_STATUS_INVALID_HANDLE, "%s is NULL: a %s handle is required", arg, kind_of<H>());
+    HandleRegistry::Kind kind = registry().kind(h);
+    if (kind.magic == 0)
+        fail(CONV_STATUS_INVALID_HANDLE,
+             "%s is not a live libconv handle (destroyed, or never created by libconv): a %s "
+             "handle is required",
+             arg, kind_of<H>());
+    if (kind.magic != magic_of<H>())
+        fail(CONV_STATUS_INVALID_HANDLE, "%s is a %s handle: a %s handle is required", arg,
+             kind.name, kind_of<H>());
     if (h->magic != magic_of<H>())
-        fail(CONV_STATUS_INVALID_HANDLE, "%s is not a live %s handle (wrong kind or destroyed)",
+        fail(CONV_STATUS_INVALID_HANDLE, "%s: the %s handle is corrupt (its tag was overwritten)",
              arg, kind_of<H>());
     return *h;
 }
@@ -78,10 +178,11 @@ H *checked_optional(H *h, const char *arg) {
     return h ? &checked(h, arg) : nullptr;
 }
 
-// Destroys a handle: a null or foreign one is ignored (destroy cannot fail).
+// Destroys a handle: a null, foreign or already destroyed one is ignored
+// (destroy cannot fail).
 template <class H>
-void destroy(H *h) {
-    if (!h || h->magic != magic_of<H>()) return;
+void destroy(H *h) noexcept {
+    if (!h || !registry().remove(h, magic_of<H>())) return;
     h->magic = kDeadMagic;
     delete h;
 }

@@ -3,6 +3,7 @@
 
 #include "api/guard.h"
 #include "api/handles.h"
+#include "dispatch/gpu.h"
 
 namespace conv::api {
 
@@ -47,6 +48,7 @@ const char *conv_status_string(conv_status_t s) {
     case CONV_STATUS_IO_ERROR: return "i/o error";
     case CONV_STATUS_BAD_FILE: return "bad file";
     case CONV_STATUS_INTERNAL_ERROR: return "internal error";
+    case CONV_STATUS_NUMERICAL_ERROR: return "non-finite value in an output";
     default: break;  // unknown values
     }
     return "unknown status";
@@ -60,6 +62,15 @@ const char *conv_algo_name(conv_algo_t algo) {
     case CONV_ALGO_IM2COL_GEMM: return "im2col_gemm";
     case CONV_ALGO_GEMM_1X1: return "gemm_1x1";
     case CONV_ALGO_DEPTHWISE_DIRECT: return "depthwise_direct";
+    case CONV_ALGO_WINOGRAD_4X4_3X3: return "winograd_4x4_3x3";
+    case CONV_ALGO_CUDNN_IMPLICIT_GEMM: return "cudnn_implicit_gemm";
+    case CONV_ALGO_CUDNN_IMPLICIT_PRECOMP_GEMM: return "cudnn_implicit_precomp_gemm";
+    case CONV_ALGO_CUDNN_GEMM: return "cudnn_gemm";
+    case CONV_ALGO_CUDNN_DIRECT: return "cudnn_direct";
+    case CONV_ALGO_CUDNN_FFT: return "cudnn_fft";
+    case CONV_ALGO_CUDNN_FFT_TILING: return "cudnn_fft_tiling";
+    case CONV_ALGO_CUDNN_WINOGRAD: return "cudnn_winograd";
+    case CONV_ALGO_CUDNN_WINOGRAD_NONFUSED: return "cudnn_winograd_nonfused";
     default: break;  // unknown values
     }
     return "unknown";
@@ -71,7 +82,7 @@ conv_status_t conv_device_count(conv_device_t device, int *count) {
         if (device == CONV_DEVICE_CPU)
             *count = 1;
         else if (device == CONV_DEVICE_CUDA)
-            *count = 0;  // the CUDA engine is not part of this build
+            *count = dispatch::gpu_count();  // 0 without the engine, a driver or a GPU
         else
             fail(CONV_STATUS_INVALID_ARGUMENT, "unknown device kind %d", (int)device);
     });

@@ -13,8 +13,9 @@ static conv_status_t make_tensor(conv_context_t ctx, conv_dtype_t dtype, conv_la
         Context &c = api::checked(ctx, "ctx").impl;
         api::require(out, "out");
         api::require(dims, "dims");
-        *out = new conv_tensor_s(c.device(), c.device_index(), dtype, layout, ndim, dims, data,
-                                 borrow);
+        // A CUDA context's tensors live in device memory (its runtime).
+        *out = api::make_handle<conv_tensor_s>(c.device(), c.device_index(), dtype, layout, ndim,
+                                               dims, data, borrow, c.allocator(), c.runtime());
     });
 }
 
@@ -82,7 +83,10 @@ conv_status_t conv_tensor_copy_from(conv_tensor_t t, const void *host, size_t by
     return api::guarded([&] {
         const Tensor &x = api::checked(t, "t").impl;
         check_copy(x, host, bytes);
-        if (bytes) std::memcpy(x.data(), host, bytes);
+        if (x.runtime())
+            x.runtime()->host_to_device(x.data(), host, bytes);
+        else if (bytes)
+            std::memcpy(x.data(), host, bytes);
     });
 }
 
@@ -90,7 +94,10 @@ conv_status_t conv_tensor_copy_to(conv_tensor_t t, void *host, size_t bytes) {
     return api::guarded([&] {
         const Tensor &x = api::checked(t, "t").impl;
         check_copy(x, host, bytes);
-        if (bytes) std::memcpy(host, x.data(), bytes);
+        if (x.runtime())
+            x.runtime()->device_to_host(host, x.data(), bytes);
+        else if (bytes)
+            std::memcpy(host, x.data(), bytes);
     });
 }
 

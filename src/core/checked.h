@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/error.h"
 
@@ -25,7 +26,19 @@ inline int64_t checked_add(int64_t a, int64_t b, const char *what) {
     return r;
 }
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The product of non-negative sizes, as an element count: 0 when any of
+// them is 0 (an empty tensor, whatever its other dims), else OVERFLOW when
+// it does not fit in int64.
+inline int64_t checked_product(std::initializer_list<int64_t> sizes, const char *what) {
+    for (int64_t v : sizes)
+        if (v == 0) return 0;
+    int64_t r = 1;
+    for (int64_t v : sizes) r = checked_mul(r, v, what);
+    return r;
+}
+
+// Ceiling division for a >= 0, b >= 1, without the overflow of a + b - 1.
+inline int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 // Floor division that is right for negative numerators too.
 inline int64_t floor_div(int64_t a, int64_t b) {

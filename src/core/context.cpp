@@ -6,6 +6,25 @@ Context::Context(conv_device_t device, int device_index, int threads)
     : device_(device), device_index_(device_index),
       pool_(std::make_shared<ThreadPool>(threads)) {}
 
+// The pool's workspaces go first (back to the allocators they came from),
+// then the thread pool.
+Context::~Context() { free_workspaces_.clear(); }
+
+HostAllocator Context::allocator() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return allocator_;
+}
+
+void Context::set_allocator(const HostAllocator &allocator) {
+    std::vector<std::unique_ptr<Workspace>> idle;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        allocator_ = allocator;
+        idle.swap(free_workspaces_);
+    }
+    // `idle` is freed here, outside the lock, through each one's allocator.
+}
+
 int Context::threads() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return pool_->threads();
@@ -36,13 +55,29 @@ std::unique_ptr<Context::Lease> Context::lease_workspace() {
             free_workspaces_.pop_back();
         }
     }
-    if (!ws) ws = std::make_unique<Workspace>();
+    if (!ws && runtime_) {  // device memory
+        ws = std::make_unique<Workspace>(runtime_);
+        ws->set_device(device_, device_index_);
+    }
+    if (!ws) ws = std::make_unique<Workspace>(allocator());
     return std::make_unique<Lease>(*this, std::move(ws));
 }
 
-void Context::give_back(std::unique_ptr<Workspace> ws) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_workspaces_.push_back(std::move(ws));
+// Runs in a destructor: never throws. A workspace that cannot be kept (no
+// memory to grow the list, or made with an allocator no longer current) is
+// freed instead, outside the lock.
+void Context::give_back(std::unique_ptr<Workspace> ws) noexcept {
+    if (!ws) return;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (ws->allocator() == allocator_) {
+            try {
+                free_workspaces_.push_back(std::move(ws));
+            } catch (...) {
+                // bad_alloc: `ws` still owns the workspace.
+            }
+        }
+    }
 }
 
 }  // namespace conv

@@ -2,14 +2,17 @@
 // set_threads, so calls in flight keep the pool they started with) and a pool
 // of library-owned workspaces for calls that bring none. A call leases a
 // workspace and returns it, so concurrent calls on one context each get their
-// own and a steady state allocates nothing.
+// own and a steady state allocates nothing. Also the host allocator tensors
+// and workspaces take their memory from, and the numerical-guard flag.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "conv.h"
+#include "core/device_runtime.h"
 #include "core/thread_pool.h"
 #include "core/tuning_table.h"
 #include "core/workspace.h"
@@ -19,13 +22,28 @@ namespace conv {
 class Context {
 public:
     Context(conv_device_t device, int device_index, int threads);
+    ~Context();
 
     conv_device_t device() const { return device_; }
     int device_index() const { return device_index_; }
 
     int threads() const;
+
+    // The accuracy the algorithm choice may trade (conv_math_t).
+    conv_math_t math() const { return math_.load(std::memory_order_relaxed); }
+    void set_math(conv_math_t m) { math_.store(m, std::memory_order_relaxed); }
     void set_threads(int threads);
     std::shared_ptr<ThreadPool> pool() const;
+
+    // The allocator new tensors and workspaces use. Setting one releases the
+    // pool's idle workspaces; leased ones made with another allocator are
+    // released when their lease ends.
+    HostAllocator allocator() const;
+    void set_allocator(const HostAllocator &allocator);
+
+    // The numerical guard: outputs scanned for NaN/Inf after each pass.
+    bool check_numerics() const { return check_numerics_.load(std::memory_order_relaxed); }
+    void set_check_numerics(bool on) { check_numerics_.store(on, std::memory_order_relaxed); }
 
     // A workspace from the pool, given back when the lease ends.
     class Lease {
@@ -44,15 +62,34 @@ public:
 
     TuningTable &tuning() { return tuning_; }
 
+    // A device context's runtime (memory, copies, waiting; set once, right
+    // after construction, by whoever opened the device); null on the CPU.
+    const std::shared_ptr<DeviceRuntime> &runtime() const { return runtime_; }
+    void set_runtime(std::shared_ptr<DeviceRuntime> rt) { runtime_ = std::move(rt); }
+
+    // Deterministic algorithm choice only (conv_context_set_deterministic).
+    bool deterministic() const { return deterministic_.load(std::memory_order_relaxed); }
+    void set_deterministic(bool on) { deterministic_.store(on, std::memory_order_relaxed); }
+
+    // Bound on the workspace of a chosen algorithm; 0: none.
+    size_t workspace_limit() const { return workspace_limit_.load(std::memory_order_relaxed); }
+    void set_workspace_limit(size_t b) { workspace_limit_.store(b, std::memory_order_relaxed); }
+
 private:
-    void give_back(std::unique_ptr<Workspace> ws);
+    void give_back(std::unique_ptr<Workspace> ws) noexcept;
 
     conv_device_t device_;
     int device_index_;
     mutable std::mutex mutex_;
     std::shared_ptr<ThreadPool> pool_;
     std::vector<std::unique_ptr<Workspace>> free_workspaces_;
+    HostAllocator allocator_;
+    std::atomic<bool> check_numerics_{false};
     TuningTable tuning_;
+    std::atomic<conv_math_t> math_{CONV_MATH_DEFAULT};
+    std::shared_ptr<DeviceRuntime> runtime_;
+    std::atomic<bool> deterministic_{false};
+    std::atomic<size_t> workspace_limit_{0};
 };
 
 }  // namespace conv

@@ -61,6 +61,20 @@ static void resolve_padding(const ConvParams &p, int axis, int64_t in, int64_t d
     fail(CONV_STATUS_INVALID_ARGUMENT, "unknown auto-pad mode %d", (int)p.auto_pad);
 }
 
+// Every count the engines compute must fit in int64 -- the elements of the
+// three tensors, the kernel size and the GEMM reduction -- so that sizes
+// such as in_size() or reduction() can be used without overflow checks.
+static void check_counts(const ConvGeometry &g) {
+    checked_product({g.in[0], g.in[1], g.in[2]}, "input positions");
+    checked_product({g.out[0], g.out[1], g.out[2]}, "output positions");
+    checked_product({g.n, g.c, g.in[0], g.in[1], g.in[2]}, "input element count");
+    checked_product({g.n, g.k, g.out[0], g.out[1], g.out[2]}, "output element count");
+    checked_product({g.kernel[0], g.kernel[1], g.kernel[2]}, "kernel size");
+    checked_product({g.c / g.groups, g.kernel[0], g.kernel[1], g.kernel[2]}, "reduction size");
+    checked_product({g.k, g.c / g.groups, g.kernel[0], g.kernel[1], g.kernel[2]},
+                    "filter element count");
+}
+
 ConvGeometry make_geometry(const ConvParams &p, conv_layout_t layout, int ndim,
                            const int64_t *x_dims, const int64_t *w_dims) {
     if (ndim != p.spatial + 2)
@@ -115,14 +129,7 @@ ConvGeometry make_geometry(const ConvParams &p, conv_layout_t layout, int ndim,
         g.pad_begin[i] = pb;
         g.pad_end[i] = pe;
     }
-    // Every tensor's element count must fit: the engines index in int64.
-    int64_t y = checked_mul(checked_mul(g.n, g.k, "output size"),
-                            checked_mul(checked_mul(g.out[0], g.out[1], "output size"), g.out[2],
-                                        "output size"),
-                            "output size");
-    (void)y;
-    checked_mul(g.reduction(), 1, "reduction size");
-    checked_mul(checked_mul(g.kernel[0], g.kernel[1], "kernel size"), g.kernel[2], "kernel size");
+    check_counts(g);
     return g;
 }
 
@@ -184,7 +191,7 @@ ConvGeometry make_transposed_geometry(const ConvParams &p, conv_layout_t layout,
             pb = p.auto_pad == CONV_AUTO_PAD_SAME_UPPER ? small : large;
             pe = p.auto_pad == CONV_AUTO_PAD_SAME_UPPER ? large : small;
         }
-        int64_t out = span - pb - pe;
+        int64_t out = span - checked_add(pb, pe, "padding");  // span >= 1: no overflow
         if (out < 1)
             fail(CONV_STATUS_SHAPE_MISMATCH,
                  "transposed convolution output size on spatial axis %d would be %lld: input "
@@ -200,9 +207,7 @@ ConvGeometry make_transposed_geometry(const ConvParams &p, conv_layout_t layout,
         g.pad_begin[i] = pb;
         g.pad_end[i] = pe - op;
     }
-    checked_mul(checked_mul(g.n, g.c, "output size"),
-                checked_mul(checked_mul(g.in[0], g.in[1], "output size"), g.in[2], "output size"),
-                "output size");
+    check_counts(g);
     g.transposed = true;
     return g;
 }

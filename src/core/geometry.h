@@ -31,7 +31,9 @@ struct ConvGeometry {
 
     int64_t cg() const { return c / groups; }   // input channels per group
     int64_t kg() const { return k / groups; }   // output channels per group
-    int64_t in_size() const { return in[0] * in[1] * in[2]; }
+    // Counts known to fit (make_geometry checks them); an input axis may be
+    // 0 (padding alone makes the output), then there are no input positions.
+    int64_t in_size() const { return in[0] && in[1] && in[2] ? in[0] * in[1] * in[2] : 0; }
     int64_t out_size() const { return out[0] * out[1] * out[2]; }
     int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
     int64_t reduction() const { return cg() * kernel_size(); }  // GEMM inner size

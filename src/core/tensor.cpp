@@ -1,8 +1,10 @@
 #include "core/tensor.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/checked.h"
 #include "core/dtype.h"
@@ -27,17 +29,32 @@ const char *layout_name(conv_layout_t l) {
 
 const char *device_name(conv_device_t d) { return d == CONV_DEVICE_CUDA ? "cuda" : "cpu"; }
 
-void AlignedDeleter::operator()(void *p) const noexcept { std::free(p); }
+void AlignedDeleter::operator()(void *p) const noexcept {
+    if (!p) return;
+    if (allocator.free)
+        allocator.free(allocator.user, p);
+    else
+        std::free(p);
+}
 
-AlignedBuffer aligned_alloc_bytes(size_t bytes, bool zero) {
-    if (bytes == 0) return AlignedBuffer(nullptr);
-    size_t rounded = (bytes + 63) / 64 * 64;
+AlignedBuffer aligned_alloc_bytes(size_t bytes, bool zero, const HostAllocator &allocator) {
+    if (bytes == 0) return AlignedBuffer(nullptr, AlignedDeleter{allocator});
+    size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     if (rounded < bytes)
-        fail(CONV_STATUS_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
-    void *p = std::aligned_alloc(64, rounded);
-    if (!p) fail(CONV_STATUS_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
+        fail(CONV_STATUS_OUT_OF_MEMORY, "cannot allocate %zu bytes: the size overflows", bytes);
+    void *p = allocator.alloc ? allocator.alloc(allocator.user, rounded, kAlignment)
+                              : std::aligned_alloc(kAlignment, rounded);
+    if (!p)
+        fail(CONV_STATUS_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory%s", rounded,
+             allocator.alloc ? " (the context's allocator returned NULL)" : "");
+    AlignedBuffer buffer(p, AlignedDeleter{allocator});  // freed if we fail below
+    if (reinterpret_cast<uintptr_t>(p) % kAlignment != 0)
+        fail(CONV_STATUS_INVALID_ARGUMENT,
+             "the context's allocator returned %p for %zu bytes, not aligned to the %zu bytes "
+             "asked for",
+             p, rounded, kAlignment);
     if (zero) std::memset(p, 0, rounded);
-    return AlignedBuffer(p);
+    return buffer;
 }
 
 std::string dims_string(int ndim, const int64_t *dims) {
@@ -50,8 +67,10 @@ std::string dims_string(int ndim, const int64_t *dims) {
 }
 
 Tensor::Tensor(conv_device_t device, int device_index, conv_dtype_t dtype, conv_layout_t layout,
-               int ndim, const int64_t *dims, void *borrowed, bool borrow)
-    : device_(device), device_index_(device_index), dtype_(dtype), layout_(layout), ndim_(ndim) {
+               int ndim, const int64_t *dims, void *borrowed, bool borrow,
+               const HostAllocator &allocator, std::shared_ptr<DeviceRuntime> runtime)
+    : device_(device), device_index_(device_index), dtype_(dtype), layout_(layout), ndim_(ndim),
+      runtime_(std::move(runtime)) {
     if (!dtype_valid(dtype)) fail(CONV_STATUS_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
     if (!layout_valid(layout))
         fail(CONV_STATUS_INVALID_ARGUMENT, "unknown layout %d", (int)layout);
@@ -75,8 +94,17 @@ Tensor::Tensor(conv_device_t device, int device_index, conv_dtype_t dtype, conv_
             fail(CONV_STATUS_INVALID_ARGUMENT, "data is NULL for a tensor of %lld elements",
                  (long long)elements_);
         data_ = borrowed;
+    } else if (runtime_) {
+        if (bytes_) {
+            DeviceRuntime *rt = runtime_.get();
+            void *p = rt->allocate(bytes_);
+            auto keep = runtime_;  // the memory keeps its runtime alive
+            device_owned_ = std::shared_ptr<void>(p, [keep](void *q) { keep->release(q); });
+            rt->zero(p, bytes_);
+            data_ = p;
+        }
     } else {
-        owned_ = aligned_alloc_bytes(bytes_, true);
+        owned_ = aligned_alloc_bytes(bytes_, true, allocator);
         data_ = owned_.get();
     }
 }

@@ -17,18 +17,29 @@ int available_cpus() {
 }
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
-    workers_.reserve(static_cast<size_t>(threads_ - 1));
-    for (int slot = 1; slot < threads_; ++slot)
-        workers_.emplace_back([this, slot] { worker_loop(slot); });
+    try {
+        workers_.reserve(static_cast<size_t>(threads_ - 1));
+        for (int slot = 1; slot < threads_; ++slot)
+            workers_.emplace_back([this, slot] { worker_loop(slot); });
+    } catch (...) {
+        // No memory or no thread (bad_alloc, system_error): stop the workers
+        // already started -- a joinable std::thread destroyed would
+        // terminate the process -- and report the failure.
+        stop();
+        throw;
+    }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop(); }
+
+void ThreadPool::stop() noexcept {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stopping_ = true;
     }
     wake_.notify_all();
-    for (auto &t : workers_) t.join();
+    for (auto &t : workers_)
+        if (t.joinable()) t.join();
 }
 
 void ThreadPool::run_items(int slot) {
@@ -63,7 +74,7 @@ void ThreadPool::worker_loop(int slot) {
     }
 }
 
-void ThreadPool::parallel_for(int64_t count, const Task &task, int max_slots) {
+void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
     if (count <= 0) return;
     int slots = static_cast<int>(std::min<int64_t>({(int64_t)threads_, (int64_t)max_slots, count}));
     std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);

@@ -12,16 +12,36 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <functional>
+#include <memory>
+#include <type_traits>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace conv {
 
+// A non-owning reference to a callable `void(int64_t item, int slot)`: unlike
+// std::function it never allocates, so starting a parallel region cannot
+// fail half way through a pass (the callable must outlive the call, as a
+// lambda passed straight to parallel_for does).
+class TaskRef {
+public:
+    template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, TaskRef>>>
+    TaskRef(F &&f) noexcept  // NOLINT: implicit, like std::function
+        : object_(const_cast<void *>(static_cast<const void *>(std::addressof(f)))),
+          call_([](void *o, int64_t item, int slot) {
+              (*static_cast<std::remove_reference_t<F> *>(o))(item, slot);
+          }) {}
+    void operator()(int64_t item, int slot) const { call_(object_, item, slot); }
+
+private:
+    void *object_;
+    void (*call_)(void *, int64_t, int);
+};
+
 class ThreadPool {
 public:
-    using Task = std::function<void(int64_t item, int slot)>;
+    using Task = TaskRef;
 
     explicit ThreadPool(int threads);
     ~ThreadPool();
@@ -32,9 +52,10 @@ public:
 
     // Runs the items; rethrows the first exception a task threw. `max_slots`
     // bounds how many threads take part (the scratch slots the caller has).
-    void parallel_for(int64_t count, const Task &task, int max_slots);
+    void parallel_for(int64_t count, Task task, int max_slots);
 
 private:
+    void stop() noexcept;
     void worker_loop(int slot);
     void run_items(int slot);
 

@@ -21,10 +21,21 @@ void *Workspace::reserve(size_t bytes) {
         uintptr_t p = reinterpret_cast<uintptr_t>(memory_);
         return reinterpret_cast<void *>((p + 63) & ~uintptr_t(63));
     }
+    if (runtime_) {  // device memory: the same growth policy
+        if (bytes > size_) {
+            device_owned_.reset();
+            size_ = 0;
+            void *p = runtime_->allocate(bytes);
+            auto keep = runtime_;
+            device_owned_ = std::shared_ptr<void>(p, [keep](void *q) { keep->release(q); });
+            size_ = bytes;
+        }
+        return device_owned_.get();
+    }
     if (bytes > size_) {
         owned_.reset();  // free first: the old contents are not needed
         size_ = 0;
-        owned_ = aligned_alloc_bytes(bytes, false);
+        owned_ = aligned_alloc_bytes(bytes, false, allocator_);
         size_ = bytes;
     }
     return owned_.get();

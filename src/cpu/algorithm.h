@@ -33,10 +33,14 @@ public:
     // Computes the pass with up to `threads` threads; `ws` holds at least
     // workspace_bytes(..., threads) bytes, 64-byte aligned.
     virtual void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const = 0;
+    // Sums products directly, so its error is that of a dot product: the
+    // only kind a CONV_MATH_STRICT context chooses.
+    virtual bool strict() const { return true; }
 };
 
 const Algorithm &im2col_gemm_algorithm();
 const Algorithm &gemm_1x1_algorithm();
 const Algorithm &depthwise_direct_algorithm();
+const Algorithm &winograd_4x4_3x3_algorithm();
 
 }  // namespace conv::cpu

@@ -16,6 +16,8 @@ namespace {
 // in the 1-2 MiB of L2 a core has on current x86 parts.
 constexpr int64_t kSlotBudgetBytes = 2 << 20;
 constexpr int64_t kMinTile = 64;
+// Fewest GEMM columns per thread worth splitting positions for (see forward).
+constexpr int64_t kMinColumns = 128;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -48,9 +50,18 @@ GemmConvPlan plan_gemm_conv(const ConvGeometry &g, conv_op_t op, conv_dtype_t dt
     case CONV_OP_FORWARD: {
         int64_t work = last ? g.n : g.n * G;  // channels-last tiles span all groups
         p.pt = position_tile(P, CK, es);
-        if (work * ceil_div(P, p.pt) < threads)
-            p.pt = std::min(p.pt, round_up(block_for_threads(P, work, threads), 16));
-        p.items = work * ceil_div(P, p.pt);
+        p.kt = std::max<int64_t>(1, last ? g.k : Kg);
+        if (work * ceil_div(P, p.pt) < threads) {
+            // Too few images and tiles for the threads. Splitting positions
+            // gives each GEMM fewer columns; below kMinColumns per thread it
+            // is better to split the filters (GEMM rows) and let each thread
+            // unfold the small input itself (res5's 7x7 layers).
+            if (P / ceil_div(threads, std::max<int64_t>(work, 1)) >= kMinColumns)
+                p.pt = std::min(p.pt, round_up(block_for_threads(P, work, threads), 16));
+            else
+                p.kt = block_for_threads(p.kt, work * ceil_div(P, p.pt), threads);
+        }
+        p.items = work * ceil_div(P, p.pt) * ceil_div(last ? g.k : Kg, p.kt);
         slot_elems = CK * p.pt;
         break;
     }
@@ -92,12 +103,16 @@ struct GemmConv {
 
     T *slot(int s) const { return reinterpret_cast<T *>(ws + s * p.slot_bytes); }
 
+    // Item = (image[, group], position tile, filter block). Filters are
+    // split only when positions are too few (see plan_gemm_conv).
     void forward(int64_t item, int s, const T *x, const T *w, const T *bias, T *y) const {
         const bool relu = g.activation == CONV_ACTIVATION_RELU;
-        int64_t tiles = ceil_div(P, p.pt), t = item % tiles;
+        int64_t kblocks = ceil_div(last ? K : Kg, p.kt), kb = item % kblocks;
+        int64_t tiles = ceil_div(P, p.pt), t = item / kblocks % tiles, rest = item / kblocks / tiles;
         int64_t p0 = t * p.pt, p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
         if (!last) {
-            int64_t n = item / tiles / G, gi = item / tiles % G;
+            int64_t n = rest / G, gi = rest % G;
+            int64_t k0 = kb * p.kt, kt = std::min(Kg, k0 + p.kt) - k0;
             const T *xg = x + (n * C + gi * Cg) * I;
             const T *b = xg + p0;
             int64_t ldb = P;
@@ -106,13 +121,16 @@ struct GemmConv {
                 b = slot(s);
                 ldb = rows;
             }
-            T *yg = y + (n * K + gi * Kg) * P + p0;
-            gemm(false, false, Kg, rows, CK, T(1), w + gi * Kg * CK, CK, b, ldb, T(0), yg, P);
-            bias_act_rows(yg, Kg, rows, P, bias ? bias + gi * Kg : nullptr, relu);
+            T *yg = y + (n * K + gi * Kg + k0) * P + p0;
+            gemm(false, false, kt, rows, CK, T(1), w + (gi * Kg + k0) * CK, CK, b, ldb, T(0), yg,
+                 P);
+            bias_act_rows(yg, kt, rows, P, bias ? bias + gi * Kg + k0 : nullptr, relu);
             return;
         }
-        int64_t n = item / tiles;
-        for (int64_t gi = 0; gi < G; ++gi) {
+        // Channels-last: a filter block [k0, k1) of all K, crossing groups.
+        int64_t n = rest, k0 = kb * p.kt, k1 = std::min(K, k0 + p.kt);
+        for (int64_t gi = k0 / std::max<int64_t>(Kg, 1); Kg > 0 && gi * Kg < k1; ++gi) {
+            int64_t a0 = std::max(k0, gi * Kg), a1 = std::min(k1, (gi + 1) * Kg);
             const T *xg = x + n * I * C + gi * Cg;
             const T *a = xg + p0 * C;
             int64_t lda = C;
@@ -121,10 +139,12 @@ struct GemmConv {
                 a = slot(s);
                 lda = CK;
             }
-            gemm(false, true, rows, Kg, CK, T(1), a, lda, w + gi * Kg * CK, CK, T(0),
-                 y + (n * P + p0) * K + gi * Kg, K);
+            gemm(false, true, rows, a1 - a0, CK, T(1), a, lda, w + a0 * CK, CK, T(0),
+                 y + (n * P + p0) * K + a0, K);
         }
-        bias_act_cols(y + (n * P + p0) * K, rows, K, bias, relu);
+        T *yb = y + (n * P + p0) * K + k0;
+        for (int64_t r = 0; r < rows; ++r)
+            bias_act_cols(yb + r * K, 1, k1 - k0, bias ? bias + k0 : nullptr, relu);
     }
 
     void backward_data(int64_t item, int s, T *dx, const T *w, const T *dy) const {

@@ -1,5 +1,7 @@
 #include "dispatch/lowering.h"
 
+#include <charconv>
+
 #include "core/dtype.h"
 #include "core/error.h"
 #include "cpu/epilogue.h"
@@ -18,33 +20,69 @@ Lowered lower(const Pass &pass, const ConvGeometry &g) {
     }
 }
 
+namespace {
+
+// Appends decimal digits: problem_key runs on every call with a tuned
+// table, so it avoids printf (42k instructions per key with format()).
+void append_int(std::string &s, int64_t v) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, r.ptr);
+}
+
+void append_axes(std::string &s, const char *tag, const int64_t *v) {
+    s += tag;
+    append_int(s, v[0]);
+    s += 'x';
+    append_int(s, v[1]);
+    s += 'x';
+    append_int(s, v[2]);
+}
+
+}  // namespace
+
 std::string problem_key(const Lowered &l, conv_dtype_t dtype) {
     static const char *const kOps[] = {"fwd", "bwd_data", "bwd_filter"};
     const ConvGeometry &g = l.g;
-    // Every axis, leading ones included, so that a 1-D problem and a 2-D one
-    // of height 1 share a choice: they are the same computation.
-    auto axes = [](const int64_t *v) {
-        return format("%lldx%lldx%lld", (long long)v[0], (long long)v[1], (long long)v[2]);
-    };
-    return format("%s %s %s n%lld c%lld k%lld g%lld in%s k%s s%s d%s pb%s pe%s%s", kOps[l.op],
-                  dtype_name(dtype), g.layout == CONV_LAYOUT_CHANNELS_LAST ? "cl" : "cf",
-                  (long long)g.n, (long long)g.c, (long long)g.k, (long long)g.groups,
-                  axes(g.in).c_str(), axes(g.kernel).c_str(), axes(g.stride).c_str(),
-                  axes(g.dilation).c_str(), axes(g.pad_begin).c_str(), axes(g.pad_end).c_str(),
-                  g.activation == CONV_ACTIVATION_RELU ? " relu" : "");
+    // "fwd float32 cf n1 c64 k64 g1 in1x56x56 k1x3x3 s1x1x1 d1x1x1 pb0x1x1
+    // pe0x1x1[ relu]": every axis, leading ones included, so that a 1-D
+    // problem and a 2-D one of height 1 share a choice (the same computation).
+    std::string s;
+    s.reserve(160);
+    s += kOps[l.op];
+    s += ' ';
+    s += dtype_name(dtype);
+    s += g.layout == CONV_LAYOUT_CHANNELS_LAST ? " cl n" : " cf n";
+    append_int(s, g.n);
+    s += " c";
+    append_int(s, g.c);
+    s += " k";
+    append_int(s, g.k);
+    s += " g";
+    append_int(s, g.groups);
+    append_axes(s, " in", g.in);
+    append_axes(s, " k", g.kernel);
+    append_axes(s, " s", g.stride);
+    append_axes(s, " d", g.dilation);
+    append_axes(s, " pb", g.pad_begin);
+    append_axes(s, " pe", g.pad_end);
+    if (g.activation == CONV_ACTIVATION_RELU) s += " relu";
+    return s;
 }
 
 const cpu::Algorithm &select_algorithm(Context &ctx, const ConvParams &params, const Pass &pass,
                                        const Lowered &l) {
     conv_algo_t forced = params.algo[pass.op];
+    bool strict_only = ctx.math() == CONV_MATH_STRICT;
     if (forced == CONV_ALGO_AUTO) {
         int tuned;
-        if (ctx.tuning().find(problem_key(l, pass.x->dtype()), &tuned)) {
+        // An untuned context (the common case) builds no key at all.
+        if (!ctx.tuning().empty() && ctx.tuning().find(problem_key(l, pass.x->dtype()), &tuned)) {
             const cpu::Algorithm *a = find_cpu((conv_algo_t)tuned);
-            if (a && a->why_not(l.g, l.op).empty()) return *a;
+            if (a && (a->strict() || !strict_only) && a->why_not(l.g, l.op).empty()) return *a;
         }
     }
-    return choose_cpu(l.g, l.op, forced);
+    return choose_cpu(l.g, l.op, forced, strict_only);
 }
 
 void execute(const ConvParams &params, const Pass &pass, const Lowered &l,

@@ -1,19 +1,58 @@
 #include "dispatch/registry.h"
 
+#include <iterator>
+
 #include "core/error.h"
 #include "cpu/blas.h"
 
 namespace conv::dispatch {
 namespace {
 
-// In order of preference: the first that applies is the default.
+// Every CPU algorithm, in order of preference.
 const cpu::Algorithm *const kCpuAlgorithms[] = {
     &cpu::gemm_1x1_algorithm(),
     &cpu::depthwise_direct_algorithm(),
+    &cpu::winograd_4x4_3x3_algorithm(),
     &cpu::im2col_gemm_algorithm(),
 };
 
+bool allowed(const cpu::Algorithm &a, bool strict_only) { return a.strict() || !strict_only; }
+
+// The heuristic: where an algorithm applies but is known to lose.
+// Winograd transforms every filter on every call into a 36 x K x C array
+// (4x the weights), which only pays when many 4x4 output tiles share it:
+// measured at batch 1, 56x56 outputs (196 tiles) run 2.2x faster than
+// im2col+GEMM while 14x14 (16 tiles) and 7x7 (4) run 3-8x slower. Its input
+// and output transforms cost per channel what its GEMMs save per channel
+// pair, so it also needs enough channels on both sides.
+bool worth_it(const cpu::Algorithm &a, const ConvGeometry &g) {
+    if (a.id() == CONV_ALGO_WINOGRAD_4X4_3X3) {
+        int64_t tiles = g.n * ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4);
+        return tiles >= 128 && g.cg() >= 16 && g.kg() >= 16;
+    }
+    return true;
+}
+
+// Every CUDA algorithm.
+const conv_algo_t kCudaAlgorithms[] = {
+    CONV_ALGO_CUDNN_IMPLICIT_GEMM, CONV_ALGO_CUDNN_IMPLICIT_PRECOMP_GEMM,
+    CONV_ALGO_CUDNN_GEMM,          CONV_ALGO_CUDNN_DIRECT,
+    CONV_ALGO_CUDNN_FFT,           CONV_ALGO_CUDNN_FFT_TILING,
+    CONV_ALGO_CUDNN_WINOGRAD,      CONV_ALGO_CUDNN_WINOGRAD_NONFUSED,
+};
+
 }  // namespace
+
+const std::vector<conv_algo_t> &cuda_algorithms() {
+    static const std::vector<conv_algo_t> all(std::begin(kCudaAlgorithms), std::end(kCudaAlgorithms));
+    return all;
+}
+
+bool is_cuda_algorithm(conv_algo_t id) {
+    for (conv_algo_t a : kCudaAlgorithms)
+        if (a == id) return true;
+    return false;
+}
 
 void init_cpu_engine() { cpu::blas_use_single_thread(); }
 
@@ -23,14 +62,16 @@ const cpu::Algorithm *find_cpu(conv_algo_t id) {
     return nullptr;
 }
 
-std::vector<const cpu::Algorithm *> cpu_candidates(const ConvGeometry &g, conv_op_t op) {
+std::vector<const cpu::Algorithm *> cpu_candidates(const ConvGeometry &g, conv_op_t op,
+                                                   bool strict_only) {
     std::vector<const cpu::Algorithm *> out;
     for (const cpu::Algorithm *a : kCpuAlgorithms)
-        if (a->why_not(g, op).empty()) out.push_back(a);
+        if (allowed(*a, strict_only) && a->why_not(g, op).empty()) out.push_back(a);
     return out;
 }
 
-const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_algo_t forced) {
+const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_algo_t forced,
+                                 bool strict_only) {
     if (forced != CONV_ALGO_AUTO) {
         const cpu::Algorithm *a = find_cpu(forced);
         if (!a)
@@ -43,7 +84,7 @@ const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_algo_
         return *a;
     }
     for (const cpu::Algorithm *a : kCpuAlgorithms)
-        if (a->why_not(g, op).empty()) return *a;
+        if (allowed(*a, strict_only) && worth_it(*a, g) && a->why_not(g, op).empty()) return *a;
     fail(CONV_STATUS_INTERNAL_ERROR, "no CPU algorithm applies to %s", g.describe().c_str());
 }
 

@@ -11,7 +11,10 @@ namespace conv::dispatch {
 
 // The CPU algorithm for a pass: the forced one (UNSUPPORTED with the reason
 // when it does not apply), or the heuristic's pick for CONV_ALGO_AUTO.
-const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_algo_t forced);
+// `strict_only` (a CONV_MATH_STRICT context) leaves out algorithms whose
+// error exceeds direct summation's, unless forced.
+const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_algo_t forced,
+                                 bool strict_only);
 
 // Prepares the CPU engine once per process (OpenBLAS single-threaded: libconv
 // threads its own work).
@@ -21,6 +24,13 @@ void init_cpu_engine();
 const cpu::Algorithm *find_cpu(conv_algo_t id);
 
 // Every CPU algorithm that computes this pass, in preference order.
-std::vector<const cpu::Algorithm *> cpu_candidates(const ConvGeometry &g, conv_op_t op);
+std::vector<const cpu::Algorithm *> cpu_candidates(const ConvGeometry &g, conv_op_t op,
+                                                   bool strict_only);
+
+// The CUDA engine's algorithms (cuDNN's families, src/cuda/engine.cpp maps
+// them onto cuDNN's per-pass enums); cuDNN's heuristic orders them per
+// problem, so this list has no preference order.
+const std::vector<conv_algo_t> &cuda_algorithms();
+bool is_cuda_algorithm(conv_algo_t id);
 
 }  // namespace conv::dispatch

@@ -1,6 +1,11 @@
 #include "dispatch/tuning_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 
 #include <cstdio>
 #include <fstream>
@@ -12,7 +17,32 @@
 namespace conv::dispatch {
 namespace {
 
-constexpr const char *kMagic = "libconv-tuning 1";
+constexpr const char *kMagic = "libconv-tuning 2";
+constexpr size_t kMaxFileBytes = 64u << 20;  // far above any real table
+
+// FNV-1a, 64 bits: the checksum line covers every byte before it, so a
+// corrupted key or name is refused rather than silently misapplied.
+uint64_t fnv1a(const std::string &s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; ++i) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+std::string hex64(uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+    return buf;
+}
+
+// Keys are what problem_key() writes: printable ASCII.
+bool printable(const std::string &s) {
+    for (char ch : s)
+        if (ch < 0x20 || ch > 0x7e) return false;
+    return true;
+}
 
 std::string cpu_model() {
     std::ifstream in("/proc/cpuinfo");
@@ -29,11 +59,12 @@ std::string cpu_model() {
 }
 
 conv_algo_t algo_by_name(const std::string &name) {
-    for (int id = CONV_ALGO_IM2COL_GEMM;; ++id) {
-        std::string n = conv_algo_name((conv_algo_t)id);
-        if (n == "unknown") return CONV_ALGO_AUTO;
-        if (n == name) return (conv_algo_t)id;
+    // CPU ids are 1.., the CUDA engine's 100..: every id below 256.
+    for (int id = CONV_ALGO_IM2COL_GEMM; id < 256; ++id) {
+        const char *n = conv_algo_name((conv_algo_t)id);
+        if (name == n && name != "unknown") return (conv_algo_t)id;
     }
+    return CONV_ALGO_AUTO;
 }
 
 [[noreturn]] void bad(const std::string &path, int line, const std::string &what) {
@@ -42,7 +73,12 @@ conv_algo_t algo_by_name(const std::string &name) {
 
 }  // namespace
 
-std::string device_signature(const Context &) { return "cpu " + cpu_model(); }
+std::string device_signature(const Context &ctx) {
+    // A GPU's: its name, compute capability, cuDNN and CUDA runtime versions,
+    // so a file from another GPU or library is refused, not misapplied.
+    if (ctx.runtime()) return ctx.runtime()->signature();
+    return "cpu " + cpu_model();
+}
 
 void save_tuning(const Context &ctx, const TuningTable &table, const std::string &path) {
     TuningTable::Entries entries = table.snapshot();
@@ -50,11 +86,15 @@ void save_tuning(const Context &ctx, const TuningTable &table, const std::string
     out << kMagic << "\nlibrary " << conv_version_string() << "\ndevice "
         << device_signature(ctx) << "\nentries " << entries.size() << "\n";
     for (const auto &e : entries) out << e.first << '\t' << conv_algo_name((conv_algo_t)e.second) << '\n';
-    out << "end\n";
     std::string text = out.str();
+    text += "checksum " + hex64(fnv1a(text, text.size())) + "\nend\n";
 
     // Write beside the target and rename: readers see the old file or the new.
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    // The temporary name is unique per call, so threads saving to one path
+    // at once each write their own file (the last rename wins).
+    static std::atomic<unsigned long> serial{0};
+    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                      std::to_string(serial.fetch_add(1, std::memory_order_relaxed));
     FILE *f = std::fopen(tmp.c_str(), "wb");
     if (!f) fail(CONV_STATUS_IO_ERROR, "cannot create %s", tmp.c_str());
     bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
@@ -68,16 +108,39 @@ void save_tuning(const Context &ctx, const TuningTable &table, const std::string
 }
 
 void load_tuning(const Context &ctx, TuningTable &table, const std::string &path) {
+    // The whole file first: reading fails with IO_ERROR, parsing with BAD_FILE.
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+        fail(CONV_STATUS_IO_ERROR, "cannot open the tuning file %s: %s", path.c_str(),
+             std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        fail(CONV_STATUS_IO_ERROR, "the tuning file %s is not a regular file", path.c_str());
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(CONV_STATUS_IO_ERROR, "cannot open the tuning file %s", path.c_str());
-    std::string line;
+    std::string data;
+    char buf[4096];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        data.append(buf, (size_t)in.gcount());
+        if (data.size() > kMaxFileBytes)
+            bad(path, 0, "larger than " + std::to_string(kMaxFileBytes) + " bytes");
+    }
+    if (in.bad()) fail(CONV_STATUS_IO_ERROR, "cannot read the tuning file %s", path.c_str());
+
+    size_t pos = 0, line_start = 0;
     int n = 0;
-    auto next = [&](const char *what) {
-        if (!std::getline(in, line)) bad(path, n + 1, std::string("truncated: expected ") + what);
+    std::string line;
+    auto next = [&](const char *what) -> const std::string & {
+        size_t nl = data.find('\n', pos);
+        if (nl == std::string::npos) bad(path, n + 1, std::string("truncated: expected ") + what);
+        line_start = pos;
+        line.assign(data, pos, nl - pos);
+        pos = nl + 1;
         ++n;
         return line;
     };
-    if (next("the header") != kMagic) bad(path, n, "not a libconv tuning file (or another format version)");
+    if (next("the header") != kMagic)
+        bad(path, n, "not a libconv tuning file (or another format version; this is '" +
+                         std::string(kMagic) + "')");
     std::string lib = next("the library line");
     if (lib != std::string("library ") + conv_version_string())
         bad(path, n, "made by a different libconv (" + lib + "), this is " + conv_version_string());
@@ -86,21 +149,28 @@ void load_tuning(const Context &ctx, TuningTable &table, const std::string &path
     std::string count = next("the entry count");
     long long entries = -1;
     char extra;
-    if (std::sscanf(count.c_str(), "entries %lld%c", &entries, &extra) != 1 || entries < 0)
+    if (std::sscanf(count.c_str(), "entries %lld%c", &entries, &extra) != 1 || entries < 0 ||
+        count != "entries " + std::to_string(entries))
         bad(path, n, "malformed entry count");
     TuningTable::Entries loaded;
     for (long long i = 0; i < entries; ++i) {
-        std::string e = next("an entry");
+        const std::string &e = next("an entry");
         size_t tab = e.find('\t');
         if (tab == std::string::npos || tab == 0 || e.find('\t', tab + 1) != std::string::npos)
             bad(path, n, "malformed entry");
-        std::string name = e.substr(tab + 1);
+        std::string key = e.substr(0, tab), name = e.substr(tab + 1);
+        if (!printable(key)) bad(path, n, "malformed problem key");
         conv_algo_t algo = algo_by_name(name);
-        if (algo == CONV_ALGO_AUTO || !find_cpu(algo)) bad(path, n, "unknown algorithm '" + name + "'");
-        loaded[e.substr(0, tab)] = algo;
+        bool known = ctx.device() == CONV_DEVICE_CUDA ? is_cuda_algorithm(algo) : find_cpu(algo) != nullptr;
+        if (algo == CONV_ALGO_AUTO || !known) bad(path, n, "unknown algorithm '" + name + "'");
+        loaded[key] = algo;
     }
+    const std::string &sum = next("the checksum line");
+    std::string want = "checksum " + hex64(fnv1a(data, line_start));
+    if (sum.rfind("checksum ", 0) != 0) bad(path, n, "expected the checksum line");
+    if (sum != want) bad(path, n, "checksum mismatch: the file is corrupt");
     if (next("the closing line") != "end") bad(path, n, "expected 'end'");
-    if (std::getline(in, line)) bad(path, n + 1, "data after 'end'");
+    if (pos != data.size()) bad(path, n + 1, "data after 'end'");
     table.merge(loaded);
 }
 

@@ -1,0 +1,101 @@
+// The CUDA engine as dispatch sees it: plain C++, no CUDA or cuDNN header
+// (docs/gpu.md). dispatch validates and lowers a pass exactly as for the
+// CPU, then hands the lowered pass here. Built from src/cuda/*.cpp and
+// kernels.cu when CONV_WITH_CUDA is on; otherwise src/cuda/unavailable.cpp
+// answers "no device".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conv.h"
+#include "core/device_runtime.h"
+#include "core/geometry.h"
+#include "core/workspace.h"
+
+namespace conv::cuda {
+
+// Whether this libconv was built with the CUDA engine.
+bool built() noexcept;
+
+// Usable GPUs (0 without a driver, a GPU or the engine). Never throws.
+int device_count() noexcept;
+
+// "cuda 13.0, cuDNN 9.19.0" (what was compiled against) for messages.
+std::string build_versions();
+
+// Opens GPU `index` for a context: its own stream, its device properties,
+// its plan cache. NOT_AVAILABLE when there is no such GPU.
+std::shared_ptr<DeviceRuntime> open(int index);
+
+// The context's stream (a cudaStream_t): the caller's, or the runtime's own.
+void set_stream(DeviceRuntime &rt, void *stream);
+void *get_stream(DeviceRuntime &rt);
+
+// A lowered pass in convolution roles (as cpu::ConvArgs): x the input (dx
+// for BACKWARD_DATA), w the filter (dw for BACKWARD_FILTER), y the output
+// (dy for the backward passes). `bias` is the user's bias (forward) or db
+// (backward-filter), nullable; `relu` the user's activation. For a plain
+// convolution the forward adds bias and applies relu to y and db sums y;
+// for a transposed one (g->transposed) the user's output is x: a lowered
+// BACKWARD_DATA pass adds bias / applies relu to x, a lowered
+// BACKWARD_FILTER pass sums x into db.
+struct Call {
+    conv_op_t op;
+    const ConvGeometry *g;
+    conv_dtype_t dtype;
+    void *x, *w, *y;
+    void *bias;
+    bool relu;
+};
+
+// What the context says about the choice.
+struct Settings {
+    conv_math_t math;
+    bool deterministic;
+    size_t workspace_limit;       // 0: none
+    uint64_t tuning_generation;   // the tuning table's, to notice changes
+};
+
+// A prepared pass: descriptors, the algorithm and the workspace it needs
+// (bytes, before the 64 bytes of alignment slack). Cached per context and
+// problem; shared by concurrent calls.
+struct Plan;
+struct Prepared {
+    std::shared_ptr<const Plan> plan;
+    conv_algo_t algo;
+    size_t workspace_bytes;
+};
+
+// The plan for a call: the algorithm is `forced` when not AUTO (UNSUPPORTED
+// when it does not apply), else the tuned one (`tuned()` is asked on a
+// cache miss; AUTO when none) when it still applies, else cuDNN's
+// heuristic's first that the settings allow.
+Prepared prepare(DeviceRuntime &rt, const Call &c, const Settings &s, conv_algo_t forced,
+                 const std::function<conv_algo_t()> &tuned);
+
+// Enqueues the pass on the context's stream. `ws` holds at least
+// p.workspace_bytes of device memory (any 64-byte aligned address).
+void run(DeviceRuntime &rt, const Call &c, const Prepared &p, void *ws);
+
+struct Trial {
+    conv_algo_t algo;
+    double ms;
+    size_t workspace_bytes;  // including the 64 bytes of slack
+};
+
+// cudnnFind*Ex over the algorithms the settings allow and the workspace
+// bound admits (a wrapped workspace: its size; an owned one: the context's
+// limit, else half the free device memory), fastest first; the caller
+// commits the first as the tuned choice, then runs it (`prepare` with it
+// forced) so that the output holds its result. UNSUPPORTED when none ran.
+std::vector<Trial> find(DeviceRuntime &rt, const Call &c, const Settings &s, Workspace &ws);
+
+// The algorithm ids of the engine (for tuning-file validation).
+bool is_cuda_algo(conv_algo_t a);
+
+}  // namespace conv::cuda

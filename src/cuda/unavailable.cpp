@@ -1,0 +1,35 @@
+// The CUDA engine of a build without it (CONV_WITH_CUDA=OFF, or the CUDA
+// toolkit / cuDNN not found at configure time): no device, and every entry
+// point that needs one fails with NOT_AVAILABLE saying how to get it.
+#include "core/error.h"
+#include "cuda/engine.h"
+
+namespace conv::cuda {
+namespace {
+const char kNoCuda[] =
+    "this libconv was built without the CUDA engine (configure with CONV_WITH_CUDA=ON where "
+    "the CUDA toolkit and cuDNN are installed; docs/gpu.md)";
+}
+
+bool built() noexcept { return false; }
+int device_count() noexcept { return 0; }
+std::string build_versions() { return "none"; }
+
+std::shared_ptr<DeviceRuntime> open(int index) {
+    fail(CONV_STATUS_NOT_AVAILABLE, "CUDA device %d requested, but %s", index, kNoCuda);
+}
+void set_stream(DeviceRuntime &, void *) { fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda); }
+void *get_stream(DeviceRuntime &) { return nullptr; }
+Prepared prepare(DeviceRuntime &, const Call &, const Settings &, conv_algo_t,
+                 const std::function<conv_algo_t()> &) {
+    fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda);
+}
+void run(DeviceRuntime &, const Call &, const Prepared &, void *) {
+    fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda);
+}
+std::vector<Trial> find(DeviceRuntime &, const Call &, const Settings &, Workspace &) {
+    fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda);
+}
+bool is_cuda_algo(conv_algo_t a) { return a >= CONV_ALGO_CUDNN_IMPLICIT_GEMM && a <= CONV_ALGO_CUDNN_WINOGRAD_NONFUSED; }
+
+}  // namespace conv::cuda

@@ -1,0 +1,205 @@
+/* Winograd F(4x4, 3x3): accuracy within its documented bound against the
+ * float64 reference on random problems, the cases where it must decline,
+ * and the accuracy contract of CONV_MATH_STRICT. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+/* conv.h's bound: |err| <= 32 * L * eps * max|x| * max|w|, L the reduction
+ * length (input channels per group x 9 for forward, output channels per
+ * group x 9 for backward-data); inputs here are in [-1, 1). A bias adds one
+ * more term of at most 1. */
+static double winograd_bound(const tu_problem *tp, conv_op_t op)
+{
+    const ref_problem *p = &tp->p;
+    double L = (double)(op == CONV_OP_FORWARD ? p->c : p->k) / (double)p->groups * 9.0;
+    double eps = tp->dtype == CONV_DTYPE_FLOAT64 ? 2.220446e-16 : 1.192093e-7;
+    return 32.0 * (L + (op == CONV_OP_FORWARD && tp->bias)) * eps;
+}
+
+static void random_winograd_problem(tu_rng *r, tu_problem *tp)
+{
+    int64_t in[2] = {tu_range(r, 1, 15), tu_range(r, 1, 15)}, kernel[2] = {3, 3};
+    int64_t groups = tu_range(r, 1, 3);
+    tu_problem_init(tp, 2, tu_range(r, 0, 2), groups * tu_range(r, 1, 24),
+                    groups * tu_range(r, 1, 24), in, kernel);
+    tp->p.groups = groups;
+    tp->p.channels_last = tu_chance(r, 50);
+    tp->dtype = tu_chance(r, 50) ? CONV_DTYPE_FLOAT64 : CONV_DTYPE_FLOAT32;
+    tp->p.relu = tu_chance(r, 30);
+    tp->bias = tu_chance(r, 50);
+    for (int a = 0; a < 2; a++) {
+        tp->desc_pad_begin[a] = tu_range(r, 0, 2);
+        tp->desc_pad_end[a] = tu_range(r, 0, 2);
+        if (in[a] + tp->desc_pad_begin[a] + tp->desc_pad_end[a] < 3)
+            tp->p.in[a] = 3;
+    }
+    tp->algo = CONV_ALGO_WINOGRAD_4X4_3X3;
+    assert_true(tu_resolve(tp));
+}
+
+static void test_accuracy(void **state)
+{
+    (void)state;
+    tu_rng r;
+    uint64_t seed = tu_env_seed(0x3a11ce);
+    tu_seed(&r, seed);
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    int count = tu_env_count(400), checked = 0;
+    for (int i = 0; i < count; i++) {
+        tu_problem tp;
+        random_winograd_problem(&r, &tp);
+        conv_op_t op = tu_chance(&r, 50) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        assert_ok(conv_context_set_threads(ctx, (int)tu_range(&r, 1, 3)));
+        conv_desc_t desc;
+        assert_ok(tu_make_desc(&tp, op, &desc));
+        tu_case c;
+        assert_ok(tu_case_make(&c, ctx, &tp, 0));
+        tu_case_fill(&c, op, &r, 1);
+        assert_ok(tu_case_run(&c, ctx, desc, op, NULL));
+        const tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : &c.x;
+        int64_t n = op == CONV_OP_FORWARD ? ref_y_elements(&tp.p) : ref_x_elements(&tp.p);
+        double bound = winograd_bound(&tp, op);
+        ref_problem rp = tp.p;
+        if (op != CONV_OP_FORWARD)
+            rp.relu = 0;
+        for (int64_t e = 0; e < n; e++) {
+            double want = op == CONV_OP_FORWARD
+                              ? ref_forward_at(&rp, tu_ref_dtype(tp.dtype), c.x.data, c.w.data,
+                                               tp.bias ? c.b.data : NULL, e, NULL)
+                              : ref_backward_data_at(&rp, tu_ref_dtype(tp.dtype), c.w.data,
+                                                     c.y.data, e, NULL);
+            double got = tu_get(out, e);
+            if (!(fabs(got - want) <= bound)) {
+                char what[512];
+                tu_describe(&tp, what, sizeof what);
+                fail_msg("seed %llu problem %d (%s) %s element %lld: got %.9g want %.9g, "
+                         "bound %.3g",
+                         (unsigned long long)seed, i, what, tu_op_name(op), (long long)e, got,
+                         want, bound);
+            }
+            checked++;
+        }
+        tu_case_free(&c);
+        conv_desc_destroy(desc);
+    }
+    assert_true(checked > 10000);
+    conv_context_destroy(ctx);
+}
+
+/* Where Winograd must decline, forcing it is UNSUPPORTED with a reason and
+ * the output is untouched. */
+static void test_declines(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    struct {
+        int64_t kernel, stride, dilation, pad;
+        conv_op_t op;
+    } cases[] = {
+        {5, 1, 1, 1, CONV_OP_FORWARD},         /* not 3x3 */
+        {3, 2, 1, 1, CONV_OP_FORWARD},         /* strided */
+        {3, 1, 2, 1, CONV_OP_BACKWARD_DATA},   /* dilated */
+        {3, 1, 1, 3, CONV_OP_FORWARD},         /* padding beyond 2 */
+        {3, 1, 1, 1, CONV_OP_BACKWARD_FILTER}, /* no filter gradient */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_problem tp;
+        int64_t in[2] = {9, 9}, kernel[2] = {cases[i].kernel, cases[i].kernel};
+        tu_problem_init(&tp, 2, 1, 4, 4, in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = cases[i].stride;
+            tp.p.dilation[a] = cases[i].dilation;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = cases[i].pad;
+        }
+        tp.algo = CONV_ALGO_WINOGRAD_4X4_3X3;
+        assert_true(tu_resolve(&tp));
+        conv_desc_t desc;
+        assert_ok(tu_make_desc(&tp, cases[i].op, &desc));
+        tu_case c;
+        assert_ok(tu_case_make(&c, ctx, &tp, 0));
+        tu_rng r;
+        tu_seed(&r, i + 1);
+        tu_case_fill(&c, cases[i].op, &r, 1);
+        tu_snapshot snap;
+        tu_snapshot_take(&snap, &c, cases[i].op);
+        assert_status(tu_case_run(&c, ctx, desc, cases[i].op, NULL), CONV_STATUS_UNSUPPORTED);
+        assert_non_null(strstr(conv_last_error(), "winograd_4x4_3x3"));
+        assert_true(tu_snapshot_same(&snap, &c, cases[i].op));
+        tu_snapshot_free(&snap);
+        tu_case_free(&c);
+        conv_desc_destroy(desc);
+    }
+    conv_context_destroy(ctx);
+}
+
+/* The default choice for a wide 3x3 layer is Winograd; a STRICT context
+ * never chooses it, not even when a tuning run found it fastest. */
+static void test_strict_excludes(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    tu_problem tp;
+    int64_t in[2] = {48, 48}, kernel[2] = {3, 3};  /* 144 tiles: enough to choose it */
+    tu_problem_init(&tp, 2, 1, 32, 32, in, kernel);
+    tp.desc_pad_begin[0] = tp.desc_pad_begin[1] = tp.desc_pad_end[0] = tp.desc_pad_end[1] = 1;
+    assert_true(tu_resolve(&tp));
+    conv_desc_t desc;
+    assert_ok(tu_make_desc(&tp, CONV_OP_FORWARD, &desc));
+    tu_case c;
+    assert_ok(tu_case_make(&c, ctx, &tp, 0));
+    conv_algo_t algo;
+    assert_ok(conv_chosen_algorithm(ctx, desc, CONV_OP_FORWARD, c.x.t, c.w.t, c.y.t, &algo));
+    assert_int_equal(algo, CONV_ALGO_WINOGRAD_4X4_3X3);
+
+    conv_math_t math;
+    assert_ok(conv_context_get_math(ctx, &math));
+    assert_int_equal(math, CONV_MATH_DEFAULT);
+    assert_ok(conv_context_set_math(ctx, CONV_MATH_STRICT));
+    assert_ok(conv_context_get_math(ctx, &math));
+    assert_int_equal(math, CONV_MATH_STRICT);
+    assert_ok(conv_chosen_algorithm(ctx, desc, CONV_OP_FORWARD, c.x.t, c.w.t, c.y.t, &algo));
+    assert_int_equal(algo, CONV_ALGO_IM2COL_GEMM);
+
+    /* find under STRICT offers no Winograd; under DEFAULT it does. */
+    conv_algo_t algos[8];
+    int count;
+    assert_ok(conv_find_algorithms(ctx, desc, CONV_OP_FORWARD, c.x.t, c.w.t, c.y.t, NULL, 8,
+                                   algos, NULL, NULL, &count));
+    for (int i = 0; i < count; i++)
+        assert_int_not_equal(algos[i], CONV_ALGO_WINOGRAD_4X4_3X3);
+    assert_ok(conv_context_set_math(ctx, CONV_MATH_DEFAULT));
+    assert_ok(conv_find_algorithms(ctx, desc, CONV_OP_FORWARD, c.x.t, c.w.t, c.y.t, NULL, 8,
+                                   algos, NULL, NULL, &count));
+    int seen = 0;
+    for (int i = 0; i < count; i++)
+        seen |= algos[i] == CONV_ALGO_WINOGRAD_4X4_3X3;
+    assert_true(seen);
+
+    /* An unknown math mode is refused and changes nothing. */
+    assert_status(conv_context_set_math(ctx, (conv_math_t)7), CONV_STATUS_INVALID_ARGUMENT);
+    assert_ok(conv_context_get_math(ctx, &math));
+    assert_int_equal(math, CONV_MATH_DEFAULT);
+    tu_case_free(&c);
+    conv_desc_destroy(desc);
+    conv_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_accuracy),
+        cmocka_unit_test(test_declines),
+        cmocka_unit_test(test_strict_excludes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
