@@ -80,6 +80,7 @@ typedef struct cb_options {
     int warmup;
     int repeats;       /* 0: adaptive (see runner.c) */
     conv_algo_t algo;  /* CONV_ALGO_AUTO unless --algo */
+    int math;          /* --math: a conv_math_t, or -1 for the context's default */
     int verify;
     int tune; /* benchmark-select each pass (conv_find_algorithms) before timing */
     const char *json;  /* NULL: no JSON */
@@ -199,6 +200,12 @@ const cb_peer *cb_find_peer(const char *name);
 void cb_fill_random(void *data, conv_dtype_t dtype, int64_t n, uint64_t seed);
 /* Every element NaN, so elements a pass never writes show afterwards. */
 void cb_fill_nan(void *data, conv_dtype_t dtype, int64_t n);
+/* fp16/bf16 runs keep their host copies as floats holding exactly the
+ * 16-bit values (so the reference sees what the GPU sees): conversion to
+ * and from the 16-bit storage, rounding to nearest even. */
+int cb_is_16bit(conv_dtype_t dtype);
+void cb_to_16bit(conv_dtype_t dtype, const float *src, uint16_t *dst, int64_t n);
+void cb_from_16bit(conv_dtype_t dtype, const uint16_t *src, float *dst, int64_t n);
 
 /* The host copies one pass reads and writes, in the layer's layout. */
 typedef struct cb_host_data {

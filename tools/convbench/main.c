@@ -78,8 +78,12 @@ static int open_bench(const cb_options *o, cb_bench *b)
     }
     conv_status_t s;
     const char *call = "conv_context_create";
-    if ((s = conv_context_create(b->device, 0, &b->ctx)) == CONV_STATUS_SUCCESS &&
-        b->device == CONV_DEVICE_CPU) {
+    s = conv_context_create(b->device, 0, &b->ctx);
+    if (s == CONV_STATUS_SUCCESS && o->math >= 0) {
+        call = "conv_context_set_math";
+        s = conv_context_set_math(b->ctx, (conv_math_t)o->math);
+    }
+    if (s == CONV_STATUS_SUCCESS && b->device == CONV_DEVICE_CPU) {
         call = "conv_context_set_threads";
         if (o->threads)
             s = conv_context_set_threads(b->ctx, o->threads);

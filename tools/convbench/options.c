@@ -10,8 +10,8 @@
 
 #include "convbench.h"
 
-/* conv_algo_t values are small and appended; names past the last are "unknown". */
-#define CB_ALGO_SCAN 64
+/* conv_algo_t values: the CPU's from 1, the CUDA engine's from 100; others "unknown". */
+#define CB_ALGO_SCAN 128
 
 const char *cb_op_name(conv_op_t op)
 {
@@ -25,7 +25,12 @@ const char *cb_op_name(conv_op_t op)
 
 const char *cb_dtype_name(conv_dtype_t dtype)
 {
-    return dtype == CONV_DTYPE_FLOAT64 ? "f64" : "f32";
+    switch (dtype) {
+    case CONV_DTYPE_FLOAT64: return "f64";
+    case CONV_DTYPE_FLOAT16: return "f16";
+    case CONV_DTYPE_BFLOAT16: return "bf16";
+    default: return "f32";
+    }
 }
 
 const char *cb_layout_name(conv_layout_t layout)
@@ -53,7 +58,9 @@ static void usage(FILE *f)
             "  --batch N        images per call (default 1)\n"
             "  --op OP          fwd, bwd_data, bwd_filter or all; a comma list works too\n"
             "                   (default all)\n"
-            "  --dtype T        f32 or f64 (default f32)\n"
+            "  --dtype T        f32, f64, f16 or bf16 (default f32; f16 and bf16 on a GPU)\n"
+            "  --math M         strict, default or fast (conv_context_set_math; on a GPU\n"
+            "                   fast allows TF32 for f32); default: the context's default\n"
             "  --layout L       nchw (channels_first) or nhwc (channels_last) (default nchw)\n"
             "  --threads N      CPU threads (default: the context's default)\n"
             "  --device D       cpu or cuda (default: cuda when a GPU is present, else cpu)\n"
@@ -199,6 +206,7 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
     o->device = -1;
     o->warmup = 2;
     o->algo = CONV_ALGO_AUTO;
+    o->math = -1;
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -259,8 +267,21 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
                 o->dtype = CONV_DTYPE_FLOAT32;
             else if (strcmp(val, "f64") == 0)
                 o->dtype = CONV_DTYPE_FLOAT64;
+            else if (strcmp(val, "f16") == 0)
+                o->dtype = CONV_DTYPE_FLOAT16;
+            else if (strcmp(val, "bf16") == 0)
+                o->dtype = CONV_DTYPE_BFLOAT16;
             else
-                return bad("--dtype: '%s' is not f32 or f64", val);
+                return bad("--dtype: '%s' is not f32, f64, f16 or bf16", val);
+        } else if (strcmp(name, "--math") == 0) {
+            if (strcmp(val, "strict") == 0)
+                o->math = CONV_MATH_STRICT;
+            else if (strcmp(val, "default") == 0)
+                o->math = CONV_MATH_DEFAULT;
+            else if (strcmp(val, "fast") == 0)
+                o->math = CONV_MATH_FAST;
+            else
+                return bad("--math: '%s' is not strict, default or fast", val);
         } else if (strcmp(name, "--layout") == 0) {
             if (parse_layout(val, &o->layout) != 0)
                 return bad("--layout: '%s' is not nchw (channels_first) or nhwc (channels_last)",

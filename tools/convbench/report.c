@@ -35,6 +35,14 @@ void cb_print_header(const cb_bench *b)
            cb_dtype_name(o->dtype), cb_layout_name(o->layout), (long long)o->batch, threads,
            openblas_get_corename(), blas_threads, blas_threads == 1 ? "" : "s",
            openblas_get_num_procs(), openblas_get_config());
+    if (b->device == CONV_DEVICE_CUDA) {
+        char name[256] = "";
+        conv_context_get_device_name(b->ctx, name, sizeof name);
+        conv_math_t m = CONV_MATH_DEFAULT;
+        conv_context_get_math(b->ctx, &m);
+        printf("gpu %s | math %s\n", name,
+               m == CONV_MATH_FAST ? "fast (TF32 allowed)" : m == CONV_MATH_STRICT ? "strict" : "default");
+    }
     if (o->peer) {
         char line[512];
         o->peer->describe(b, line, sizeof line);
@@ -229,6 +237,19 @@ static void json_row(FILE *f, const cb_bench *b, const cb_row *r)
     json_string(f, r->layer->name);
     fprintf(f, ", \"count\": %d, \"shape\": ", r->layer->count);
     json_string(f, r->shape);
+    /* The geometry as numbers, for other tools (tools/convbench/torch_peer.py). */
+    const cb_layer *l = r->layer;
+    fprintf(f, ", \"c\": %lld, \"k\": %lld, \"groups\": %lld", (long long)l->c, (long long)l->k,
+            (long long)l->groups);
+    const char *const arr_name[] = {"in", "kernel", "stride", "pad_begin", "pad_end", "dilation"};
+    const int64_t *arr[] = {l->in, l->kernel, l->stride, l->pad_begin, l->pad_end, l->dilation};
+    for (int a = 0; a < 6; a++) {
+        fprintf(f, ", \"%s\": [", arr_name[a]);
+        for (int i = 0; i < l->spatial; i++)
+            fprintf(f, "%s%lld", i ? ", " : "", (long long)arr[a][i]);
+        fputc(']', f);
+    }
+    fprintf(f, ", \"math\": %d", o->math);
     fprintf(f, ", \"op\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"batch\": %lld",
             cb_op_name(r->op), cb_dtype_name(o->dtype), cb_layout_name(o->layout),
             (long long)o->batch);

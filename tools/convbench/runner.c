@@ -64,14 +64,40 @@ static const char *algo_used(layer_run *lr, conv_op_t op, conv_tensor_t in, conv
     return conv_algo_name(algo);
 }
 
-/* conv.h has no synchronize call yet: reading back one element waits for
- * work queued before it on the default stream, which is the best a GPU run
- * can do until then. CPU calls return when they are done. */
+/* A GPU call only enqueues its work: each timed call waits for it with
+ * conv_context_synchronize (a no-op on the CPU, whose calls return done). */
 static conv_status_t wait_device(const cb_bench *b)
 {
-    double scratch;
-    size_t bytes = b->opt->dtype == CONV_DTYPE_FLOAT64 ? 8 : 4;
-    return b->sync ? conv_tensor_copy_to(b->sync, &scratch, bytes) : CONV_STATUS_SUCCESS;
+    return conv_context_synchronize(b->ctx);
+}
+
+/* The host copy holds floats for fp16/bf16 (see cb_to_16bit): to and from
+ * the tensor through a 16-bit staging buffer. */
+static conv_status_t upload(host_tensor *h, conv_dtype_t dtype)
+{
+    if (!cb_is_16bit(dtype))
+        return conv_tensor_copy_from(h->t, h->host, h->bytes);
+    uint16_t *tmp = malloc(h->bytes ? h->bytes : 2);
+    if (!tmp)
+        return CONV_STATUS_OUT_OF_MEMORY;
+    cb_to_16bit(dtype, h->host, tmp, h->elements);
+    conv_status_t s = conv_tensor_copy_from(h->t, tmp, h->bytes);
+    free(tmp);
+    return s;
+}
+
+static conv_status_t download(host_tensor *h, conv_dtype_t dtype)
+{
+    if (!cb_is_16bit(dtype))
+        return conv_tensor_copy_to(h->t, h->host, h->bytes);
+    uint16_t *tmp = malloc(h->bytes ? h->bytes : 2);
+    if (!tmp)
+        return CONV_STATUS_OUT_OF_MEMORY;
+    conv_status_t s = conv_tensor_copy_to(h->t, tmp, h->bytes);
+    if (s == CONV_STATUS_SUCCESS)
+        cb_from_16bit(dtype, tmp, h->host, h->elements);
+    free(tmp);
+    return s;
 }
 
 static void host_tensor_destroy(host_tensor *h)
@@ -96,18 +122,29 @@ static int host_tensor_create(layer_run *lr, const int64_t *dims, uint64_t seed,
     conv_tensor_get_bytes(h->t, &h->bytes);
     if (!seed && !o->verify)
         return 0;
-    h->host = malloc(h->bytes ? h->bytes : 1);
+    /* 16-bit dtypes: a float per element (cb_to_16bit) */
+    size_t host_bytes = cb_is_16bit(o->dtype) ? (size_t)h->elements * sizeof(float) : h->bytes;
+    h->host = malloc(host_bytes ? host_bytes : 1);
     if (!h->host) {
         r->status = CB_ROW_FAILED;
         snprintf(r->error, sizeof r->error, "malloc: no host memory for a %zu-byte copy",
                  h->bytes);
         return -1;
     }
+    conv_dtype_t host_dtype = cb_is_16bit(o->dtype) ? CONV_DTYPE_FLOAT32 : o->dtype;
     if (seed)
-        cb_fill_random(h->host, o->dtype, h->elements, seed);
+        cb_fill_random(h->host, host_dtype, h->elements, seed);
     else
-        cb_fill_nan(h->host, o->dtype, h->elements);
-    return failed(conv_tensor_copy_from(h->t, h->host, h->bytes), "conv_tensor_copy_from", r)
+        cb_fill_nan(h->host, host_dtype, h->elements);
+    if (cb_is_16bit(o->dtype)) { /* the values the GPU will see, exactly */
+        uint16_t *tmp = malloc(h->elements ? (size_t)h->elements * 2 : 2);
+        if (tmp) {
+            cb_to_16bit(o->dtype, h->host, tmp, h->elements);
+            cb_from_16bit(o->dtype, tmp, h->host, h->elements);
+            free(tmp);
+        }
+    }
+    return failed(upload(h, o->dtype), "conv_tensor_copy_from", r)
                ? -1
                : 0;
 }
@@ -237,8 +274,7 @@ static void run_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
         r->error_status == CONV_STATUS_UNSUPPORTED)
         r->status = CB_ROW_SKIPPED;
     if (r->status == CB_ROW_OK && o->verify &&
-        !failed(conv_tensor_copy_to(lr->out.t, lr->out.host, lr->out.bytes),
-                "conv_tensor_copy_to", r)) {
+        !failed(download(&lr->out, o->dtype), "conv_tensor_copy_to", r)) {
         cb_host_data h = {lr->x.host, lr->w.host, lr->dy.host, lr->out.host, lr->out.elements};
         cb_verify(o, lr->l, op, &h, &r->verify);
     }

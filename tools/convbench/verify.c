@@ -37,6 +37,8 @@ const char cb_tolerance_help[] =
     "    |got - ref| <= base * sqrt(L) * abs_sum\n"
     "  abs_sum: the sum of |products| forming the element (the reference gives it);\n"
     "  base: 1e-5 for f32, 1e-12 for f64; L: the reduction length,\n"
+    "  plus 4 units of the output dtype for f16 (2^-11) and bf16 (2^-8), and 2^-10\n"
+    "  for f32 with --math fast (TF32),\n"
     "    fwd: C/groups * kernel volume, bwd_data: K/groups * kernel volume,\n"
     "    bwd_filter: N * output volume.\n"
     "  Sample: all elements when there are at most 2000 (bwd_filter: 200),\n"
@@ -64,6 +66,59 @@ void cb_fill_random(void *data, conv_dtype_t dtype, int64_t n, uint64_t seed)
         else
             ((float *)data)[i] = (float)v;
     }
+}
+
+static float bits_f(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+static uint32_t f_bits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+
+int cb_is_16bit(conv_dtype_t dtype)
+{
+    return dtype == CONV_DTYPE_FLOAT16 || dtype == CONV_DTYPE_BFLOAT16;
+}
+
+static uint16_t to_half(float f)
+{
+    uint32_t x = f_bits(f), a = x & 0x7fffffffu;
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    if (a >= 0x7f800000u)
+        return (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));
+    if (a >= 0x477ff000u)
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x38800000u)
+        return (uint16_t)(sign | (uint16_t)(f_bits(bits_f(a) + 0.5f) - 0x3f000000u));
+    a += 0xc8000fffu + ((a >> 13) & 1u);
+    return (uint16_t)(sign | (uint16_t)(a >> 13));
+}
+
+static float from_half(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1fu)
+        return bits_f(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        float v = (float)man * 5.9604644775390625e-08f;
+        return sign ? -v : v;
+    }
+    return bits_f(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+void cb_to_16bit(conv_dtype_t dtype, const float *src, uint16_t *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (dtype == CONV_DTYPE_FLOAT16) {
+            dst[i] = to_half(src[i]);
+        } else {
+            uint32_t x = f_bits(src[i]);
+            dst[i] = (x & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((x >> 16) | 0x40u)
+                                                     : (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+        }
+    }
+}
+
+void cb_from_16bit(conv_dtype_t dtype, const uint16_t *src, float *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = dtype == CONV_DTYPE_FLOAT16 ? from_half(src[i]) : bits_f((uint32_t)src[i] << 16);
 }
 
 void cb_fill_nan(void *data, conv_dtype_t dtype, int64_t n)
@@ -146,6 +201,16 @@ void cb_verify(const cb_options *o, const cb_layer *l, conv_op_t op, const cb_ho
     r->max_rel_err = NAN;
     r->tol = (dtype == CONV_DTYPE_FLOAT64 ? tol_base_f64 : tol_base_f32) *
              sqrt(reduction_length(&p, op));
+    /* fp16/bf16: the inputs are exact (cb_fill_random rounds them), the
+     * accumulation is fp32; the output's own rounding and a few partial sums
+     * rounded to the dtype add up to 4 units of it. f32 with --math fast
+     * (TF32 operands, 10-bit mantissas) adds 2^-10 per product. */
+    if (dtype == CONV_DTYPE_FLOAT16)
+        r->tol += 4 * 0x1p-11;
+    else if (dtype == CONV_DTYPE_BFLOAT16)
+        r->tol += 4 * 0x1p-8;
+    else if (dtype == CONV_DTYPE_FLOAT32 && o->math == CONV_MATH_FAST)
+        r->tol += 0x1p-10;
 
     int64_t n = h->out_elements, first_nan = -1;
     for (int64_t i = 0; i < n; i++)
