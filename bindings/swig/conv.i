@@ -17,6 +17,7 @@
 
 %include <stdint.i>
 
-/* The export macro means nothing to SWIG. */
-#define CONV_API
+/* The export macro means nothing to SWIG: take the header's empty branch
+ * (defining CONV_API itself would clash with the header's own #define). */
+#define CONV_STATIC_DEFINE
 %include "conv.h"

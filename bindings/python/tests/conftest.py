@@ -1,0 +1,54 @@
+"""pytest configuration of the libconv Python tests.
+
+Run from the build tree (ctest does this):
+    PYTHONPATH=<build>/bindings/python python3 -m pytest bindings/python/tests
+or against an installed package (no PYTHONPATH). Tests marked `slow`
+(the `pip install` into a fresh venv) are a ctest test of their own.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import libconv
+from libconv import _libconv
+
+SOURCE_DIR = Path(os.environ.get("CONV_SOURCE_DIR") or Path(__file__).resolve().parents[3])
+HEADER = SOURCE_DIR / "include" / "conv.h"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: minutes-long tests (pip install into a fresh venv)")
+
+
+def pytest_report_header(config):
+    return ["libconv %s from %s" % (libconv.version(), os.path.dirname(libconv.__file__)),
+            "numpy %s" % np.__version__]
+
+
+@pytest.fixture
+def rng(request):
+    """A generator seeded from the test's name: failures reproduce."""
+    seed = sum(ord(ch) * (i + 1) for i, ch in enumerate(request.node.nodeid)) % (2 ** 32)
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def ctx():
+    with libconv.Context("cpu") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def header_text():
+    if not HEADER.exists():
+        pytest.skip("conv.h not found at %s (set CONV_SOURCE_DIR)" % HEADER)
+    return HEADER.read_text()
+
+
+def requires_c(*names):
+    """Skips a test of C functions this build's conv.h does not have yet."""
+    missing = [n for n in names if not hasattr(_libconv, n)]
+    return pytest.mark.skipif(bool(missing), reason="conv.h lacks %s" % ", ".join(missing))

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Python packages the Python binding's tests need into the
+# default python3 (the one CMake builds the binding for), and only what is
+# missing: a machine that has them all runs no pip at all.
+#   numpy >= 1.22  (the binding's one runtime dependency; np.from_dlpack)
+#   pytest
+# No python3 on PATH: nothing to do (CONV_WITH_PYTHON=AUTO then skips the binding).
+set -euo pipefail
+
+py="$(command -v python3 || true)"
+[ -n "$py" ] || exit 0
+
+missing=$("$py" - <<'PY'
+import importlib.util
+missing = []
+try:
+    import numpy
+    if tuple(int(p) for p in numpy.__version__.split(".")[:2]) < (1, 22):
+        missing.append("numpy>=1.22")
+except Exception:
+    missing.append("numpy>=1.22")
+if importlib.util.find_spec("pytest") is None:
+    missing.append("pytest")
+print(" ".join(missing))
+PY
+)
+[ -z "$missing" ] && exit 0
+
+echo "pydeps: installing $missing for $py"
+# shellcheck disable=SC2086  # one word per package
+PIP_ROOT_USER_ACTION=ignore "$py" -m pip install -q --disable-pip-version-check $missing
