@@ -25,8 +25,10 @@ class Algorithm {
 public:
     virtual ~Algorithm() = default;
     virtual conv_algo_t id() const = 0;
-    // "" when the algorithm computes this problem; otherwise why not.
-    virtual std::string why_not(const ConvGeometry &g, conv_op_t op) const = 0;
+    // Null when the algorithm computes this problem; otherwise a static
+    // reason (the registry adds the problem's description, only when the
+    // message is needed: this runs on every call).
+    virtual const char *why_not(const ConvGeometry &g, conv_op_t op) const = 0;
     // Scratch bytes for a run with `threads` threads (0 when none).
     virtual size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                                    int threads) const = 0;

@@ -323,10 +323,9 @@ void run_typed(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 class DepthwiseDirect final : public Algorithm {
 public:
     conv_algo_t id() const override { return CONV_ALGO_DEPTHWISE_DIRECT; }
-    std::string why_not(const ConvGeometry &g, conv_op_t) const override {
-        if (g.groups == g.c && g.c > 0) return "";
-        return "it needs groups == input channels (a depthwise convolution); the problem is " +
-               g.describe();
+    const char *why_not(const ConvGeometry &g, conv_op_t) const override {
+        if (g.groups == g.c && g.c > 0) return nullptr;
+        return "it needs groups == input channels (a depthwise convolution)";
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {

@@ -9,9 +9,8 @@ namespace {
 class Gemm1x1 final : public Algorithm {
 public:
     conv_algo_t id() const override { return CONV_ALGO_GEMM_1X1; }
-    std::string why_not(const ConvGeometry &g, conv_op_t) const override {
-        if (g.is_pointwise()) return "";
-        return "it needs a 1x1 kernel, stride 1 and no padding; the problem is " + g.describe();
+    const char *why_not(const ConvGeometry &g, conv_op_t) const override {
+        return g.is_pointwise() ? nullptr : "it needs a 1x1 kernel, stride 1 and no padding";
     }
     size_t workspace_bytes(const ConvGeometry &, conv_op_t, conv_dtype_t, int) const override {
         return 0;

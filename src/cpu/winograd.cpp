@@ -256,7 +256,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
 class Winograd4x4 final : public Algorithm {
 public:
     conv_algo_t id() const override { return CONV_ALGO_WINOGRAD_4X4_3X3; }
-    std::string why_not(const ConvGeometry &g, conv_op_t op) const override {
+    const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
         if (op == CONV_OP_BACKWARD_FILTER) return "it computes forward and backward-data passes only";
         // A 3-D problem of depth 1 is 2-D only without depth padding: padding
         // would add output planes that only the bias reaches.
@@ -265,14 +265,12 @@ public:
         bool shape = flat && g.kernel[1] == 3 && g.kernel[2] == 3 &&
                      g.stride[1] == 1 && g.stride[2] == 1 && g.dilation[1] == 1 &&
                      g.dilation[2] == 1;
-        if (!shape)
-            return "it needs a 2-D 3x3 kernel with stride 1 and no dilation; the problem is " +
-                   g.describe();
+        if (!shape) return "it needs a 2-D 3x3 kernel with stride 1 and no dilation";
         // Backward-data pads by 2 - p: the forward padding must be 0..2.
         for (int a = 1; a < 3; ++a)
             if (g.pad_begin[a] > 2 || g.pad_end[a] > 2 || g.pad_end[a] < 0)
-                return "it needs padding 0..2 on each side; the problem is " + g.describe();
-        return "";
+                return "it needs padding 0..2 on each side";
+        return nullptr;
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {

@@ -79,7 +79,7 @@ const cpu::Algorithm &select_algorithm(Context &ctx, const ConvParams &params, c
         // An untuned context (the common case) builds no key at all.
         if (!ctx.tuning().empty() && ctx.tuning().find(problem_key(l, pass.x->dtype()), &tuned)) {
             const cpu::Algorithm *a = find_cpu((conv_algo_t)tuned);
-            if (a && (a->strict() || !strict_only) && a->why_not(l.g, l.op).empty()) return *a;
+            if (a && (a->strict() || !strict_only) && !a->why_not(l.g, l.op)) return *a;
         }
     }
     return choose_cpu(l.g, l.op, forced, strict_only);

@@ -20,15 +20,16 @@ bool allowed(const cpu::Algorithm &a, bool strict_only) { return a.strict() || !
 
 // The heuristic: where an algorithm applies but is known to lose.
 // Winograd transforms every filter on every call into a 36 x K x C array
-// (4x the weights), which only pays when many 4x4 output tiles share it:
-// measured at batch 1, 56x56 outputs (196 tiles) run 2.2x faster than
-// im2col+GEMM while 14x14 (16 tiles) and 7x7 (4) run 3-8x slower. Its input
-// and output transforms cost per channel what its GEMMs save per channel
-// pair, so it also needs enough channels on both sides.
+// (4x the weights), which only pays when many 4x4 output tiles share it; and
+// its tile blocks stay within one image, so small planes also make its GEMMs
+// narrow. Measured (docs/performance.md): 56x56 and 28x28 planes win once
+// the batch brings >= 128 tiles; 14x14 loses even at batch 8 (128 tiles of
+// 16 per image), 7x7 always. Its transforms cost per channel what its GEMMs
+// save per channel pair, so it also needs enough channels on both sides.
 bool worth_it(const cpu::Algorithm &a, const ConvGeometry &g) {
     if (a.id() == CONV_ALGO_WINOGRAD_4X4_3X3) {
-        int64_t tiles = g.n * ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4);
-        return tiles >= 128 && g.cg() >= 16 && g.kg() >= 16;
+        int64_t per_image = ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4);
+        return per_image >= 49 && g.n * per_image >= 128 && g.cg() >= 16 && g.kg() >= 16;
     }
     return true;
 }
@@ -66,7 +67,7 @@ std::vector<const cpu::Algorithm *> cpu_candidates(const ConvGeometry &g, conv_o
                                                    bool strict_only) {
     std::vector<const cpu::Algorithm *> out;
     for (const cpu::Algorithm *a : kCpuAlgorithms)
-        if (allowed(*a, strict_only) && a->why_not(g, op).empty()) out.push_back(a);
+        if (allowed(*a, strict_only) && !a->why_not(g, op)) out.push_back(a);
     return out;
 }
 
@@ -77,14 +78,13 @@ const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_algo_
         if (!a)
             fail(CONV_STATUS_UNSUPPORTED, "algorithm %s (%d) is not available on the CPU",
                  conv_algo_name(forced), (int)forced);
-        std::string why = a->why_not(g, op);
-        if (!why.empty())
-            fail(CONV_STATUS_UNSUPPORTED, "algorithm %s does not apply: %s",
-                 conv_algo_name(forced), why.c_str());
+        if (const char *why = a->why_not(g, op))
+            fail(CONV_STATUS_UNSUPPORTED, "algorithm %s does not apply: %s; the problem is %s",
+                 conv_algo_name(forced), why, g.describe().c_str());
         return *a;
     }
     for (const cpu::Algorithm *a : kCpuAlgorithms)
-        if (allowed(*a, strict_only) && worth_it(*a, g) && a->why_not(g, op).empty()) return *a;
+        if (allowed(*a, strict_only) && worth_it(*a, g) && !a->why_not(g, op)) return *a;
     fail(CONV_STATUS_INTERNAL_ERROR, "no CPU algorithm applies to %s", g.describe().c_str());
 }
 
