@@ -25,59 +25,20 @@ typedef struct worker {
     char failure[2048]; /* first failure, "" if none */
 } worker;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* One problem; returns 0 or describes the failure in w->failure. */
+/* One problem; returns 0 or describes the failure in w->failure. Any
+ * algorithm may be forced, AUTO where it does not apply (these small
+ * problems never reach an inexact one). */
 static int run_one(worker *w, uint64_t seed, conv_op_t op)
 {
-    tu_rng r;
-    tu_problem tp;
-    tu_case c;
-    conv_desc_t d = NULL;
-    char what[1024], msg[512];
-    tu_seed(&r, seed);
-    tu_random_problem(&r, &tp);
-    tp.algo = (conv_algo_t)tu_range(&r, 0, 3); /* forced where it applies */
-    if (!tu_algo_applies(&tp))
-        tp.algo = CONV_ALGO_AUTO;
-    if (op == CONV_OP_BACKWARD_DATA)
-        tp.bias = 0;
-    int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s ", seed, tu_op_name(op));
-    tu_describe(&tp, what + len, sizeof what - (size_t)len);
-
-    conv_status_t s = tu_case_make(&c, w->ctx, &tp, tu_chance(&r, 50));
-    if (s != CONV_STATUS_SUCCESS) {
-        snprintf(w->failure, sizeof w->failure, "%s: setup status %d", what, (int)s);
-        return 1;
-    }
-    s = tu_make_desc(&tp, op, &d);
-    if (s == CONV_STATUS_SUCCESS) {
-        tu_case_fill(&c, op, &r, 0);
-        s = tu_case_run(&c, w->ctx, d, op, w->ws);
-    }
-    int bad = 1;
-    if (s != CONV_STATUS_SUCCESS)
-        snprintf(w->failure, sizeof w->failure, "%s: status %d: %s", what, (int)s,
-                 conv_last_error());
-    else if (tu_case_check(&c, op, 1, msg, sizeof msg))
-        snprintf(w->failure, sizeof w->failure, "%s: %s", what, msg);
-    else
-        bad = 0;
-    conv_desc_destroy(d);
-    tu_case_free(&c);
-    return bad;
+    return tu_run_random_exact(w->ctx, w->ws, seed, op, CONV_ALGO_AUTO, CONV_ALGO_AUTO,
+                               w->failure, sizeof w->failure);
 }
 
 static void *work(void *arg)
 {
     worker *w = arg;
-    double end = now() + SECONDS;
-    for (uint64_t i = 0; now() < end; i++) {
+    double end = tu_now() + SECONDS;
+    for (uint64_t i = 0; tu_now() < end; i++) {
         if (run_one(w, w->seed + i, (conv_op_t)(i % 3)))
             break;
         w->problems++;

@@ -25,13 +25,6 @@
 #define CHURNERS 2
 #define SECONDS 1.0
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A thread-safe counting allocator. */
 typedef struct counting {
     pthread_mutex_t lock;
@@ -75,49 +68,15 @@ typedef struct thread_state {
  * inexact one, such as Winograd); 0 or a failure written into s->failure. */
 static int run_one(thread_state *s, uint64_t seed, conv_op_t op)
 {
-    tu_rng r;
-    tu_problem tp;
-    tu_case c;
-    conv_desc_t d = NULL;
-    char what[1024], msg[512];
-    tu_seed(&r, seed);
-    tu_random_problem(&r, &tp);
-    tp.algo = (conv_algo_t)tu_range(&r, 1, 3);
-    if (!tu_algo_applies(&tp))
-        tp.algo = CONV_ALGO_IM2COL_GEMM;
-    if (op == CONV_OP_BACKWARD_DATA)
-        tp.bias = 0;
-    int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s ", seed, tu_op_name(op));
-    tu_describe(&tp, what + len, sizeof what - (size_t)len);
-    conv_status_t st = tu_case_make(&c, s->ctx, &tp, tu_chance(&r, 50));
-    if (st != CONV_STATUS_SUCCESS) {
-        snprintf(s->failure, sizeof s->failure, "%s: setup status %d: %s", what, (int)st,
-                 conv_last_error());
-        return 1;
-    }
-    st = tu_make_desc(&tp, op, &d);
-    if (st == CONV_STATUS_SUCCESS) {
-        tu_case_fill(&c, op, &r, 0);
-        st = tu_case_run(&c, s->ctx, d, op, s->ws);
-    }
-    int bad = 1;
-    if (st != CONV_STATUS_SUCCESS)
-        snprintf(s->failure, sizeof s->failure, "%s: status %d: %s", what, (int)st,
-                 conv_last_error());
-    else if (tu_case_check(&c, op, 1, msg, sizeof msg))
-        snprintf(s->failure, sizeof s->failure, "%s: %s", what, msg);
-    else
-        bad = 0;
-    conv_desc_destroy(d);
-    tu_case_free(&c);
-    return bad;
+    return tu_run_random_exact(s->ctx, s->ws, seed, op, CONV_ALGO_IM2COL_GEMM,
+                               CONV_ALGO_IM2COL_GEMM, s->failure, sizeof s->failure);
 }
 
 static void *work(void *arg)
 {
     thread_state *s = arg;
-    double end = now() + SECONDS;
-    for (uint64_t i = 0; now() < end; i++) {
+    double end = tu_now() + SECONDS;
+    for (uint64_t i = 0; tu_now() < end; i++) {
         if (run_one(s, s->seed + i, (conv_op_t)(i % 3)))
             break;
         s->done++;
@@ -144,9 +103,9 @@ static void *churn(void *arg)
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), s->index);
     tu_rng r;
     tu_seed(&r, s->seed);
-    double end = now() + SECONDS;
+    double end = tu_now() + SECONDS;
     int saved = 0;
-    while (now() < end) {
+    while (tu_now() < end) {
         conv_tensor_t t = NULL;
         conv_workspace_t ws = NULL;
         tu_case c;

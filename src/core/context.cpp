@@ -46,7 +46,18 @@ std::shared_ptr<ThreadPool> Context::pool() const {
     return pool_;
 }
 
-std::unique_ptr<Context::Lease> Context::lease_workspace() {
+Context::Lease::Lease(Context &ctx, Workspace *caller) : ctx_(ctx), ws_(caller) {
+    if (!ws_) {
+        leased_ = ctx_.take_workspace();
+        ws_ = leased_.get();
+    }
+}
+
+Context::Lease::~Lease() {
+    if (leased_) ctx_.give_back(std::move(leased_));
+}
+
+std::unique_ptr<Workspace> Context::take_workspace() {
     std::unique_ptr<Workspace> ws;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -60,7 +71,7 @@ std::unique_ptr<Context::Lease> Context::lease_workspace() {
         ws->set_device(device_, device_index_);
     }
     if (!ws) ws = std::make_unique<Workspace>(allocator());
-    return std::make_unique<Lease>(*this, std::move(ws));
+    return ws;
 }
 
 // Runs in a destructor: never throws. A workspace that cannot be kept (no

@@ -46,19 +46,22 @@ public:
     void set_check_numerics(bool on) { check_numerics_.store(on, std::memory_order_relaxed); }
 
     // A workspace from the pool, given back when the lease ends.
+    // The caller's workspace when it passed one (`caller` non-null), else
+    // one taken from the pool and given back when the lease ends. A value on
+    // the caller's stack: a call allocates nothing once the pool holds one.
     class Lease {
     public:
-        Lease(Context &ctx, std::unique_ptr<Workspace> ws) : ctx_(ctx), ws_(std::move(ws)) {}
-        ~Lease() { ctx_.give_back(std::move(ws_)); }
+        Lease(Context &ctx, Workspace *caller);
+        ~Lease();
         Lease(const Lease &) = delete;
         Lease &operator=(const Lease &) = delete;
         Workspace &get() { return *ws_; }
 
     private:
         Context &ctx_;
-        std::unique_ptr<Workspace> ws_;
+        std::unique_ptr<Workspace> leased_;
+        Workspace *ws_;
     };
-    std::unique_ptr<Lease> lease_workspace();
 
     TuningTable &tuning() { return tuning_; }
 
@@ -76,6 +79,7 @@ public:
     void set_workspace_limit(size_t b) { workspace_limit_.store(b, std::memory_order_relaxed); }
 
 private:
+    std::unique_ptr<Workspace> take_workspace();
     void give_back(std::unique_ptr<Workspace> ws) noexcept;
 
     conv_device_t device_;

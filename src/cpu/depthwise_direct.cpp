@@ -65,6 +65,23 @@ struct Depthwise {
         return (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
     }
 
+    // Every kernel tap of output row (od, oh) whose input row lies inside the
+    // image: fn(input row offset, tap index, column offset, lo, hi), output
+    // columns [lo, hi) reading input column j * stride + offset.
+    template <class F>
+    void for_each_tap(int64_t od, int64_t oh, F &&fn) const {
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                int64_t r = in_row(od, oh, kd, kh);
+                if (r < 0) continue;
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    int64_t lo, hi;
+                    columns(kw, &lo, &hi);
+                    fn(r * I2, tap(kd, kh, kw), col_offset(kw), lo, hi);
+                }
+            }
+    }
+
     // ---- channels-first: one (image, output channel) plane per work item.
 
     void forward_cf(int64_t item, const T *x, const T *w, const T *bias, T *y) const {
@@ -80,24 +97,18 @@ struct Depthwise {
                 for (int64_t j0 = 0; j0 < O2; j0 += kChunk) {
                     int64_t j1 = std::min(O2, j0 + kChunk);
                     std::fill(acc, acc + (j1 - j0), b);
-                    for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
-                        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                            int64_t r = in_row(od, oh, kd, kh);
-                            if (r < 0) continue;
-                            const T *xrow = xc + r * I2;
-                            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                                int64_t off = col_offset(kw), lo, hi;
-                                columns(kw, &lo, &hi);
-                                lo = std::max(lo, j0);
-                                hi = std::min(hi, j1);
-                                const T wv = wk[tap(kd, kh, kw)];
-                                T *a = acc - j0;
-                                if (s == 1)
-                                    for (int64_t j = lo; j < hi; ++j) a[j] += wv * xrow[j + off];
-                                else
-                                    for (int64_t j = lo; j < hi; ++j) a[j] += wv * xrow[j * s + off];
-                            }
-                        }
+                    T *a = acc - j0;
+                    for_each_tap(od, oh, [&](int64_t row, int64_t t, int64_t off, int64_t lo,
+                                             int64_t hi) {
+                        const T *xrow = xc + row;
+                        const T wv = wk[t];
+                        lo = std::max(lo, j0);
+                        hi = std::min(hi, j1);
+                        if (s == 1)
+                            for (int64_t j = lo; j < hi; ++j) a[j] += wv * xrow[j + off];
+                        else
+                            for (int64_t j = lo; j < hi; ++j) a[j] += wv * xrow[j * s + off];
+                    });
                     for (int64_t j = j0; j < j1; ++j) {
                         T v = acc[j - j0];
                         yrow[j] = (relu && v < T(0)) ? T(0) : v;
@@ -118,21 +129,15 @@ struct Depthwise {
             for (int64_t od = 0; od < g.out[0]; ++od)
                 for (int64_t oh = 0; oh < O1; ++oh) {
                     const T *dyrow = dyk + (od * O1 + oh) * O2;
-                    for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
-                        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                            int64_t r = in_row(od, oh, kd, kh);
-                            if (r < 0) continue;
-                            T *dxrow = dxc + r * I2;
-                            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                                int64_t off = col_offset(kw), lo, hi;
-                                columns(kw, &lo, &hi);
-                                const T wv = wk[tap(kd, kh, kw)];
-                                if (s == 1)
-                                    for (int64_t j = lo; j < hi; ++j) dxrow[j + off] += wv * dyrow[j];
-                                else
-                                    for (int64_t j = lo; j < hi; ++j) dxrow[j * s + off] += wv * dyrow[j];
-                            }
-                        }
+                    for_each_tap(od, oh, [&](int64_t row, int64_t t, int64_t off, int64_t lo,
+                                             int64_t hi) {
+                        T *dxrow = dxc + row;
+                        const T wv = wk[t];
+                        if (s == 1)
+                            for (int64_t j = lo; j < hi; ++j) dxrow[j + off] += wv * dyrow[j];
+                        else
+                            for (int64_t j = lo; j < hi; ++j) dxrow[j * s + off] += wv * dyrow[j];
+                    });
                 }
         }
     }
@@ -147,19 +152,13 @@ struct Depthwise {
             for (int64_t od = 0; od < g.out[0]; ++od)
                 for (int64_t oh = 0; oh < O1; ++oh) {
                     const T *dyrow = dyk + (od * O1 + oh) * O2;
-                    for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
-                        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                            int64_t r = in_row(od, oh, kd, kh);
-                            if (r < 0) continue;
-                            const T *xrow = xc + r * I2;
-                            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                                int64_t off = col_offset(kw), lo, hi;
-                                columns(kw, &lo, &hi);
-                                T sum = 0;
-                                for (int64_t j = lo; j < hi; ++j) sum += dyrow[j] * xrow[j * s + off];
-                                dwk[tap(kd, kh, kw)] += sum;
-                            }
-                        }
+                    for_each_tap(od, oh, [&](int64_t row, int64_t t, int64_t off, int64_t lo,
+                                             int64_t hi) {
+                        const T *xrow = xc + row;
+                        T sum = 0;
+                        for (int64_t j = lo; j < hi; ++j) sum += dyrow[j] * xrow[j * s + off];
+                        dwk[t] += sum;
+                    });
                 }
         }
     }

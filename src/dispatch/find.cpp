@@ -18,12 +18,8 @@ std::vector<Trial> find_algorithms(Context &ctx, const ConvParams &params, const
     int threads = pool->threads();
     conv_dtype_t dtype = pass.x->dtype();
 
-    std::unique_ptr<Context::Lease> lease;
-    Workspace *ws = user_ws;
-    if (!ws) {
-        lease = ctx.lease_workspace();
-        ws = &lease->get();
-    }
+    Context::Lease lease(ctx, user_ws);  // the caller's, or one from the pool
+    Workspace *ws = &lease.get();
     std::lock_guard<std::mutex> hold(ws->mutex());
 
     // Everything that can fail -- the workspace, the result list, the tuning

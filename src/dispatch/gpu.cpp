@@ -95,12 +95,8 @@ void gpu_run(Context &ctx, const ConvParams &params, const Pass &pass, const Low
     check_workspace(ctx, user_ws);
     cuda::Call c = make_call(params, pass, l);
     cuda::Prepared p = prepare(ctx, params, pass, l, c, settings(ctx));
-    std::unique_ptr<Context::Lease> lease;
-    Workspace *ws = user_ws;
-    if (!ws) {
-        lease = ctx.lease_workspace();
-        ws = &lease->get();
-    }
+    Context::Lease lease(ctx, user_ws);  // the caller's, or one from the pool
+    Workspace *ws = &lease.get();
     // The lock covers the enqueueing; the GPU uses the workspace after we
     // return, in stream order (docs/gpu.md: one stream per workspace).
     std::lock_guard<std::mutex> hold(ws->mutex());
@@ -113,12 +109,8 @@ std::vector<Trial> gpu_find(Context &ctx, const ConvParams &params, const Pass &
     check_workspace(ctx, user_ws);
     cuda::Call c = make_call(params, pass, l);
     cuda::Settings s = settings(ctx);
-    std::unique_ptr<Context::Lease> lease;
-    Workspace *ws = user_ws;
-    if (!ws) {
-        lease = ctx.lease_workspace();
-        ws = &lease->get();
-    }
+    Context::Lease lease(ctx, user_ws);  // the caller's, or one from the pool
+    Workspace *ws = &lease.get();
     std::lock_guard<std::mutex> hold(ws->mutex());
     TuningTable::Entries entry = ctx.tuning().prepare(gpu_problem_key(ctx, l, pass.x->dtype()));
     std::vector<cuda::Trial> found = cuda::find(runtime(ctx), c, s, *ws);

@@ -159,12 +159,8 @@ void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *us
     int threads = pool->threads();
     size_t bytes = algo.workspace_bytes(l.g, l.op, pass.x->dtype(), threads);
 
-    std::unique_ptr<Context::Lease> lease;
-    Workspace *ws = user_ws;
-    if (!ws) {
-        lease = ctx.lease_workspace();
-        ws = &lease->get();
-    }
+    Context::Lease lease(ctx, user_ws);  // the caller's, or one from the pool
+    Workspace *ws = &lease.get();
     std::lock_guard<std::mutex> hold(ws->mutex());
     void *scratch = ws->reserve(bytes);  // may throw: nothing written yet
     execute(params, pass, l, algo, scratch, *pool, threads);

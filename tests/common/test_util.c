@@ -1,4 +1,5 @@
 /* test_util.c -- see test_util.h. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "test_util.h"
 
 #include <float.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------- asserts */
 
@@ -706,4 +708,54 @@ void tu_snapshot_free(tu_snapshot *s)
     for (int i = 0; i < s->count; i++)
         free(s->bytes[i]);
     s->count = 0;
+}
+
+/* ----------------------------------------------------- worker-thread runs */
+
+int tu_run_random_exact(conv_context_t ctx, conv_workspace_t ws, uint64_t seed, conv_op_t op,
+                        conv_algo_t first_algo, conv_algo_t fallback, char *failure,
+                        size_t size)
+{
+    tu_rng r;
+    tu_problem tp;
+    tu_case c;
+    conv_desc_t d = NULL;
+    char what[1024], msg[512];
+    tu_seed(&r, seed);
+    tu_random_problem(&r, &tp);
+    tp.algo = (conv_algo_t)tu_range(&r, first_algo, 3);
+    if (!tu_algo_applies(&tp))
+        tp.algo = fallback;
+    if (op == CONV_OP_BACKWARD_DATA)
+        tp.bias = 0;
+    int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s ", seed, tu_op_name(op));
+    tu_describe(&tp, what + len, sizeof what - (size_t)len);
+
+    conv_status_t s = tu_case_make(&c, ctx, &tp, tu_chance(&r, 50));
+    if (s != CONV_STATUS_SUCCESS) {
+        snprintf(failure, size, "%s: setup status %d: %s", what, (int)s, conv_last_error());
+        return 1;
+    }
+    s = tu_make_desc(&tp, op, &d);
+    if (s == CONV_STATUS_SUCCESS) {
+        tu_case_fill(&c, op, &r, 0);
+        s = tu_case_run(&c, ctx, d, op, ws);
+    }
+    int bad = 1;
+    if (s != CONV_STATUS_SUCCESS)
+        snprintf(failure, size, "%s: status %d: %s", what, (int)s, conv_last_error());
+    else if (tu_case_check(&c, op, 1, msg, sizeof msg))
+        snprintf(failure, size, "%s: %s", what, msg);
+    else
+        bad = 0;
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+    return bad;
+}
+
+double tu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

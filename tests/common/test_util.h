@@ -179,6 +179,18 @@ int tu_case_outputs(tu_case *c, conv_op_t op, tu_tensor **outs);
  * else writes what differs into msg. */
 int tu_case_check(tu_case *c, conv_op_t op, int exact, char *msg, size_t size);
 
+/* One random problem (from `seed`) of pass `op` on ctx and ws (NULL: the
+ * context's pool), with an algorithm drawn from [first_algo, 3] forced where
+ * it applies and `fallback` where it does not, checked exactly against the
+ * reference. Returns 0, or 1 with what failed written into `failure`. For
+ * tests whose worker threads must not assert. */
+int tu_run_random_exact(conv_context_t ctx, conv_workspace_t ws, uint64_t seed, conv_op_t op,
+                        conv_algo_t first_algo, conv_algo_t fallback, char *failure,
+                        size_t size);
+
+/* Seconds on a monotonic clock. */
+double tu_now(void);
+
 /* Copies of the outputs' bytes, and whether they are still the same. */
 typedef struct tu_snapshot {
     int count;
