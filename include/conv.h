@@ -413,7 +413,9 @@ CONV_API conv_status_t conv_context_get_deterministic(conv_context_t ctx, int *o
 CONV_API conv_status_t conv_context_set_workspace_limit(conv_context_t ctx, size_t bytes);
 CONV_API conv_status_t conv_context_get_workspace_limit(conv_context_t ctx, size_t *bytes);
 
-/* What the context runs on, as written in tuning files: "cpu <model name>"
+/* What the context runs on, as written in tuning files: "cpu <model name>
+ * (<isa>)" -- isa is "avx512" or "baseline", the vector instructions the CPU
+ * kernels use (capped by the environment variable CONV_CPU_ISA=baseline) --
  * or "cuda <GPU name> sm_<cc> cudnn <version> cudart <version>". Writes at
  * most `capacity` bytes, NUL included (truncating). */
 CONV_API conv_status_t conv_context_get_device_name(conv_context_t ctx, char *name,

@@ -605,6 +605,17 @@ static void test_devices_and_contexts(void **state)
     assert_int_equal(index, 0);
     assert_ok(conv_context_get_threads(ctx, &threads));
     assert_in_range(threads, 1, 64);
+    /* "cpu <model> (<isa>)"; CONV_CPU_ISA=baseline caps the ISA. */
+    char name[256];
+    assert_ok(conv_context_get_device_name(ctx, name, sizeof name));
+    assert_int_equal(strncmp(name, "cpu ", 4), 0);
+    const char *cap = getenv("CONV_CPU_ISA");
+    const char *isa = strrchr(name, '(');
+    assert_non_null(isa);
+    if (cap && strcmp(cap, "baseline") == 0)
+        assert_string_equal(isa, "(baseline)");
+    else
+        assert_true(strcmp(isa, "(avx512)") == 0 || strcmp(isa, "(baseline)") == 0);
     assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &c));
     assert_ok(conv_context_set_threads(c, 3));
     assert_fails(conv_context_set_threads(c, 0), CONV_STATUS_INVALID_ARGUMENT);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "cpu/isa.h"
 #include "dispatch/registry.h"
 
 namespace conv::dispatch {
@@ -77,7 +78,9 @@ std::string device_signature(const Context &ctx) {
     // A GPU's: its name, compute capability, cuDNN and CUDA runtime versions,
     // so a file from another GPU or library is refused, not misapplied.
     if (ctx.runtime()) return ctx.runtime()->signature();
-    return "cpu " + cpu_model();
+    // The ISA too: a choice timed with AVX-512 kernels is not one for the
+    // portable ones (CONV_CPU_ISA=baseline).
+    return "cpu " + cpu_model() + " (" + cpu::isa_name(cpu::cpu_isa()) + ")";
 }
 
 void save_tuning(const Context &ctx, const TuningTable &table, const std::string &path) {

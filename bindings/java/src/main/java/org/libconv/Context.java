@@ -286,7 +286,7 @@ public final class Context extends NativeObject implements AutoCloseable {
     }
 
     /**
-     * What the context runs on, as written in tuning files: "cpu &lt;model name&gt;" or
+     * What the context runs on, as written in tuning files: "cpu "cpu &lt;model name&gt;" orlt;model name"cpu &lt;model name&gt;" orgt; ("cpu &lt;model name&gt;" orlt;isa"cpu &lt;model name&gt;" orgt;)" or
      * "cuda &lt;GPU name&gt; sm_&lt;cc&gt; cudnn &lt;version&gt; cudart &lt;version&gt;".
      *
      * @return the name
