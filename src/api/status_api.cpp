@@ -63,6 +63,7 @@ const char *conv_algo_name(conv_algo_t algo) {
     case CONV_ALGO_GEMM_1X1: return "gemm_1x1";
     case CONV_ALGO_DEPTHWISE_DIRECT: return "depthwise_direct";
     case CONV_ALGO_WINOGRAD_4X4_3X3: return "winograd_4x4_3x3";
+    case CONV_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
     case CONV_ALGO_CUDNN_IMPLICIT_GEMM: return "cudnn_implicit_gemm";
     case CONV_ALGO_CUDNN_IMPLICIT_PRECOMP_GEMM: return "cudnn_implicit_precomp_gemm";
     case CONV_ALGO_CUDNN_GEMM: return "cudnn_gemm";

@@ -44,5 +44,6 @@ const Algorithm &im2col_gemm_algorithm();
 const Algorithm &gemm_1x1_algorithm();
 const Algorithm &depthwise_direct_algorithm();
 const Algorithm &winograd_4x4_3x3_algorithm();
+const Algorithm &implicit_gemm_algorithm();
 
 }  // namespace conv::cpu

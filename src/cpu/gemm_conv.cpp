@@ -36,6 +36,17 @@ int64_t block_for_threads(int64_t total, int64_t work, int threads) {
     return ceil_div(total, parts);
 }
 
+// A position tile of at most `pt` such that the items (work x tiles) split
+// evenly over the threads when they are few: 56x56 = 3136 positions in
+// tiles of 2048 gave one thread 2048 columns and the other 1088, and the
+// pass took as long as the larger share.
+int64_t balance_tiles(int64_t P, int64_t pt, int64_t work, int threads) {
+    int64_t tiles = ceil_div(P, pt);
+    if (threads <= 1 || work * tiles >= 4 * threads || P <= 16) return pt;
+    while ((work * tiles) % threads != 0) ++tiles;
+    return std::min(P, round_up(ceil_div(P, tiles), 16));
+}
+
 }  // namespace
 
 GemmConvPlan plan_gemm_conv(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, bool unfold,
@@ -61,6 +72,7 @@ GemmConvPlan plan_gemm_conv(const ConvGeometry &g, conv_op_t op, conv_dtype_t dt
             else
                 p.kt = block_for_threads(p.kt, work * ceil_div(P, p.pt), threads);
         }
+        p.pt = balance_tiles(P, p.pt, work * ceil_div(last ? g.k : Kg, p.kt), threads);
         p.items = work * ceil_div(P, p.pt) * ceil_div(last ? g.k : Kg, p.kt);
         slot_elems = CK * p.pt;
         break;

@@ -82,7 +82,7 @@ const cpu::Algorithm &select_algorithm(Context &ctx, const ConvParams &params, c
             if (a && (a->strict() || !strict_only) && !a->why_not(l.g, l.op)) return *a;
         }
     }
-    return choose_cpu(l.g, l.op, forced, strict_only);
+    return choose_cpu(l.g, l.op, pass.x->dtype(), forced, strict_only);
 }
 
 void execute(const ConvParams &params, const Pass &pass, const Lowered &l,

@@ -13,8 +13,8 @@ namespace conv::dispatch {
 // when it does not apply), or the heuristic's pick for CONV_ALGO_AUTO.
 // `strict_only` (a CONV_MATH_STRICT context) leaves out algorithms whose
 // error exceeds direct summation's, unless forced.
-const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_algo_t forced,
-                                 bool strict_only);
+const cpu::Algorithm &choose_cpu(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
+                                 conv_algo_t forced, bool strict_only);
 
 // Prepares the CPU engine once per process (OpenBLAS single-threaded: libconv
 // threads its own work).

@@ -21,6 +21,12 @@ public enum Algorithm {
      */
     WINOGRAD_4X4_3X3(conv_algo_t.CONV_ALGO_WINOGRAD_4X4_3X3),
     /**
+     * Channels-first 1-D and 2-D convolutions of any kernel, stride, dilation, padding and groups,
+     * summed straight from a padded copy of the input (no unfolded matrix); forward, and
+     * backward-data at stride 1.
+     */
+    IMPLICIT_GEMM(conv_algo_t.CONV_ALGO_IMPLICIT_GEMM),
+    /**
      * cuDNN: forward IMPLICIT_GEMM, backward-data and backward-filter ALGO_0 (no workspace; the
      * backward ones are non-deterministic). The CUDA engine's algorithms are refused by the CPU
      * and the CPU's by the GPU; docs/gpu.md has the table.

@@ -1,0 +1,364 @@
+// CONV_ALGO_IMPLICIT_GEMM: channels-first 2-D convolutions (any kernel,
+// stride, dilation, padding, groups) summed straight from the input, with no
+// unfolded matrix -- forward, and backward-data at stride 1.
+//
+// The source (x; dy for backward-data) is first copied, once per call, into
+// a zero-padded buffer and, for stride > 1, split into stride_h x stride_w
+// phase planes (rows and columns of one residue each). Every phase plane has
+// the same width wq, and output position (oh, ow) of kernel tap (r, s) then
+// reads one fixed offset from oh * wq + ow: a run of consecutive positions
+// needs one contiguous load per tap, whatever the stride. Positions are
+// walked in that flattened form across row ends, so a micro-tile of 32 or 48
+// positions is full even on 7x7 planes; the wq - out_w columns it computes
+// at each row end are dropped on the store.
+//
+// A micro-tile is 8 filters x 48 (or 32) positions held in 24 (16) AVX-512
+// registers: per (channel, tap) one load of the source per 16 positions and
+// one broadcast weight per filter, read in place from the filter tensor
+// (each filter's weights are a sequential stream). Backward-data is the
+// same correlation of dy with the filters rotated and transposed: read in
+// place too, the taps walked backwards, filter stride and channel stride
+// exchanged -- no copy of the weights is made on any pass.
+//
+// Accuracy: each output is a plain sum of its products (a dot product's
+// bound); a strict context may choose it. Without AVX-512, or in float64,
+// the same tiles run through portable C++.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/checked.h"
+#include "core/dtype.h"
+#include "cpu/algorithm.h"
+#include "cpu/isa.h"
+
+#if CONV_HAVE_AVX512_KERNELS
+#include <immintrin.h>
+#endif
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kMR = 8;                 // filters per micro-tile
+constexpr int64_t kKChunk = 64;        // filters per work item
+constexpr int64_t kTilesPerItem = 2;   // micro-tiles of positions per work item
+constexpr int64_t kL1Budget = 24 << 10; // bytes of source a channel block may read
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The correlation both passes reduce to: destination channel m of group gi
+// at (oh, ow) = sum over source channels c of the group and taps (r, s) of
+// weight(m, c, r, s) * padded_source(c, oh * sh + r * dh, ow * sw + s * dw),
+// where padded row 0 is source row -top (column 0: column -left).
+struct Problem {
+    bool backward;                         // backward-data: source dy, destination dx
+    int64_t n, groups, cs, cd, csg, cdg;   // channels: total and per group
+    int64_t hs, ws, hd, wd;                // source and destination planes
+    int64_t kr, ks, dh, dw, sh, sw, top, left;
+    int64_t hq, wq, phases, plane;         // phase planes; floats per source channel
+    int64_t positions;                     // hd * wq: flattened positions per plane
+    int nr;                                // positions per micro-tile (32 or 48)
+    int64_t ck;                            // weights per destination channel: csg * taps
+    int64_t cblock;                        // source channels summed per pass over a tile
+    // Weight (m, c, tap) of group gi: w[gi * w_group + m * w_row + c * w_chan + w_tap0 + tap * w_tapdir].
+    int64_t w_group, w_row, w_chan, w_tap0, w_tapdir;
+    // Workspace, in elements: tap offsets (as int64), then the source.
+    int64_t taps_at, source_at, total;
+};
+
+// Positions per micro-tile: the width that wastes fewest lanes past the
+// last position (48 on ties: fewer weight reloads per position).
+int choose_nr(int64_t positions) {
+    int64_t waste48 = round_up(positions, 48) - positions;
+    int64_t waste32 = round_up(positions, 32) - positions;
+    return waste32 < waste48 ? 32 : 48;
+}
+
+Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es) {
+    Problem p;
+    p.backward = op == CONV_OP_BACKWARD_DATA;
+    p.n = g.n;
+    p.groups = g.groups;
+    p.kr = g.kernel[1], p.ks = g.kernel[2], p.dh = g.dilation[1], p.dw = g.dilation[2];
+    if (!p.backward) {
+        p.cs = g.c, p.cd = g.k, p.hs = g.in[1], p.ws = g.in[2], p.hd = g.out[1], p.wd = g.out[2];
+        p.sh = g.stride[1], p.sw = g.stride[2];
+        p.top = g.pad_begin[1], p.left = g.pad_begin[2];
+    } else {  // stride 1: dx = dy, padded so that every tap lands, with rotated filters
+        p.cs = g.k, p.cd = g.c, p.hs = g.out[1], p.ws = g.out[2], p.hd = g.in[1], p.wd = g.in[2];
+        p.sh = p.sw = 1;
+        p.top = (p.kr - 1) * p.dh - g.pad_begin[1];
+        p.left = (p.ks - 1) * p.dw - g.pad_begin[2];
+    }
+    p.csg = p.cs / p.groups;
+    p.cdg = p.cd / p.groups;
+    // Padded rows and columns the destination reaches, split into phases.
+    int64_t hp = (p.hd - 1) * p.sh + (p.kr - 1) * p.dh + 1;
+    int64_t wp = (p.wd - 1) * p.sw + (p.ks - 1) * p.dw + 1;
+    p.hq = ceil_div(hp, p.sh);
+    p.wq = ceil_div(wp, p.sw);
+    p.phases = p.sh * p.sw;
+    p.positions = p.hd * p.wq;
+    p.nr = choose_nr(p.positions);
+    // Past the last phase's last row, the dropped columns of the last row
+    // read up to wq further and a micro-tile past the last position nr.
+    p.plane = round_up(checked_mul(checked_mul(p.phases, p.hq, "workspace"), p.wq, "workspace") +
+                           p.wq + p.nr, 16);
+    p.ck = p.csg * p.kr * p.ks;
+    const int64_t taps = p.kr * p.ks;
+    if (!p.backward) {  // the filter tensor as it lies: [k][c][r][s]
+        p.w_group = p.cdg * p.ck, p.w_row = p.ck, p.w_chan = taps, p.w_tap0 = 0, p.w_tapdir = 1;
+    } else {  // dx channel c from dy channel k: w[k][c] rotated by 180 degrees
+        p.w_group = p.csg * p.cdg * taps, p.w_row = taps, p.w_chan = p.cdg * taps;
+        p.w_tap0 = taps - 1, p.w_tapdir = -1;
+    }
+    // Source channels per block: what one micro-tile's taps read of them
+    // (rows of each phase plane the kernel spans, plus the tile) stays in
+    // L1 while the item's filters pass over it.
+    int64_t rows = ceil_div((p.kr - 1) * p.dh + 1, p.sh);
+    int64_t phases_read = std::min(p.sh, (p.kr - 1) * p.dh + 1) * std::min(p.sw, (p.ks - 1) * p.dw + 1);
+    int64_t per_channel = phases_read * (rows * p.wq + p.nr) * (int64_t)es;
+    p.cblock = std::clamp<int64_t>(kL1Budget / std::max<int64_t>(per_channel, 1), 4, std::max<int64_t>(p.csg, 1));
+    auto align = [es](int64_t elems) { return round_up(elems * (int64_t)es, 64) / (int64_t)es; };
+    int64_t tap_elems = ceil_div(p.kr * p.ks * 8, (int64_t)es);
+    p.taps_at = 0;
+    p.source_at = align(tap_elems);
+    int64_t source = checked_mul(checked_mul(p.n, p.cs, "workspace"), p.plane, "workspace");
+    p.total = checked_add(p.source_at, source, "workspace");
+    return p;
+}
+
+// ---- preparation, once per call
+
+// Offsets of the taps into one channel's phase planes, in the weights' order.
+void tap_offsets(const Problem &p, int64_t *taps) {
+    for (int64_t r = 0; r < p.kr; ++r)
+        for (int64_t s = 0; s < p.ks; ++s) {
+            int64_t pr = r * p.dh, pc = s * p.dw;
+            int64_t phase = (pr % p.sh) * p.sw + pc % p.sw;
+            taps[r * p.ks + s] = (phase * p.hq + pr / p.sh) * p.wq + pc / p.sw;
+        }
+}
+
+// One source channel plane into its zero-padded phase planes.
+template <class T>
+void pad_plane(const Problem &p, const T *src, T *dst) {
+    for (int64_t a = 0; a < p.sh; ++a)
+        for (int64_t b = 0; b < p.sw; ++b) {
+            T *phase = dst + (a * p.sw + b) * p.hq * p.wq;
+            for (int64_t i = 0; i < p.hq; ++i) {
+                T *row = phase + i * p.wq;
+                int64_t sr = a + i * p.sh - p.top;
+                if (sr < 0 || sr >= p.hs) {
+                    std::fill(row, row + p.wq, T(0));
+                    continue;
+                }
+                const T *in = src + sr * p.ws;
+                // Columns j with source column b + j * sw - left in [0, ws).
+                int64_t first = b - p.left;
+                int64_t lo = first >= 0 ? 0 : ceil_div(-first, p.sw);
+                int64_t hi = first >= p.ws ? 0 : (p.ws - 1 - first) / p.sw + 1;
+                lo = std::min(lo, p.wq);
+                hi = std::clamp(hi, lo, p.wq);
+                std::fill(row, row + lo, T(0));
+                if (p.sw == 1)
+                    std::memcpy(row + lo, in + first + lo, (hi - lo) * sizeof(T));
+                else
+                    for (int64_t j = lo; j < hi; ++j) row[j] = in[first + j * p.sw];
+                std::fill(row + hi, row + p.wq, T(0));
+            }
+        }
+    T *slack = dst + p.phases * p.hq * p.wq;
+    std::fill(slack, dst + p.plane, T(0));
+}
+
+// ---- the micro-tiles: out[m][i] = sum_{c, t} w[m][c * w_chan + wtap(t)] * src[c * plane + tap[t] + i]
+
+struct Tile {
+    const void *src;         // the first source channel of the block, at the tile's first position
+    int64_t plane, channels;
+    const int64_t *taps;
+    int64_t ntaps;
+    const void *w[kMR];      // each filter's first weight (rows past the last filter repeat one)
+    int64_t w_chan, w_tap0, w_tapdir;
+    bool accumulate;         // add to `out` (a later channel block) rather than overwrite it
+};
+
+template <class T, int NR>
+void tile_portable(const Tile &t, T *out) {
+    T acc[kMR][NR] = {};
+    if (t.accumulate) std::memcpy(acc, out, sizeof acc);
+    const T *src = static_cast<const T *>(t.src);
+    for (int64_t c = 0; c < t.channels; ++c)
+        for (int64_t tap = 0; tap < t.ntaps; ++tap) {
+            const T *x = src + c * t.plane + t.taps[tap];
+            const int64_t j = c * t.w_chan + t.w_tap0 + tap * t.w_tapdir;
+            for (int m = 0; m < kMR; ++m) {
+                T wv = static_cast<const T *>(t.w[m])[j];
+                for (int i = 0; i < NR; ++i) acc[m][i] += wv * x[i];
+            }
+        }
+    std::memcpy(out, acc, sizeof acc);
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+template <int NR>
+CONV_TARGET_AVX512 void tile_avx512(const Tile &t, float *out) {
+    constexpr int V = NR / 16;
+    __m512 acc[kMR][V];
+    for (int m = 0; m < kMR; ++m)
+        for (int v = 0; v < V; ++v)
+            acc[m][v] = t.accumulate ? _mm512_loadu_ps(out + m * NR + 16 * v) : _mm512_setzero_ps();
+    const float *src = static_cast<const float *>(t.src);
+    const float *w[kMR];
+    for (int m = 0; m < kMR; ++m) w[m] = static_cast<const float *>(t.w[m]);
+    for (int64_t c = 0; c < t.channels; ++c) {
+        const float *xc = src + c * t.plane;
+        const int64_t jc = c * t.w_chan + t.w_tap0;
+        for (int64_t tap = 0; tap < t.ntaps; ++tap) {
+            const float *x = xc + t.taps[tap];
+            const int64_t j = jc + tap * t.w_tapdir;
+            __m512 xv[V];
+            for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_ps(x + 16 * v);
+            for (int m = 0; m < kMR; ++m) {
+                __m512 wv = _mm512_set1_ps(w[m][j]);
+                for (int v = 0; v < V; ++v) acc[m][v] = _mm512_fmadd_ps(wv, xv[v], acc[m][v]);
+            }
+        }
+    }
+    for (int m = 0; m < kMR; ++m)
+        for (int v = 0; v < V; ++v) _mm512_storeu_ps(out + m * NR + 16 * v, acc[m][v]);
+}
+#endif
+
+template <class T, int NR>
+void run_tile(const Tile &t, T *out) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (cpu_isa() == Isa::avx512) return tile_avx512<NR>(t, out);
+#endif
+    tile_portable<T, NR>(t, out);
+}
+
+// Writes rows [0, rows) of a tile of positions [q0, q0 + nr) to the
+// destination planes, dropping the columns past the row end, with bias and
+// ReLU when given.
+template <class T>
+void store_tile(const Problem &p, const T *tile, int rows, int64_t q0, T *dst, const T *bias,
+                bool relu) {
+    const int64_t plane = p.hd * p.wd, q1 = std::min(p.positions, q0 + p.nr);
+    for (int m = 0; m < rows; ++m) {
+        const T *in = tile + m * p.nr;
+        T *out = dst + m * plane;
+        const T b = bias ? bias[m] : T(0);
+        for (int64_t q = q0; q < q1;) {
+            int64_t oh = q / p.wq, ow = q % p.wq;
+            int64_t run = std::min(p.wq - ow, q1 - q), valid = std::max<int64_t>(0, std::min(run, p.wd - ow));
+            const T *from = in + (q - q0);
+            T *to = out + oh * p.wd + ow;
+            for (int64_t i = 0; i < valid; ++i) {
+                T v = from[i] + b;
+                to[i] = relu && v < T(0) ? T(0) : v;
+            }
+            q += run;
+        }
+    }
+}
+
+template <class T>
+void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+    const ConvGeometry &g = *args.g;
+    const Problem p = make_problem(g, args.op, sizeof(T));
+    T *base = static_cast<T *>(ws);
+    int64_t *taps = reinterpret_cast<int64_t *>(base + p.taps_at);
+    T *source = base + p.source_at;
+    const T *src = static_cast<const T *>(p.backward ? args.y : args.x);
+    T *dst = static_cast<T *>(p.backward ? args.x : args.y);
+    const T *w = static_cast<const T *>(args.w);
+    const T *bias = p.backward ? nullptr : static_cast<const T *>(args.bias);
+    const bool relu = !p.backward && g.activation == CONV_ACTIVATION_RELU;
+    const int64_t src_plane = p.hs * p.ws, dst_plane = p.hd * p.wd;
+
+    tap_offsets(p, taps);
+    pool.parallel_for(
+        p.n * p.cs,
+        [&](int64_t i, int) { pad_plane(p, src + i * src_plane, source + i * p.plane); },
+        threads);
+
+    const int64_t ntaps = p.kr * p.ks;
+    const int64_t ptiles = ceil_div(p.positions, (int64_t)p.nr);
+    const int64_t pitems = ceil_div(ptiles, kTilesPerItem), kitems = ceil_div(p.cdg, kKChunk);
+    pool.parallel_for(
+        p.n * p.groups * kitems * pitems,
+        [&](int64_t item, int) {
+            int64_t pi = item % pitems, ki = item / pitems % kitems;
+            int64_t gi = item / pitems / kitems % p.groups, n = item / pitems / kitems / p.groups;
+            int64_t m0 = ki * kKChunk, m1 = std::min(p.cdg, m0 + kKChunk);
+            int64_t t0 = pi * kTilesPerItem, t1 = std::min(ptiles, t0 + kTilesPerItem);
+            const T *group_src = source + (n * p.cs + gi * p.csg) * p.plane;
+            T *group_dst = dst + (n * p.cd + gi * p.cdg) * dst_plane;
+            const T *group_w = w + gi * p.w_group;
+            // Sums for the item's filters over one micro-tile of positions,
+            // built up channel block by channel block.
+            alignas(64) T sums[kKChunk * 48];
+            for (int64_t pt = t0; pt < t1; ++pt) {
+                int64_t q0 = pt * p.nr;
+                for (int64_t c0 = 0; c0 < p.csg; c0 += p.cblock) {
+                    Tile t{group_src + c0 * p.plane + q0, p.plane, std::min(p.cblock, p.csg - c0),
+                           taps, ntaps, {}, p.w_chan, p.w_tap0, p.w_tapdir, c0 > 0};
+                    for (int64_t m = m0; m < m1; m += kMR) {
+                        int64_t last = std::min<int64_t>(kMR, m1 - m) - 1;
+                        for (int r = 0; r < kMR; ++r)
+                            t.w[r] = group_w + (m + std::min<int64_t>(r, last)) * p.w_row +
+                                     c0 * p.w_chan;
+                        T *out = sums + (m - m0) * p.nr;
+                        if (p.nr == 48)
+                            run_tile<T, 48>(t, out);
+                        else
+                            run_tile<T, 32>(t, out);
+                    }
+                }
+                for (int64_t m = m0; m < m1; m += kMR)
+                    store_tile(p, sums + (m - m0) * p.nr, (int)std::min<int64_t>(kMR, m1 - m), q0,
+                               group_dst + m * dst_plane, bias ? bias + gi * p.cdg + m : nullptr,
+                               relu);
+            }
+        },
+        threads);
+}
+
+class ImplicitGemm final : public Algorithm {
+public:
+    conv_algo_t id() const override { return CONV_ALGO_IMPLICIT_GEMM; }
+    const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
+        if (g.layout != CONV_LAYOUT_CHANNELS_FIRST) return "it needs the channels-first layout";
+        bool flat = g.kernel[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.pad_begin[0] == 0 &&
+                    g.pad_end[0] == 0;
+        if (!flat) return "it computes 1-D and 2-D convolutions only";
+        if (op == CONV_OP_BACKWARD_FILTER) return "it computes forward and backward-data passes only";
+        if (op == CONV_OP_BACKWARD_DATA && (g.stride[1] != 1 || g.stride[2] != 1))
+            return "it computes backward-data at stride 1 only";
+        if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";
+        return nullptr;
+    }
+    size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
+                           int) const override {
+        Problem p = make_problem(g, op, dtype_size(dtype));
+        return (size_t)checked_mul(p.total, (int64_t)dtype_size(dtype), "workspace");
+    }
+    void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
+        if (args.dtype == CONV_DTYPE_FLOAT32)
+            run_typed<float>(args, ws, pool, threads);
+        else
+            run_typed<double>(args, ws, pool, threads);
+    }
+};
+
+}  // namespace
+
+const Algorithm &implicit_gemm_algorithm() {
+    static const ImplicitGemm algo;
+    return algo;
+}
+
+}  // namespace conv::cpu

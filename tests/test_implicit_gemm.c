@@ -1,0 +1,154 @@
+/* CONV_ALGO_IMPLICIT_GEMM: forward and stride-1 backward-data against the
+ * reference on random channels-first 1-D and 2-D problems (exactly, on
+ * integer data; and real data within the rounding tolerance), across the
+ * boundaries of its micro-tiles, work items and phase planes; and the cases
+ * where it must decline. ctest runs it with AVX-512 kernels and again with
+ * CONV_CPU_ISA=baseline (portable kernels). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+/* Sizes chosen around the algorithm's blocks: 8 filters per micro-tile, 64
+ * per work item, 32 or 48 positions per micro-tile, stride phases. */
+static void random_problem(tu_rng *r, tu_problem *tp, conv_op_t op, int wide)
+{
+    int spatial = tu_chance(r, 20) ? 1 : 2;
+    int64_t in[2], kernel[2];
+    for (int a = 0; a < spatial; a++) {
+        kernel[a] = tu_range(r, 1, 5);
+        in[a] = tu_range(r, 1, wide ? 40 : 14);
+    }
+    int64_t groups = tu_chance(r, 25) ? tu_range(r, 2, 3) : 1;
+    int64_t cmax = wide ? 72 : 12;
+    tu_problem_init(tp, spatial, tu_range(r, 0, wide ? 2 : 3), groups * tu_range(r, 1, cmax),
+                    groups * tu_range(r, 1, cmax), in, kernel);
+    tp->p.groups = groups;
+    for (int a = 0; a < spatial; a++) {
+        tp->p.stride[a] = op == CONV_OP_FORWARD ? tu_range(r, 1, 3) : 1;
+        tp->p.dilation[a] = tu_chance(r, 25) ? 2 : 1;
+        tp->desc_pad_begin[a] = tu_range(r, 0, kernel[a]);
+        tp->desc_pad_end[a] = tu_range(r, 0, kernel[a]);
+    }
+    tp->dtype = tu_chance(r, 70) ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64;
+    tp->bias = op == CONV_OP_FORWARD && tu_chance(r, 50);
+    tp->p.relu = tu_chance(r, 30);
+    tp->algo = CONV_ALGO_IMPLICIT_GEMM;
+}
+
+static void check_random(int wide, int real, uint64_t seed0, int count0)
+{
+    tu_rng r;
+    uint64_t seed = tu_env_seed(seed0);
+    tu_seed(&r, seed);
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    int count = tu_env_count(count0), done = 0;
+    for (int i = 0; done < count && i < 20 * count; i++) {
+        conv_op_t op = tu_chance(&r, 50) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        tu_problem tp;
+        random_problem(&r, &tp, op, wide);
+        if (!tu_resolve(&tp))
+            continue; /* no output: drawn again */
+        assert_ok(conv_context_set_threads(ctx, (int)tu_range(&r, 1, 3)));
+        conv_desc_t desc;
+        assert_ok(tu_make_desc(&tp, op, &desc));
+        tu_case c;
+        assert_ok(tu_case_make(&c, ctx, &tp, tu_chance(&r, 50)));
+        tu_case_fill(&c, op, &r, real); /* outputs NaN: unwritten elements fail */
+        char what[512], msg[512];
+        tu_describe(&tp, what, sizeof what);
+        conv_status_t s = tu_case_run(&c, ctx, desc, op, NULL);
+        if (s != CONV_STATUS_SUCCESS)
+            fail_msg("seed %llu problem %d %s (%s): status %d: %s", (unsigned long long)seed, i,
+                     tu_op_name(op), what, (int)s, conv_last_error());
+        if (tu_case_check(&c, op, !real, msg, sizeof msg))
+            fail_msg("seed %llu problem %d %s (%s): %s", (unsigned long long)seed, i,
+                     tu_op_name(op), what, msg);
+        tu_case_free(&c);
+        conv_desc_destroy(desc);
+        done++;
+    }
+    assert_int_equal(done, count);
+    conv_context_destroy(ctx);
+}
+
+/* Small problems, exact on integer data: every size class near zero. */
+static void test_small_exact(void **state)
+{
+    (void)state;
+    check_random(0, 0, 0x1a9e11, 1500);
+}
+
+/* Wider problems crossing the 8-filter, 64-filter and 32/48-position blocks. */
+static void test_wide_exact(void **state)
+{
+    (void)state;
+    check_random(1, 0, 0x1a9e22, 150);
+}
+
+/* Real-valued data: within the rounding bound of a dot product. */
+static void test_real(void **state)
+{
+    (void)state;
+    check_random(1, 1, 0x1a9e33, 60);
+}
+
+/* Where it must decline, forcing it is UNSUPPORTED naming it, and the
+ * outputs are untouched. */
+static void test_declines(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    struct {
+        int spatial, channels_last, stride;
+        conv_op_t op;
+    } cases[] = {
+        {2, 1, 1, CONV_OP_FORWARD},         /* channels-last */
+        {3, 0, 1, CONV_OP_FORWARD},         /* 3-D */
+        {2, 0, 1, CONV_OP_BACKWARD_FILTER}, /* no filter gradient */
+        {2, 0, 2, CONV_OP_BACKWARD_DATA},   /* strided backward-data */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_problem tp;
+        int64_t in[3] = {6, 6, 6}, kernel[3] = {3, 3, 3};
+        tu_problem_init(&tp, cases[i].spatial, 1, 4, 4, in, kernel);
+        tp.p.channels_last = cases[i].channels_last;
+        for (int a = 0; a < cases[i].spatial; a++)
+            tp.p.stride[a] = cases[i].stride;
+        tp.algo = CONV_ALGO_IMPLICIT_GEMM;
+        assert_true(tu_resolve(&tp));
+        conv_desc_t desc;
+        assert_ok(tu_make_desc(&tp, cases[i].op, &desc));
+        tu_case c;
+        assert_ok(tu_case_make(&c, ctx, &tp, 0));
+        tu_rng r;
+        tu_seed(&r, i + 1);
+        tu_case_fill(&c, cases[i].op, &r, 1);
+        tu_snapshot snap;
+        tu_snapshot_take(&snap, &c, cases[i].op);
+        assert_status(tu_case_run(&c, ctx, desc, cases[i].op, NULL), CONV_STATUS_UNSUPPORTED);
+        assert_non_null(strstr(conv_last_error(), "implicit_gemm"));
+        assert_true(tu_snapshot_same(&snap, &c, cases[i].op));
+        tu_snapshot_free(&snap);
+        tu_case_free(&c);
+        conv_desc_destroy(desc);
+    }
+    conv_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_exact),
+        cmocka_unit_test(test_wide_exact),
+        cmocka_unit_test(test_real),
+        cmocka_unit_test(test_declines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
