@@ -44,6 +44,43 @@ static void random_winograd_problem(tu_rng *r, tu_problem *tp)
     assert_true(tu_resolve(tp));
 }
 
+/* Runs one problem and checks every output element against the reference. */
+static int check_problem(conv_context_t ctx, tu_problem *tp, conv_op_t op, tu_rng *r,
+                         uint64_t seed, int i)
+{
+    conv_desc_t desc;
+    assert_ok(tu_make_desc(tp, op, &desc));
+    tu_case c;
+    assert_ok(tu_case_make(&c, ctx, tp, 0));
+    tu_case_fill(&c, op, r, 1); /* outputs NaN: an element left unwritten fails */
+    assert_ok(tu_case_run(&c, ctx, desc, op, NULL));
+    const tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : &c.x;
+    int64_t n = op == CONV_OP_FORWARD ? ref_y_elements(&tp->p) : ref_x_elements(&tp->p);
+    double bound = winograd_bound(tp, op);
+    ref_problem rp = tp->p;
+    if (op != CONV_OP_FORWARD)
+        rp.relu = 0;
+    for (int64_t e = 0; e < n; e++) {
+        double want = op == CONV_OP_FORWARD
+                          ? ref_forward_at(&rp, tu_ref_dtype(tp->dtype), c.x.data, c.w.data,
+                                           tp->bias ? c.b.data : NULL, e, NULL)
+                          : ref_backward_data_at(&rp, tu_ref_dtype(tp->dtype), c.w.data,
+                                                 c.y.data, e, NULL);
+        double got = tu_get(out, e);
+        if (!(fabs(got - want) <= bound)) {
+            char what[512];
+            tu_describe(tp, what, sizeof what);
+            fail_msg("seed %llu problem %d (%s) %s element %lld: got %.9g want %.9g, "
+                     "bound %.3g",
+                     (unsigned long long)seed, i, what, tu_op_name(op), (long long)e, got, want,
+                     bound);
+        }
+    }
+    tu_case_free(&c);
+    conv_desc_destroy(desc);
+    return (int)n;
+}
+
 static void test_accuracy(void **state)
 {
     (void)state;
@@ -58,39 +95,89 @@ static void test_accuracy(void **state)
         random_winograd_problem(&r, &tp);
         conv_op_t op = tu_chance(&r, 50) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
         assert_ok(conv_context_set_threads(ctx, (int)tu_range(&r, 1, 3)));
-        conv_desc_t desc;
-        assert_ok(tu_make_desc(&tp, op, &desc));
-        tu_case c;
-        assert_ok(tu_case_make(&c, ctx, &tp, 0));
-        tu_case_fill(&c, op, &r, 1);
-        assert_ok(tu_case_run(&c, ctx, desc, op, NULL));
-        const tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : &c.x;
-        int64_t n = op == CONV_OP_FORWARD ? ref_y_elements(&tp.p) : ref_x_elements(&tp.p);
-        double bound = winograd_bound(&tp, op);
-        ref_problem rp = tp.p;
-        if (op != CONV_OP_FORWARD)
-            rp.relu = 0;
-        for (int64_t e = 0; e < n; e++) {
-            double want = op == CONV_OP_FORWARD
-                              ? ref_forward_at(&rp, tu_ref_dtype(tp.dtype), c.x.data, c.w.data,
-                                               tp.bias ? c.b.data : NULL, e, NULL)
-                              : ref_backward_data_at(&rp, tu_ref_dtype(tp.dtype), c.w.data,
-                                                     c.y.data, e, NULL);
-            double got = tu_get(out, e);
-            if (!(fabs(got - want) <= bound)) {
-                char what[512];
-                tu_describe(&tp, what, sizeof what);
-                fail_msg("seed %llu problem %d (%s) %s element %lld: got %.9g want %.9g, "
-                         "bound %.3g",
-                         (unsigned long long)seed, i, what, tu_op_name(op), (long long)e, got,
-                         want, bound);
-            }
-            checked++;
-        }
-        tu_case_free(&c);
-        conv_desc_destroy(desc);
+        checked += check_problem(ctx, &tp, op, &r, seed, i);
     }
     assert_true(checked > 10000);
+    conv_context_destroy(ctx);
+}
+
+/* What the vectorised (16-channel) path adds: channel counts around and
+ * past multiples of 16 (masked tails, several input-channel chunks, 16- and
+ * 32-wide output panels), batches whose tile blocks span images, planes
+ * from 1x1 to several blocks, and few tiles on many threads (the blocks
+ * then shared out by output channels). */
+static void test_accuracy_wide(void **state)
+{
+    (void)state;
+    tu_rng r;
+    uint64_t seed = tu_env_seed(0x16ca7);
+    tu_seed(&r, seed);
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    static const int64_t widths[] = {1, 15, 16, 17, 31, 32, 33, 48, 63};
+    int count = tu_env_count(60), checked = 0;
+    for (int i = 0; i < count; i++) {
+        tu_problem tp;
+        int64_t in[2] = {tu_range(&r, 1, 21), tu_range(&r, 1, 21)}, kernel[2] = {3, 3};
+        int64_t groups = tu_range(&r, 1, 3);
+        int64_t cg = widths[tu_range(&r, 0, 8)], kg = widths[tu_range(&r, 0, 8)];
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 5), groups * cg, groups * kg, in, kernel);
+        tp.p.groups = groups;
+        tp.p.channels_last = tu_chance(&r, 50);
+        tp.dtype = tu_chance(&r, 80) ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64;
+        tp.p.relu = tu_chance(&r, 30);
+        tp.bias = tu_chance(&r, 50);
+        for (int a = 0; a < 2; a++) {
+            tp.desc_pad_begin[a] = tu_range(&r, 0, 2);
+            tp.desc_pad_end[a] = tu_range(&r, 0, 2);
+            if (in[a] + tp.desc_pad_begin[a] + tp.desc_pad_end[a] < 3)
+                tp.p.in[a] = 3;
+        }
+        tp.algo = CONV_ALGO_WINOGRAD_4X4_3X3;
+        assert_true(tu_resolve(&tp));
+        conv_op_t op = tu_chance(&r, 50) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        assert_ok(conv_context_set_threads(ctx, (int)tu_range(&r, 1, 4)));
+        checked += check_problem(ctx, &tp, op, &r, seed, i);
+    }
+    assert_true(checked > 10000);
+    conv_context_destroy(ctx);
+}
+
+/* Fixed shapes at the edges: 1x1 and odd planes with one- or two-sided
+ * padding, batches that put tiles of several images in one block. */
+static void test_edges(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t n, c, k, groups, h, w, pb, pe;
+    } cases[] = {
+        {1, 16, 16, 1, 1, 1, 1, 1}, {3, 5, 7, 1, 5, 7, 1, 1},   {2, 17, 33, 1, 13, 9, 2, 0},
+        {4, 32, 32, 2, 7, 5, 0, 2}, {5, 48, 48, 3, 4, 4, 1, 1}, {1, 64, 64, 1, 22, 22, 1, 1},
+        {9, 3, 40, 1, 6, 6, 0, 0},
+    };
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    tu_rng r;
+    tu_seed(&r, 7);
+    int i = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int variant = 0; variant < 8; variant++, i++) {
+            tu_problem tp;
+            int64_t in[2] = {cases[k].h, cases[k].w}, kernel[2] = {3, 3};
+            tu_problem_init(&tp, 2, cases[k].n, cases[k].c, cases[k].k, in, kernel);
+            tp.p.groups = cases[k].groups;
+            tp.p.channels_last = variant & 1;
+            tp.p.relu = tp.bias = (variant >> 2) & 1;
+            for (int a = 0; a < 2; a++) {
+                tp.desc_pad_begin[a] = cases[k].pb;
+                tp.desc_pad_end[a] = cases[k].pe;
+            }
+            tp.algo = CONV_ALGO_WINOGRAD_4X4_3X3;
+            assert_true(tu_resolve(&tp));
+            assert_ok(conv_context_set_threads(ctx, 1 + i % 3));
+            check_problem(ctx, &tp, (variant >> 1) & 1 ? CONV_OP_BACKWARD_DATA : CONV_OP_FORWARD,
+                          &r, 7, i);
+        }
     conv_context_destroy(ctx);
 }
 
@@ -198,6 +285,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accuracy),
+        cmocka_unit_test(test_accuracy_wide),
+        cmocka_unit_test(test_edges),
         cmocka_unit_test(test_declines),
         cmocka_unit_test(test_strict_excludes),
     };

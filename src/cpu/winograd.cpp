@@ -12,6 +12,10 @@
 // amplify rounding; the measured error against a float64 reference is about
 // 10x that of direct summation (see docs/algorithms.md), which is why a
 // context with CONV_MATH_STRICT never chooses it.
+//
+// This file is the portable path (fp64, and fp32 without AVX-512); fp32 with
+// AVX-512 runs winograd_avx512.cpp, the same arithmetic vectorised over
+// channels. Both share Problem (winograd.h).
 #include <algorithm>
 #include <cstring>
 
@@ -20,33 +24,10 @@
 #include "cpu/algorithm.h"
 #include "cpu/blas.h"
 #include "cpu/epilogue.h"
+#include "cpu/winograd.h"
 
 namespace conv::cpu {
-namespace {
-
-constexpr int64_t kAlpha = 6, kTile = 4, kXi = kAlpha * kAlpha;  // 36 products per tile
-constexpr int64_t kBlockBudgetBytes = 3 << 20;                   // per-thread V + M blocks
-
-// The 2-D problem Winograd computes: `src` (channels ci) -> `dst` (channels
-// co), filter element (o, i, r, s) read through `filter_at`, which also
-// implements the rotation for backward-data.
-struct Problem {
-    bool last;             // channels-last layout
-    int64_t n, groups, ci, co, cig, cog;  // channels per group: cig, cog
-    int64_t ih, iw, oh, ow, pad_top, pad_left;
-    int64_t tiles_h, tiles_w;
-    bool rotate;           // backward-data: w[o][i] is the forward filter w[i][o] rotated
-    const ConvGeometry *g;
-
-    int64_t tiles() const { return tiles_h * tiles_w; }
-    // Element strides of src and dst: channel, row, column.
-    int64_t src_cs() const { return last ? 1 : ih * iw; }
-    int64_t src_hs() const { return last ? iw * ci : iw; }
-    int64_t src_ws() const { return last ? ci : 1; }
-    int64_t dst_cs() const { return last ? 1 : oh * ow; }
-    int64_t dst_hs() const { return last ? ow * co : ow; }
-    int64_t dst_ws() const { return last ? co : 1; }
-};
+namespace winograd {
 
 Problem make_problem(const ConvGeometry &g, conv_op_t op) {
     Problem p;
@@ -68,6 +49,14 @@ Problem make_problem(const ConvGeometry &g, conv_op_t op) {
     p.tiles_w = ceil_div(p.ow, kTile);
     return p;
 }
+
+}  // namespace winograd
+
+namespace {
+
+using namespace winograd;
+
+constexpr int64_t kBlockBudgetBytes = 3 << 20;  // per-thread V + M blocks
 
 // Tiles per block so one thread's V and M blocks stay near its cache.
 int64_t tile_block(const Problem &p, size_t es) {
@@ -253,6 +242,16 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         threads);
 }
 
+void run_avx512(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+    const ConvGeometry &g = *args.g;
+    Problem p = make_problem(g, args.op);
+    const float *src = static_cast<const float *>(p.rotate ? args.y : args.x);
+    float *dst = static_cast<float *>(p.rotate ? args.x : args.y);
+    const float *bias = p.rotate ? nullptr : static_cast<const float *>(args.bias);
+    const bool relu = !p.rotate && g.activation == CONV_ACTIVATION_RELU;
+    avx512_run(p, static_cast<const float *>(args.w), src, bias, relu, dst, ws, pool, threads);
+}
+
 class Winograd4x4 final : public Algorithm {
 public:
     conv_algo_t id() const override { return CONV_ALGO_WINOGRAD_4X4_3X3; }
@@ -275,12 +274,15 @@ public:
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {
         Problem p = make_problem(g, op);
+        if (avx512_applies(dtype)) return avx512_workspace_bytes(p, threads);
         Layout l = scratch_layout(p, dtype_size(dtype));
         int64_t elems = checked_add(l.u, checked_mul(l.slot, threads, "workspace"), "workspace");
         return (size_t)checked_mul(elems, (int64_t)dtype_size(dtype), "workspace");
     }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
-        if (args.dtype == CONV_DTYPE_FLOAT32)
+        if (avx512_applies(args.dtype))
+            run_avx512(args, ws, pool, threads);
+        else if (args.dtype == CONV_DTYPE_FLOAT32)
             run_typed<float>(args, ws, pool, threads);
         else
             run_typed<double>(args, ws, pool, threads);
