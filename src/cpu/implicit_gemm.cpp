@@ -1,9 +1,9 @@
-// CONV_ALGO_IMPLICIT_GEMM: channels-first 2-D convolutions (any kernel,
-// stride, dilation, padding, groups) summed straight from the input, with no
-// unfolded matrix -- forward, and backward-data at stride 1.
+// CONV_ALGO_IMPLICIT_GEMM: 1-D and 2-D convolutions in both layouts (any
+// kernel, stride, dilation, padding, groups) summed straight from the input,
+// with no unfolded matrix -- forward, and backward-data at stride 1.
 //
 // The source (x; dy for backward-data) is first copied, once per call, into
-// a zero-padded buffer and, for stride > 1, split into stride_h x stride_w
+// a zero-padded, channel-major buffer and, for stride > 1, split into stride_h x stride_w
 // phase planes (rows and columns of one residue each). Every phase plane has
 // the same width wq, and output position (oh, ow) of kernel tap (r, s) then
 // reads one fixed offset from oh * wq + ow: a run of consecutive positions
@@ -52,6 +52,8 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // where padded row 0 is source row -top (column 0: column -left).
 struct Problem {
     bool backward;                         // backward-data: source dy, destination dx
+    // Element strides of source and destination: channel, row, column.
+    int64_t src_cs, src_rs, src_ps, dst_cs, dst_ps;
     int64_t n, groups, cs, cd, csg, cdg;   // channels: total and per group
     int64_t hs, ws, hd, wd;                // source and destination planes
     int64_t kr, ks, dh, dw, sh, sw, top, left;
@@ -92,6 +94,12 @@ Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es) {
     }
     p.csg = p.cs / p.groups;
     p.cdg = p.cd / p.groups;
+    const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    p.src_cs = last ? 1 : p.hs * p.ws;
+    p.src_ps = last ? p.cs : 1;
+    p.src_rs = p.ws * p.src_ps;
+    p.dst_cs = last ? 1 : p.hd * p.wd;
+    p.dst_ps = last ? p.cd : 1;
     // Padded rows and columns the destination reaches, split into phases.
     int64_t hp = (p.hd - 1) * p.sh + (p.kr - 1) * p.dh + 1;
     int64_t wp = (p.wd - 1) * p.sw + (p.ks - 1) * p.dw + 1;
@@ -106,11 +114,14 @@ Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es) {
                            p.wq + p.nr, 16);
     p.ck = p.csg * p.kr * p.ks;
     const int64_t taps = p.kr * p.ks;
-    if (!p.backward) {  // the filter tensor as it lies: [k][c][r][s]
-        p.w_group = p.cdg * p.ck, p.w_row = p.ck, p.w_chan = taps, p.w_tap0 = 0, p.w_tapdir = 1;
+    // The filter tensor as it lies: [k][c][r][s], channels-last [k][r][s][c].
+    const int64_t f_chan = last ? 1 : taps, f_tap = last ? (p.backward ? p.cdg : p.csg) : 1;
+    if (!p.backward) {
+        p.w_group = p.cdg * p.ck, p.w_row = p.ck, p.w_chan = f_chan, p.w_tap0 = 0;
+        p.w_tapdir = f_tap;
     } else {  // dx channel c from dy channel k: w[k][c] rotated by 180 degrees
-        p.w_group = p.csg * p.cdg * taps, p.w_row = taps, p.w_chan = p.cdg * taps;
-        p.w_tap0 = taps - 1, p.w_tapdir = -1;
+        p.w_group = p.csg * p.cdg * taps, p.w_row = f_chan, p.w_chan = p.cdg * taps;
+        p.w_tap0 = (taps - 1) * f_tap, p.w_tapdir = -f_tap;
     }
     // Source channels per block: what one micro-tile's taps read of them
     // (rows of each phase plane the kernel spans, plus the tile) stays in
@@ -140,9 +151,11 @@ void tap_offsets(const Problem &p, int64_t *taps) {
         }
 }
 
-// One source channel plane into its zero-padded phase planes.
+// One source channel plane (its first element at `src`) into its
+// zero-padded phase planes.
 template <class T>
 void pad_plane(const Problem &p, const T *src, T *dst) {
+    const int64_t ps = p.src_ps;
     for (int64_t a = 0; a < p.sh; ++a)
         for (int64_t b = 0; b < p.sw; ++b) {
             T *phase = dst + (a * p.sw + b) * p.hq * p.wq;
@@ -153,7 +166,7 @@ void pad_plane(const Problem &p, const T *src, T *dst) {
                     std::fill(row, row + p.wq, T(0));
                     continue;
                 }
-                const T *in = src + sr * p.ws;
+                const T *in = src + sr * p.src_rs;
                 // Columns j with source column b + j * sw - left in [0, ws).
                 int64_t first = b - p.left;
                 int64_t lo = first >= 0 ? 0 : ceil_div(-first, p.sw);
@@ -161,10 +174,10 @@ void pad_plane(const Problem &p, const T *src, T *dst) {
                 lo = std::min(lo, p.wq);
                 hi = std::clamp(hi, lo, p.wq);
                 std::fill(row, row + lo, T(0));
-                if (p.sw == 1)
+                if (p.sw == 1 && ps == 1)
                     std::memcpy(row + lo, in + first + lo, (hi - lo) * sizeof(T));
                 else
-                    for (int64_t j = lo; j < hi; ++j) row[j] = in[first + j * p.sw];
+                    for (int64_t j = lo; j < hi; ++j) row[j] = in[(first + j * p.sw) * ps];
                 std::fill(row + hi, row + p.wq, T(0));
             }
         }
@@ -246,19 +259,19 @@ void run_tile(const Tile &t, T *out) {
 template <class T>
 void store_tile(const Problem &p, const T *tile, int rows, int64_t q0, T *dst, const T *bias,
                 bool relu) {
-    const int64_t plane = p.hd * p.wd, q1 = std::min(p.positions, q0 + p.nr);
+    const int64_t q1 = std::min(p.positions, q0 + p.nr), ps = p.dst_ps;
     for (int m = 0; m < rows; ++m) {
         const T *in = tile + m * p.nr;
-        T *out = dst + m * plane;
+        T *out = dst + m * p.dst_cs;
         const T b = bias ? bias[m] : T(0);
         for (int64_t q = q0; q < q1;) {
             int64_t oh = q / p.wq, ow = q % p.wq;
             int64_t run = std::min(p.wq - ow, q1 - q), valid = std::max<int64_t>(0, std::min(run, p.wd - ow));
             const T *from = in + (q - q0);
-            T *to = out + oh * p.wd + ow;
+            T *to = out + (oh * p.wd + ow) * ps;
             for (int64_t i = 0; i < valid; ++i) {
                 T v = from[i] + b;
-                to[i] = relu && v < T(0) ? T(0) : v;
+                to[i * ps] = relu && v < T(0) ? T(0) : v;
             }
             q += run;
         }
@@ -277,12 +290,14 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const T *w = static_cast<const T *>(args.w);
     const T *bias = p.backward ? nullptr : static_cast<const T *>(args.bias);
     const bool relu = !p.backward && g.activation == CONV_ACTIVATION_RELU;
-    const int64_t src_plane = p.hs * p.ws, dst_plane = p.hd * p.wd;
+    const int64_t src_image = p.cs * p.hs * p.ws, dst_image = p.cd * p.hd * p.wd;
 
     tap_offsets(p, taps);
     pool.parallel_for(
         p.n * p.cs,
-        [&](int64_t i, int) { pad_plane(p, src + i * src_plane, source + i * p.plane); },
+        [&](int64_t i, int) {
+            pad_plane(p, src + i / p.cs * src_image + i % p.cs * p.src_cs, source + i * p.plane);
+        },
         threads);
 
     const int64_t ntaps = p.kr * p.ks;
@@ -296,7 +311,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             int64_t m0 = ki * kKChunk, m1 = std::min(p.cdg, m0 + kKChunk);
             int64_t t0 = pi * kTilesPerItem, t1 = std::min(ptiles, t0 + kTilesPerItem);
             const T *group_src = source + (n * p.cs + gi * p.csg) * p.plane;
-            T *group_dst = dst + (n * p.cd + gi * p.cdg) * dst_plane;
+            T *group_dst = dst + n * dst_image + gi * p.cdg * p.dst_cs;
             const T *group_w = w + gi * p.w_group;
             // Sums for the item's filters over one micro-tile of positions,
             // built up channel block by channel block.
@@ -320,7 +335,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 }
                 for (int64_t m = m0; m < m1; m += kMR)
                     store_tile(p, sums + (m - m0) * p.nr, (int)std::min<int64_t>(kMR, m1 - m), q0,
-                               group_dst + m * dst_plane, bias ? bias + gi * p.cdg + m : nullptr,
+                               group_dst + m * p.dst_cs, bias ? bias + gi * p.cdg + m : nullptr,
                                relu);
             }
         },
@@ -331,7 +346,6 @@ class ImplicitGemm final : public Algorithm {
 public:
     conv_algo_t id() const override { return CONV_ALGO_IMPLICIT_GEMM; }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
-        if (g.layout != CONV_LAYOUT_CHANNELS_FIRST) return "it needs the channels-first layout";
         bool flat = g.kernel[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.pad_begin[0] == 0 &&
                     g.pad_end[0] == 0;
         if (!flat) return "it computes 1-D and 2-D convolutions only";

@@ -1,10 +1,12 @@
 #include "dispatch/registry.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include "core/error.h"
 #include "cpu/blas.h"
 #include "cpu/isa.h"
+#include "cpu/winograd.h"
 
 namespace conv::dispatch {
 namespace {
@@ -22,12 +24,17 @@ bool allowed(const cpu::Algorithm &a, bool strict_only) { return a.strict() || !
 
 // The heuristic: where an algorithm applies but is known to lose.
 // Winograd transforms every filter on every call into a 36 x K x C array
-// (4x the weights), which only pays when many 4x4 output tiles share it; and
-// its tile blocks stay within one image, so small planes also make its GEMMs
-// narrow. Measured (docs/performance.md): 56x56 and 28x28 planes win once
-// the batch brings >= 128 tiles; 14x14 loses even at batch 8 (128 tiles of
-// 16 per image), 7x7 always. Its transforms cost per channel what its GEMMs
-// save per channel pair, so it also needs enough channels on both sides.
+// (4x the weights), which only pays when enough 4x4 output tiles share it.
+// The AVX-512 fp32 path puts tiles of all images in one block, so what
+// counts is the batch's tile count: it wins from 16 tiles with <= 64x64
+// channels, but the filter transform grows with C x K (37 MB at 512x512,
+// beyond the caches), so wider layers need C x K / 1024 tiles (res4 256x256
+// 14x14 from batch 4, res5 7x7 never at ordinary batches). The portable path
+// (fp64, or no AVX-512) keeps tile blocks within one image, so small planes
+// also make its GEMMs narrow: 56x56 and 28x28 planes win once the batch
+// brings >= 128 tiles; 14x14 loses even at batch 8, 7x7 always. Its
+// transforms cost per channel what its GEMMs save per channel pair, so it
+// also needs enough channels on both sides (docs/algorithms.md).
 bool worth_it(const cpu::Algorithm &a, const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
     // Implicit GEMM beats unfolding + OpenBLAS with its AVX-512 tiles (fp32;
     // the portable tiles are not a fast path) on kernels wider than 1x1:
@@ -38,11 +45,19 @@ bool worth_it(const cpu::Algorithm &a, const ConvGeometry &g, conv_op_t op, conv
     if (a.id() == CONV_ALGO_IMPLICIT_GEMM) {
         if (dtype != CONV_DTYPE_FLOAT32 || cpu::cpu_isa() != cpu::Isa::avx512) return false;
         if (g.kernel_size() == 1) return false;
+        // Channels-last filters ([k][r][s][c]) put each tap's weights a
+        // channel row apart: the tiles' weight reads spread over 9x the
+        // lines, and unfolding wins again (75 vs 85 GFLOP/s on 3x3 layers)
+        // except where the unfolded rows are short (conv1: 1.5x).
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST && g.reduction() > 256) return false;
         return op != CONV_OP_BACKWARD_DATA || g.k * g.reduction() * 4 <= (4 << 20);
     }
     if (a.id() == CONV_ALGO_WINOGRAD_4X4_3X3) {
-        int64_t per_image = ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4);
-        return per_image >= 49 && g.n * per_image >= 128 && g.cg() >= 16 && g.kg() >= 16;
+        int64_t per_image = ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4), tiles = g.n * per_image;
+        if (g.cg() < 16 || g.kg() < 16) return false;
+        if (cpu::winograd::avx512_applies(dtype))
+            return tiles >= std::max<int64_t>(16, g.cg() * g.kg() / 1024);
+        return per_image >= 49 && tiles >= 128;
     }
     return true;
 }
