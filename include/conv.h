@@ -203,7 +203,7 @@ typedef CONV_ENUM(conv_algo) {
     /* 1-D and 2-D convolutions, any kernel, stride, dilation, padding and
      * groups: each output summed straight from a padded copy of the input,
      * no unfolded matrix (AVX-512 kernels where the CPU has them); forward,
-     * and backward-data at stride 1. */
+     * backward-filter, and backward-data at stride 1. */
     CONV_ALGO_IMPLICIT_GEMM = 5,
     /* The CUDA engine's algorithms: cuDNN's, one id per family, the same id
      * for the three passes where cuDNN has that family for them (docs/gpu.md

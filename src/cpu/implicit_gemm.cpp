@@ -1,6 +1,7 @@
 // CONV_ALGO_IMPLICIT_GEMM: 1-D and 2-D convolutions in both layouts (any
 // kernel, stride, dilation, padding, groups) summed straight from the input,
-// with no unfolded matrix -- forward, and backward-data at stride 1.
+// with no unfolded matrix -- forward, backward-filter, and backward-data at
+// stride 1.
 //
 // The source (x; dy for backward-data) is first copied, once per call, into
 // a zero-padded, channel-major buffer and, for stride > 1, split into stride_h x stride_w
@@ -30,6 +31,7 @@
 #include "core/checked.h"
 #include "core/dtype.h"
 #include "cpu/algorithm.h"
+#include "cpu/epilogue.h"
 #include "cpu/isa.h"
 
 #if CONV_HAVE_AVX512_KERNELS
@@ -64,8 +66,12 @@ struct Problem {
     int64_t cblock;                        // source channels summed per pass over a tile
     // Weight (m, c, tap) of group gi: w[gi * w_group + m * w_row + c * w_chan + w_tap0 + tap * w_tapdir].
     int64_t w_group, w_row, w_chan, w_tap0, w_tapdir;
-    // Workspace, in elements: tap offsets (as int64), then the source.
-    int64_t taps_at, source_at, total;
+    // Backward-filter: dy laid out at the flattened positions (zero in the
+    // dropped columns), qv positions per channel (a multiple of 16).
+    bool filter;
+    int64_t qv;
+    // Workspace, in elements: tap offsets (as int64), the source, dy.
+    int64_t taps_at, source_at, dy_at, total;
 };
 
 // Positions per micro-tile: the width that wastes fewest lanes past the
@@ -79,6 +85,7 @@ int choose_nr(int64_t positions) {
 Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es) {
     Problem p;
     p.backward = op == CONV_OP_BACKWARD_DATA;
+    p.filter = op == CONV_OP_BACKWARD_FILTER;
     p.n = g.n;
     p.groups = g.groups;
     p.kr = g.kernel[1], p.ks = g.kernel[2], p.dh = g.dilation[1], p.dw = g.dilation[2];
@@ -135,7 +142,10 @@ Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es) {
     p.taps_at = 0;
     p.source_at = align(tap_elems);
     int64_t source = checked_mul(checked_mul(p.n, p.cs, "workspace"), p.plane, "workspace");
-    p.total = checked_add(p.source_at, source, "workspace");
+    p.dy_at = checked_add(p.source_at, align(source), "workspace");
+    p.qv = round_up(p.positions, 16);
+    int64_t dy = p.filter ? checked_mul(checked_mul(p.n, p.cd, "workspace"), p.qv, "workspace") : 0;
+    p.total = checked_add(p.dy_at, dy, "workspace");
     return p;
 }
 
@@ -286,6 +296,22 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     int64_t *taps = reinterpret_cast<int64_t *>(base + p.taps_at);
     T *source = base + p.source_at;
     const T *src = static_cast<const T *>(p.backward ? args.y : args.x);
+    if (p.filter) {
+        tap_offsets(p, taps);
+        pool.parallel_for(
+            p.n * p.cs,
+            [&](int64_t i, int) {
+                pad_plane(p, src + i / p.cs * (p.cs * p.hs * p.ws) + i % p.cs * p.src_cs,
+                          source + i * p.plane);
+            },
+            threads);
+        run_filter(p, g, static_cast<const T *>(args.y), static_cast<T *>(args.w), source,
+                   base + p.dy_at, taps, pool, threads);
+        if (args.bias)
+            channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool,
+                         threads);
+        return;
+    }
     T *dst = static_cast<T *>(p.backward ? args.x : args.y);
     const T *w = static_cast<const T *>(args.w);
     const T *bias = p.backward ? nullptr : static_cast<const T *>(args.bias);
@@ -342,6 +368,124 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         threads);
 }
 
+// ---- backward-filter: dw[k][c][tap] = sum over images and positions q of
+// dyq[k][q] * source[c][q + tap], where dyq is dy at the flattened positions
+// with zeros in the dropped columns: a GEMM whose reduction (q) runs along
+// memory in both operands, so the tiles accumulate vectors of 16 positions
+// and reduce them once at the end.
+
+constexpr int kFM = 4, kFN = 6;  // filters x (channel, tap) columns per tile: 24 accumulators
+
+struct FilterTile {
+    const void *dy[kFM];  // image 0's dyq row of each filter
+    const void *x[kFN];   // image 0's source at each column's tap offset
+    int64_t images, dy_image, x_image, qv;
+};
+
+template <class T>
+void filter_tile_portable(const FilterTile &t, T *out) {
+    T acc[kFM][kFN] = {};
+    for (int64_t n = 0; n < t.images; ++n)
+        for (int m = 0; m < kFM; ++m) {
+            const T *dy = static_cast<const T *>(t.dy[m]) + n * t.dy_image;
+            for (int j = 0; j < kFN; ++j) {
+                const T *x = static_cast<const T *>(t.x[j]) + n * t.x_image;
+                T sum = T(0);
+                for (int64_t q = 0; q < t.qv; ++q) sum += dy[q] * x[q];
+                acc[m][j] += sum;
+            }
+        }
+    std::memcpy(out, acc, sizeof acc);
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+CONV_TARGET_AVX512 void filter_tile_avx512(const FilterTile &t, float *out) {
+    __m512 acc[kFM][kFN];
+    for (int m = 0; m < kFM; ++m)
+        for (int j = 0; j < kFN; ++j) acc[m][j] = _mm512_setzero_ps();
+    for (int64_t n = 0; n < t.images; ++n) {
+        const float *dy[kFM], *x[kFN];
+        for (int m = 0; m < kFM; ++m) dy[m] = static_cast<const float *>(t.dy[m]) + n * t.dy_image;
+        for (int j = 0; j < kFN; ++j) x[j] = static_cast<const float *>(t.x[j]) + n * t.x_image;
+        for (int64_t q = 0; q < t.qv; q += 16) {
+            __m512 xv[kFN];
+            for (int j = 0; j < kFN; ++j) xv[j] = _mm512_loadu_ps(x[j] + q);
+            for (int m = 0; m < kFM; ++m) {
+                __m512 d = _mm512_load_ps(dy[m] + q);
+                for (int j = 0; j < kFN; ++j) acc[m][j] = _mm512_fmadd_ps(d, xv[j], acc[m][j]);
+            }
+        }
+    }
+    // Lane sums in a fixed order (GCC 12's _mm512_reduce_add_ps trips
+    // -Wuninitialized in its own header).
+    alignas(64) float lanes[16];
+    for (int m = 0; m < kFM; ++m)
+        for (int j = 0; j < kFN; ++j) {
+            _mm512_store_ps(lanes, acc[m][j]);
+            float sum = 0.0f;
+            for (int i = 0; i < 16; ++i) sum += lanes[i];
+            out[m * kFN + j] = sum;
+        }
+}
+#endif
+
+template <class T>
+void run_filter_tile(const FilterTile &t, T *out) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (cpu_isa() == Isa::avx512) return filter_tile_avx512(t, out);
+#endif
+    filter_tile_portable<T>(t, out);
+}
+
+// dy (one image's channel plane) at the flattened positions, zero elsewhere.
+template <class T>
+void flatten_dy(const Problem &p, const T *dy, T *out) {
+    std::fill(out, out + p.qv, T(0));
+    for (int64_t oh = 0; oh < p.hd; ++oh)
+        for (int64_t ow = 0; ow < p.wd; ++ow) out[oh * p.wq + ow] = dy[(oh * p.wd + ow) * p.dst_ps];
+}
+
+template <class T>
+void run_filter(const Problem &p, const ConvGeometry &g, const T *dy, T *dw, const T *source,
+                T *dyq, const int64_t *taps, ThreadPool &pool, int threads) {
+    const int64_t dst_image = p.cd * p.hd * p.wd, ntaps = p.kr * p.ks;
+    const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    pool.parallel_for(
+        p.n * p.cd,
+        [&](int64_t i, int) {
+            flatten_dy(p, dy + i / p.cd * dst_image + i % p.cd * p.dst_cs, dyq + i * p.qv);
+        },
+        threads);
+    // Items: (group, 4 filters, 8 tiles of 6 columns); columns in dw's order.
+    constexpr int64_t kColumnsPerItem = kFN * 8;
+    const int64_t kblocks = ceil_div(p.cdg, (int64_t)kFM), cblocks = ceil_div(p.ck, kColumnsPerItem);
+    pool.parallel_for(
+        p.groups * kblocks * cblocks,
+        [&](int64_t item, int) {
+            int64_t cb = item % cblocks, kb = item / cblocks % kblocks, gi = item / cblocks / kblocks;
+            int64_t k0 = kb * kFM, rows = std::min<int64_t>(kFM, p.cdg - k0);
+            int64_t j0 = cb * kColumnsPerItem, j1 = std::min(p.ck, j0 + kColumnsPerItem);
+            FilterTile t{{}, {}, p.n, p.cd * p.qv, p.cs * p.plane, p.qv};
+            for (int m = 0; m < kFM; ++m)
+                t.dy[m] = dyq + (gi * p.cdg + k0 + std::min<int64_t>(m, rows - 1)) * p.qv;
+            for (int64_t j = j0; j < j1; j += kFN) {
+                int cols = (int)std::min<int64_t>(kFN, j1 - j);
+                for (int c = 0; c < kFN; ++c) {
+                    int64_t col = j + std::min(c, cols - 1);
+                    int64_t ch = last ? col % p.csg : col / ntaps, tap = last ? col / p.csg : col % ntaps;
+                    t.x[c] = source + (gi * p.csg + ch) * p.plane + taps[tap];
+                }
+                T out[kFM * kFN];
+                run_filter_tile(t, out);
+                for (int m = 0; m < rows; ++m)
+                    for (int c = 0; c < cols; ++c)
+                        dw[(gi * p.cdg + k0 + m) * p.ck + j + c] = out[m * kFN + c];
+            }
+        },
+        threads);
+}
+
 class ImplicitGemm final : public Algorithm {
 public:
     conv_algo_t id() const override { return CONV_ALGO_IMPLICIT_GEMM; }
@@ -349,7 +493,6 @@ public:
         bool flat = g.kernel[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.pad_begin[0] == 0 &&
                     g.pad_end[0] == 0;
         if (!flat) return "it computes 1-D and 2-D convolutions only";
-        if (op == CONV_OP_BACKWARD_FILTER) return "it computes forward and backward-data passes only";
         if (op == CONV_OP_BACKWARD_DATA && (g.stride[1] != 1 || g.stride[2] != 1))
             return "it computes backward-data at stride 1 only";
         if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";

@@ -50,6 +50,12 @@ bool worth_it(const cpu::Algorithm &a, const ConvGeometry &g, conv_op_t op, conv
         // lines, and unfolding wins again (75 vs 85 GFLOP/s on 3x3 layers)
         // except where the unfolded rows are short (conv1: 1.5x).
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST && g.reduction() > 256) return false;
+        // Backward-filter reduces over positions, one vector of 16 at a
+        // time per tile: it wins on large planes (56x56 1.5x, conv1 1.3x,
+        // stride 2 over 28x28 outputs 1.15x) and loses when a tile's
+        // reduction is short (14x14: 0.45x).
+        if (op == CONV_OP_BACKWARD_FILTER)
+            return g.out_size() >= 2048 || (g.out_size() >= 512 && g.stride[1] * g.stride[2] > 1);
         return op != CONV_OP_BACKWARD_DATA || g.k * g.reduction() * 4 <= (4 << 20);
     }
     if (a.id() == CONV_ALGO_WINOGRAD_4X4_3X3) {

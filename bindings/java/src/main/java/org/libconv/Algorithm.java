@@ -22,8 +22,8 @@ public enum Algorithm {
     WINOGRAD_4X4_3X3(conv_algo_t.CONV_ALGO_WINOGRAD_4X4_3X3),
     /**
      * 1-D and 2-D convolutions of any kernel, stride, dilation, padding and groups,
-     * summed straight from a padded copy of the input (no unfolded matrix); forward, and
-     * backward-data at stride 1.
+     * summed straight from a padded copy of the input (no unfolded matrix); forward,
+     * backward-filter, and backward-data at stride 1.
      */
     IMPLICIT_GEMM(conv_algo_t.CONV_ALGO_IMPLICIT_GEMM),
     /**
