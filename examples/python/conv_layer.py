@@ -52,7 +52,9 @@ def main():
     yt = libconv.Tensor.zeros(conv.output_shape(xt.shape, wt.shape), ctx=ctx)
     dw = np.empty_like(w)
     db = np.empty_like(b)
-    ws = libconv.Workspace(conv.workspace_size(xt, wt, yt), ctx=ctx)
+    # one workspace for both passes used below: the larger of their needs
+    ws_bytes = max(conv.workspace_size(xt, wt, yt, op) for op in ("forward", "backward_filter"))
+    ws = libconv.Workspace(ws_bytes, ctx=ctx)
     y_np = yt.numpy()                                # a view of libconv's memory
     lr = 0.05
     for step in range(5):
