@@ -4,13 +4,19 @@
 // Here each output element is a short sum of kernel taps, vectorised along
 // the contiguous axis: output columns (channels-first) or channels
 // (channels-last), accumulated in registers and stored once.
+//
+// This file is the portable path (fp64, fp32 without AVX-512, any window,
+// stride, dilation, rank); fp32 3x3 layers on AVX-512 go to the kernels of
+// depthwise_avx512_nchw.cpp / depthwise_avx512_nhwc.cpp.
 #include <algorithm>
 #include <cstring>
 
 #include "core/checked.h"
 #include "core/dtype.h"
 #include "cpu/algorithm.h"
+#include "cpu/depthwise_avx512.h"
 #include "cpu/epilogue.h"
+#include "cpu/isa.h"
 
 namespace conv::cpu {
 namespace {
@@ -328,10 +334,14 @@ public:
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {
+        if (dtype == CONV_DTYPE_FLOAT32 && dw_avx512_covers(g, op))
+            return dw_avx512_workspace_bytes(g, op, threads);
         return scratch_bytes(g, op, dtype_size(dtype), threads);
     }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
-        if (args.dtype == CONV_DTYPE_FLOAT32)
+        if (args.dtype == CONV_DTYPE_FLOAT32 && dw_avx512_covers(*args.g, args.op))
+            dw_avx512_run(args, ws, pool, threads);
+        else if (args.dtype == CONV_DTYPE_FLOAT32)
             run_typed<float>(args, ws, pool, threads);
         else
             run_typed<double>(args, ws, pool, threads);
@@ -339,6 +349,24 @@ public:
 };
 
 }  // namespace
+
+bool dw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
+    if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
+    return g.layout == CONV_LAYOUT_CHANNELS_LAST ? dw_nhwc_covers(g, op) : dw_nchw_covers(g, op);
+}
+
+size_t dw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    size_t bytes = g.layout == CONV_LAYOUT_CHANNELS_LAST ? dw_nhwc_workspace_bytes(g, op, threads)
+                                                         : dw_nchw_workspace_bytes(g, op, threads);
+    return (bytes + 63) / 64 * 64;
+}
+
+void dw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+    if (args.g->layout == CONV_LAYOUT_CHANNELS_LAST)
+        dw_nhwc_run(args, ws, pool, threads);
+    else
+        dw_nchw_run(args, ws, pool, threads);
+}
 
 const Algorithm &depthwise_direct_algorithm() {
     static const DepthwiseDirect algo;

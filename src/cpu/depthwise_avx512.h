@@ -1,0 +1,32 @@
+// AVX-512 fp32 kernels of CONV_ALGO_DEPTHWISE_DIRECT for the common case:
+// 2-D 3x3 windows, stride 1 or 2, no dilation (MobileNet's depthwise
+// layers). depthwise_direct.cpp asks dw_avx512_covers() and keeps its
+// portable code for everything else (fp64, other ISAs, other geometries).
+#pragma once
+
+#include <cstddef>
+
+#include "cpu/algorithm.h"
+
+namespace conv::cpu {
+
+// Whether the AVX-512 kernels compute this fp32 pass on this CPU.
+bool dw_avx512_covers(const ConvGeometry &g, conv_op_t op);
+
+// Workspace bytes they use with `threads` threads (when they cover the pass).
+size_t dw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+
+// Runs a covered pass; `ws` holds dw_avx512_workspace_bytes(g, op, threads).
+void dw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
+// The two layouts' halves of the above (depthwise_avx512_nchw.cpp and
+// depthwise_avx512_nhwc.cpp).
+bool dw_nchw_covers(const ConvGeometry &g, conv_op_t op);
+size_t dw_nchw_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+void dw_nchw_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
+bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t op);
+size_t dw_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+void dw_nhwc_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
+}  // namespace conv::cpu

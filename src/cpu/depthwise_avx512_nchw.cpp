@@ -1,0 +1,747 @@
+// Channels-first (NCHW) depthwise 3x3 kernels, fp32, AVX-512.
+//
+// A channel is a plane of its own, so every pass is a loop of independent
+// 2-D plane convolutions, vectorised along the output width: 16 outputs per
+// zmm. A block of R output rows is computed together so each input row
+// vector loaded feeds every output row whose window covers it (3 loads
+// feed 9 FMAs of one row; with R rows, (R + 2) * 3 loads feed R * 9 FMAs).
+// Padding is handled by masked loads (masked-off lanes read as 0 and never
+// fault), the ragged right end by masked stores.
+//
+// Stride 2 loads 32 input columns and splits them into even and odd ones
+// with vpermt2ps: a stride-2 window over a row is a stride-1 window over
+// its halves. Small "same" planes (14x14, 7x7) are computed flat (FlatPlan).
+//
+// Backward-data at stride 1 is the forward plane convolution of dy with the
+// flipped kernel (padding K - 1 - pad); at stride 2 it splits dx columns by
+// parity and interleaves them on the store. Backward-filter accumulates the
+// nine taps' products in nine vectors and reduces them once per channel.
+// None of them needs a workspace.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/checked.h"
+#include "cpu/depthwise_avx512.h"
+#include "cpu/epilogue.h"
+#include "cpu/isa.h"
+
+#if CONV_HAVE_AVX512_KERNELS
+#include <immintrin.h>
+// GCC 12 reports the deliberately undefined vectors inside the intrinsics
+// (_mm512_undefined_ps) as uninitialised wherever they are inlined.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kK = 3;        // window size the kernels are built for
+constexpr int kVec = 16;     // floats per zmm
+// Output rows per block. One zmm FMA issues per cycle and has a latency of
+// 4, so R rows (R chains of 9 FMAs) keep the unit busy for R >= 4; more rows
+// share more input loads. 9 weights + R sums + the inputs must stay in the
+// 32 registers: GCC spills beyond about 24.
+constexpr int kRowsS1 = 8;      // forward, stride 1
+constexpr int kRowsS2 = 6;      // forward, stride 2
+constexpr int kFilterRows = 4;  // backward-filter (its 9 sums take the weights' place)
+constexpr int kMaxRows = 8;
+constexpr int kMaxInRows = (kMaxRows - 1) * 2 + kK;  // input rows one block reads
+
+// A 2-D plane convolution out[oh][ow] = init + sum over kh, kw of
+// w[kh][kw] * in[oh * s - pt + kh][ow * s - pl + kw] (zero outside `in`).
+struct PlaneShape {
+    int64_t ih, iw, oh, ow;  // input and output plane sizes
+    int64_t pt, pl;          // padding before (top, left); may be negative
+    int s;                   // stride of both axes, 1 or 2
+};
+
+// What one plane call reads and writes.
+struct PlaneJob {
+    const float *in;
+    float *out;
+    const float *w;   // kK x kK taps, row-major
+    float init;       // bias, or ignored when accumulating
+    bool accumulate;  // out += the convolution (else out = init + it)
+    bool relu;
+};
+
+// Where a block's taps read: row t of the block's input rows at base[t]
+// (null: outside the image, contributes nothing), tap column kw at
+// base[t] + ow + off[kw] for output column ow, valid (else read as 0) for
+// lo[kw] <= ow < hi[kw].
+struct BlockSource {
+    const float *base[kMaxInRows];
+    int64_t off[kK], lo[kK], hi[kK];
+};
+
+// Small planes whose output is as large as the input (stride 1, "same"
+// padding, e.g. 14x14 and 7x7) are computed flat: output element q reads
+// input element q + off[tap], so the plane is a few vectors regardless of
+// its rows (a 7x7 plane is 4 vectors, not 7 one-row vectors half empty).
+// The lanes whose tap falls into the padding (another row, or outside the
+// plane) depend only on the geometry: one mask per vector and tap, built
+// once per call.
+struct FlatPlan {
+    static constexpr int kMaxVectors = 16;  // planes up to 256 elements
+    int vectors = 0;                        // 0: the plane is not flat-able
+    int64_t off[kK * kK];
+    uint16_t load[kMaxVectors][kK * kK], store[kMaxVectors];
+};
+
+#if CONV_HAVE_AVX512_KERNELS
+
+// Lanes [a, b) of a 16-lane mask, a and b clamped to [0, 16].
+inline __mmask16 lane_range(int64_t a, int64_t b) {
+    a = std::clamp<int64_t>(a, 0, kVec);
+    b = std::clamp<int64_t>(b, 0, kVec);
+    if (b <= a) return 0;
+    return (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));
+}
+
+// V * 16 output columns from ow0 of R rows from oh0 (V * R independent
+// sums; V = 1 with R = 8 measured best: two vectors side by side ran out of
+// registers). Masked: a window overhangs the row edge or the output row
+// ends inside the vectors.
+template <int S, int R, int V, bool Masked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vectors(
+    const PlaneShape &p, const PlaneJob &job, const BlockSource &src, float *out, int64_t ow0) {
+    constexpr int kInRows = (R - 1) * S + kK;
+    // Broadcast here, not once per block: GCC keeps a local array in
+    // registers but spills one passed in by pointer.
+    __m512 w[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
+    __mmask16 m[V][kK], store[V];
+    for (int u = 0; u < V; ++u) {
+        const int64_t o = ow0 + u * kVec;
+        for (int kw = 0; kw < kK; ++kw)
+            m[u][kw] = Masked ? lane_range(src.lo[kw] - o, src.hi[kw] - o) : 0xffff;
+        store[u] = Masked ? lane_range(0, p.ow - o) : 0xffff;
+    }
+    __m512 acc[R][V];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+        for (int u = 0; u < V; ++u) {
+            float *o = out + r * p.ow + ow0 + u * kVec;
+            if (job.accumulate)
+                acc[r][u] = Masked ? _mm512_maskz_loadu_ps(store[u], o) : _mm512_loadu_ps(o);
+            else
+                acc[r][u] = _mm512_set1_ps(job.init);
+        }
+#pragma GCC unroll 16
+    for (int t = 0; t < kInRows; ++t) {
+        if (!src.base[t]) continue;
+        const float *row = src.base[t] + ow0;
+#pragma GCC unroll 2
+        for (int u = 0; u < V; ++u) {
+            const float *at = row + u * kVec;
+            __m512 v0 = Masked ? _mm512_maskz_loadu_ps(m[u][0], at + src.off[0])
+                               : _mm512_loadu_ps(at + src.off[0]);
+            __m512 v1 = Masked ? _mm512_maskz_loadu_ps(m[u][1], at + src.off[1])
+                               : _mm512_loadu_ps(at + src.off[1]);
+            __m512 v2 = Masked ? _mm512_maskz_loadu_ps(m[u][2], at + src.off[2])
+                               : _mm512_loadu_ps(at + src.off[2]);
+            // Load once into registers: folded into each of its (up to 3)
+            // FMAs, a load crossing a cache line would be paid 3 times.
+            __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2));
+            const __m512 v[kK] = {v0, v1, v2};
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const int kh = t - S * r;
+                if (kh < 0 || kh >= kK) continue;
+                for (int kw = 0; kw < kK; ++kw)
+                    acc[r][u] = _mm512_fmadd_ps(w[kh * kK + kw], v[kw], acc[r][u]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+        for (int u = 0; u < V; ++u) {
+            const __m512 a = job.relu ? _mm512_max_ps(acc[r][u], _mm512_setzero_ps()) : acc[r][u];
+            float *o = out + r * p.ow + ow0 + u * kVec;
+            if (Masked)
+                _mm512_mask_storeu_ps(o, store[u], a);
+            else
+                _mm512_storeu_ps(o, a);
+        }
+}
+
+// R output rows from oh0 of one plane: unmasked vectors where the windows
+// lie inside the row, masked ones at the edges.
+template <int S, int R>
+CONV_TARGET_AVX512 void forward_block(const PlaneShape &p, const PlaneJob &job,
+                                      const BlockSource &src, int64_t oh0) {
+    float *out = job.out + oh0 * p.ow;
+    // Output columns [a, b) read no padding: vectors there need no mask.
+    int64_t a = 0, b = p.ow;
+    for (int kw = 0; kw < kK; ++kw) {
+        a = std::max(a, src.lo[kw]);
+        b = std::min(b, src.hi[kw]);
+    }
+    a = std::min(ceil_div(std::max<int64_t>(a, 0), kVec) * kVec, p.ow);
+    int64_t ow0 = 0;
+    for (; ow0 < a; ow0 += kVec) forward_vectors<S, R, 1, true>(p, job, src, out, ow0);
+    for (; ow0 + kVec <= b; ow0 += kVec) forward_vectors<S, R, 1, false>(p, job, src, out, ow0);
+    for (; ow0 < p.ow; ow0 += kVec) forward_vectors<S, R, 1, true>(p, job, src, out, ow0);
+}
+
+// Stride 2 forward straight from the input rows: for V * 16 outputs from
+// ow0, two loads from column b = 2 * ow0 - pl split by vpermt2ps into the
+// even columns (tap 0) and odd ones (tap 1), two more from b + 2 give tap 2.
+template <int R, int V, bool Masked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vectors_s2(
+    const PlaneShape &p, const PlaneJob &job, const BlockSource &src, float *out, int64_t ow0) {
+    __m512 w[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
+    constexpr int kInRows = (R - 1) * 2 + kK, kLoads = 4;
+    static const int kLoadAt[kLoads] = {0, kVec, 2, kVec + 2};
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const int64_t b0 = 2 * ow0 - p.pl;
+    __mmask16 m[V][kLoads], store[V];
+    for (int u = 0; u < V; ++u) {
+        for (int i = 0; i < kLoads; ++i) {
+            const int64_t c = b0 + 2 * kVec * u + kLoadAt[i];
+            m[u][i] = Masked ? lane_range(-c, p.iw - c) : 0xffff;
+        }
+        store[u] = Masked ? lane_range(0, p.ow - ow0 - u * kVec) : 0xffff;
+    }
+    __m512 acc[R][V];
+    for (int r = 0; r < R; ++r)
+        for (int u = 0; u < V; ++u) acc[r][u] = _mm512_set1_ps(job.init);
+#pragma GCC unroll 16
+    for (int t = 0; t < kInRows; ++t) {
+        if (!src.base[t]) continue;
+        const float *row = src.base[t] + b0;
+#pragma GCC unroll 2
+        for (int u = 0; u < V; ++u) {
+            __m512 x[kLoads];
+            for (int i = 0; i < kLoads; ++i) {
+                const float *at = row + 2 * kVec * u + kLoadAt[i];
+                x[i] = Masked ? _mm512_maskz_loadu_ps(m[u][i], at) : _mm512_loadu_ps(at);
+            }
+            const __m512 v[kK] = {_mm512_permutex2var_ps(x[0], even, x[1]),
+                                  _mm512_permutex2var_ps(x[0], odd, x[1]),
+                                  _mm512_permutex2var_ps(x[2], even, x[3])};
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const int kh = t - 2 * r;
+                if (kh < 0 || kh >= kK) continue;
+                for (int kw = 0; kw < kK; ++kw)
+                    acc[r][u] = _mm512_fmadd_ps(w[kh * kK + kw], v[kw], acc[r][u]);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int u = 0; u < V; ++u) {
+            const __m512 a = job.relu ? _mm512_max_ps(acc[r][u], _mm512_setzero_ps()) : acc[r][u];
+            float *o = out + r * p.ow + ow0 + u * kVec;
+            if (Masked)
+                _mm512_mask_storeu_ps(o, store[u], a);
+            else
+                _mm512_storeu_ps(o, a);
+        }
+}
+
+// The same for padding 1 (MobileNet's): from column b = 2 * ow0, the even
+// columns are tap 1 and the odd ones tap 2; tap 0 is the odd ones shifted
+// one lane up with column b - 1 entering (valignd). Two loads, both
+// 64-byte aligned when the row is, instead of four that cross lines.
+template <int R, bool Masked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vector_s2_pad1(
+    const PlaneShape &p, const PlaneJob &job, const BlockSource &src, float *out, int64_t ow0) {
+    __m512 w[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
+    constexpr int kInRows = (R - 1) * 2 + kK;
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const int64_t b = 2 * ow0;
+    const __mmask16 m0 = Masked ? lane_range(-b, p.iw - b) : 0xffff;
+    const __mmask16 m1 = Masked ? lane_range(-b - kVec, p.iw - b - kVec) : 0xffff;
+    const bool left = !Masked || (b - 1 >= 0 && b - 1 < p.iw);  // column b - 1 exists
+    const __mmask16 store = Masked ? lane_range(0, p.ow - ow0) : 0xffff;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(job.init);
+#pragma GCC unroll 16
+    for (int t = 0; t < kInRows; ++t) {
+        if (!src.base[t]) continue;
+        const float *row = src.base[t] + b;
+        const __m512 x0 = Masked ? _mm512_maskz_loadu_ps(m0, row) : _mm512_loadu_ps(row);
+        const __m512 x1 =
+            Masked ? _mm512_maskz_loadu_ps(m1, row + kVec) : _mm512_loadu_ps(row + kVec);
+        const __m512 o = _mm512_permutex2var_ps(x0, odd, x1);
+        const __m512 before = _mm512_set1_ps(left ? row[-1] : 0.0f);
+        const __m512 v[kK] = {_mm512_castsi512_ps(_mm512_alignr_epi32(
+                                  _mm512_castps_si512(o), _mm512_castps_si512(before), 15)),
+                              _mm512_permutex2var_ps(x0, even, x1), o};
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const int kh = t - 2 * r;
+            if (kh < 0 || kh >= kK) continue;
+            for (int kw = 0; kw < kK; ++kw) acc[r] = _mm512_fmadd_ps(w[kh * kK + kw], v[kw], acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        const __m512 a = job.relu ? _mm512_max_ps(acc[r], _mm512_setzero_ps()) : acc[r];
+        float *o = out + r * p.ow + ow0;
+        if (Masked)
+            _mm512_mask_storeu_ps(o, store, a);
+        else
+            _mm512_storeu_ps(o, a);
+    }
+}
+
+template <int R>
+CONV_TARGET_AVX512 void forward_block_s2(const PlaneShape &p, const PlaneJob &job,
+                                         const BlockSource &src, int64_t oh0) {
+    float *out = job.out + oh0 * p.ow;
+    if (p.pl == 1) {
+        // Unmasked from the second vector while its 32 columns are inside.
+        int64_t ow0 = 0;
+        for (; ow0 < std::min<int64_t>(kVec, p.ow); ow0 += kVec)
+            forward_vector_s2_pad1<R, true>(p, job, src, out, ow0);
+        for (; ow0 + kVec <= p.ow && 2 * ow0 + 2 * kVec <= p.iw; ow0 += kVec)
+            forward_vector_s2_pad1<R, false>(p, job, src, out, ow0);
+        for (; ow0 < p.ow; ow0 += kVec) forward_vector_s2_pad1<R, true>(p, job, src, out, ow0);
+        return;
+    }
+    // Unmasked from the first vector whose columns start inside the row
+    // while the last column read (2 * ow0 - pl + 33) is inside too.
+    const int64_t a = std::min(ceil_div(ceil_div(std::max<int64_t>(p.pl, 0), 2), kVec) * kVec, p.ow);
+    int64_t ow0 = 0;
+    for (; ow0 < a; ow0 += kVec) forward_vectors_s2<R, 1, true>(p, job, src, out, ow0);
+    for (; ow0 + kVec <= p.ow && 2 * ow0 - p.pl + 2 * kVec + 1 < p.iw; ow0 += kVec)
+        forward_vectors_s2<R, 1, false>(p, job, src, out, ow0);
+    for (; ow0 < p.ow; ow0 += kVec) forward_vectors_s2<R, 1, true>(p, job, src, out, ow0);
+}
+
+CONV_TARGET_AVX512 void forward_block_s2_any(int rows, const PlaneShape &p, const PlaneJob &job,
+                                             const BlockSource &src, int64_t oh0) {
+    switch (rows) {
+    case 1: forward_block_s2<1>(p, job, src, oh0); break;
+    case 2: forward_block_s2<2>(p, job, src, oh0); break;
+    case 3: forward_block_s2<3>(p, job, src, oh0); break;
+    case 4: forward_block_s2<4>(p, job, src, oh0); break;
+    case 5: forward_block_s2<5>(p, job, src, oh0); break;
+    default: forward_block_s2<6>(p, job, src, oh0); break;
+    }
+}
+
+template <int S>
+CONV_TARGET_AVX512 void forward_block_any(int rows, const PlaneShape &p, const PlaneJob &job,
+                                          const BlockSource &src, int64_t oh0) {
+    switch (rows) {
+    case 1: forward_block<S, 1>(p, job, src, oh0); break;
+    case 2: forward_block<S, 2>(p, job, src, oh0); break;
+    case 3: forward_block<S, 3>(p, job, src, oh0); break;
+    case 4: forward_block<S, 4>(p, job, src, oh0); break;
+    case 5: forward_block<S, 5>(p, job, src, oh0); break;
+    case 6: forward_block<S, 6>(p, job, src, oh0); break;
+    case 7: forward_block<S, 7>(p, job, src, oh0); break;
+    default: forward_block<S, 8>(p, job, src, oh0); break;
+    }
+}
+
+// The input rows of the block of output rows from oh0 (rows of them).
+CONV_TARGET_AVX512 void block_source(const PlaneShape &p, const float *in, int64_t oh0, int rows,
+                                     BlockSource *src) {
+    const int in_rows = (rows - 1) * p.s + kK;
+    for (int t = 0; t < in_rows; ++t) {
+        const int64_t ih = oh0 * p.s - p.pt + t;
+        src->base[t] = ih < 0 || ih >= p.ih ? nullptr : in + ih * p.iw;
+    }
+}
+
+// Stride 1's column taps (stride 2 reads the rows itself).
+CONV_TARGET_AVX512 void column_taps(const PlaneShape &p, BlockSource *src) {
+    for (int kw = 0; kw < kK; ++kw) {
+        const int64_t e = kw - p.pl;  // input column of output column 0
+        src->off[kw] = e;
+        src->lo[kw] = -e;
+        src->hi[kw] = p.iw - e;
+    }
+}
+
+// V vectors from vector v0 of P flat planes side by side: P * V
+// independent sums hide the FMA latency, and each mask loaded serves P
+// planes.
+template <int P, int V>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void flat_vectors(
+    const FlatPlan &f, const PlaneJob *job, int v0) {
+    __m512 w[P][kK * kK], acc[P][V];
+    for (int j = 0; j < P; ++j) {
+        for (int i = 0; i < kK * kK; ++i) w[j][i] = _mm512_set1_ps(job[j].w[i]);
+        for (int u = 0; u < V; ++u)
+            acc[j][u] = job[j].accumulate
+                            ? _mm512_maskz_loadu_ps(f.store[v0 + u], job[j].out + (v0 + u) * kVec)
+                            : _mm512_set1_ps(job[j].init);
+    }
+#pragma GCC unroll 9
+    for (int t = 0; t < kK * kK; ++t)
+#pragma GCC unroll 4
+        for (int u = 0; u < V; ++u) {
+            const __mmask16 m = f.load[v0 + u][t];
+            for (int j = 0; j < P; ++j) {
+                const float *at = job[j].in + (v0 + u) * kVec + f.off[t];  // may lie outside: masked
+                acc[j][u] = _mm512_fmadd_ps(w[j][t], _mm512_maskz_loadu_ps(m, at), acc[j][u]);
+            }
+        }
+    for (int j = 0; j < P; ++j)
+        for (int u = 0; u < V; ++u) {
+            const __m512 a = job[j].relu ? _mm512_max_ps(acc[j][u], _mm512_setzero_ps()) : acc[j][u];
+            _mm512_mask_storeu_ps(job[j].out + (v0 + u) * kVec, f.store[v0 + u], a);
+        }
+}
+
+// P whole flat planes.
+template <int P>
+CONV_TARGET_AVX512 void flat_planes(const FlatPlan &f, const PlaneJob *job) {
+    int v = 0;
+    for (; v + 4 <= f.vectors; v += 4) flat_vectors<P, 4>(f, job, v);
+    for (; v < f.vectors; ++v) flat_vectors<P, 1>(f, job, v);
+}
+
+// Input rows [first, first + count) of a plane into the cache, while the
+// block before them computes: rows of a few hundred bytes are too short
+// for the hardware prefetchers to pick up as streams in time.
+CONV_TARGET_AVX512 inline void prefetch_rows(const PlaneShape &p, const float *in, int64_t first,
+                                             int64_t count) {
+    const int64_t begin = std::max<int64_t>(first, 0), end = std::min(first + count, p.ih);
+    if (begin >= end) return;
+    const char *from = reinterpret_cast<const char *>(in + begin * p.iw);
+    const char *to = reinterpret_cast<const char *>(in + end * p.iw);
+    for (const char *at = from; at < to; at += 64) _mm_prefetch(at, _MM_HINT_T0);
+}
+
+// One whole plane.
+CONV_TARGET_AVX512 void forward_plane(const PlaneShape &p, const PlaneJob &job) {
+    BlockSource src;
+    column_taps(p, &src);
+    int block = p.s == 1 ? kRowsS1 : kRowsS2;
+    // A plane one vector wide has few FMAs per block: make the blocks as
+    // tall as the registers allow (evenly split) to spread their set-up.
+    if (p.s == 1 && p.ow <= kVec) block = (int)ceil_div(p.oh, ceil_div(p.oh, kMaxRows));
+    for (int64_t oh0 = 0; oh0 < p.oh; oh0 += block) {
+        const int rows = (int)std::min<int64_t>(block, p.oh - oh0);
+        block_source(p, job.in, oh0, rows, &src);
+        prefetch_rows(p, job.in, (oh0 + rows) * p.s - p.pt + kK - p.s, rows * p.s);
+        if (p.s == 1)
+            forward_block_any<1>(rows, p, job, src, oh0);
+        else
+            forward_block_s2_any(rows, p, job, src, oh0);
+    }
+}
+
+// Backward-data at stride 2, one dx plane of input channel c (its M output
+// channels' dy planes at dy, dy + out_plane, ...; their taps at w).
+// dx[ih][iw] gathers dy[oh][ow] through tap (kh, kw) where
+// ih = 2 oh - pt + kh and iw = 2 ow - pl + kw: by parity, dx column
+// iw = 2 j - pl + r takes tap 1 of dy column j (r = 1), or taps 0 and 2 of
+// dy columns j and j - 1 (r = 0). 16 values of j give the two halves of 32
+// consecutive dx columns, interleaved by vpermt2ps and stored once.
+//
+// This strip: sixteen values of j from j0, down every dx row (its masks
+// depend on j0 only). Single: multiplier 1, its taps broadcast once.
+template <bool Single>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void backward_data_s2_strip(
+    const PlaneShape &p, int64_t m, const float *dy, int64_t out_plane, const float *w,
+    float *dx, int64_t j0) {
+    const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi_idx =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const __mmask16 cur = lane_range(-j0, p.ow - j0);          // dy columns j
+    const __mmask16 prev = lane_range(1 - j0, p.ow + 1 - j0);  // dy columns j - 1
+    const int64_t c0 = 2 * j0 - p.pl;  // dx column of lane 0 of `even`
+    const __mmask16 store_a = lane_range(-c0, p.iw - c0);
+    const __mmask16 store_b = lane_range(-c0 - kVec, p.iw - c0 - kVec);
+    __m512 w1[kK * kK];
+    if (Single)
+        for (int i = 0; i < kK * kK; ++i) w1[i] = _mm512_set1_ps(w[i]);
+    for (int64_t ih = 0; ih < p.ih; ++ih) {
+        __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+        for (int64_t mi = 0; mi < (Single ? 1 : m); ++mi) {
+            const float *wk = w + mi * kK * kK;
+            for (int kh = 0; kh < kK; ++kh) {
+                const int64_t twice = ih + p.pt - kh;  // 2 oh
+                if (twice < 0 || twice % 2 != 0 || twice / 2 >= p.oh) continue;
+                const float *g = dy + mi * out_plane + twice / 2 * p.ow + j0;
+                const __m512 d = _mm512_maskz_loadu_ps(cur, g);
+                const __m512 d1 = _mm512_maskz_loadu_ps(prev, g - 1);  // may start before: masked
+                const __m512 t0 = Single ? w1[kh * kK] : _mm512_set1_ps(wk[kh * kK]);
+                const __m512 t1 = Single ? w1[kh * kK + 1] : _mm512_set1_ps(wk[kh * kK + 1]);
+                const __m512 t2 = Single ? w1[kh * kK + 2] : _mm512_set1_ps(wk[kh * kK + 2]);
+                even = _mm512_fmadd_ps(t2, d1, _mm512_fmadd_ps(t0, d, even));
+                odd = _mm512_fmadd_ps(t1, d, odd);
+            }
+        }
+        // even holds dx columns 2 j - pl, odd 2 j - pl + 1: interleaved,
+        // 32 consecutive columns from c0.
+        float *row = dx + ih * p.iw + c0;
+        _mm512_mask_storeu_ps(row, store_a, _mm512_permutex2var_ps(even, lo_idx, odd));
+        _mm512_mask_storeu_ps(row + kVec, store_b, _mm512_permutex2var_ps(even, hi_idx, odd));
+    }
+}
+
+CONV_TARGET_AVX512 void backward_data_s2_plane(const PlaneShape &p, int64_t m, const float *dy,
+                                               int64_t out_plane, const float *w, float *dx) {
+    // dx columns [0, iw) are iw = 2 j - pl + r for j in [jlo, jhi).
+    const int64_t jlo = floor_div(p.pl, 2), jhi = floor_div(p.iw - 1 + p.pl, 2) + 1;
+    for (int64_t j0 = jlo; j0 < jhi; j0 += kVec) {
+        if (m == 1)
+            backward_data_s2_strip<true>(p, m, dy, out_plane, w, dx, j0);
+        else
+            backward_data_s2_strip<false>(p, m, dy, out_plane, w, dx, j0);
+    }
+}
+
+// dw[kh][kw] of one (image, channel) pair added into sums[9 vectors]: the
+// products of dy (out-shaped, `dy`) with the input under each tap. Stride 2
+// splits the input rows' columns in registers as the forward pass does.
+template <int S, int R>
+CONV_TARGET_AVX512 void filter_block(const PlaneShape &p, const float *dy, const BlockSource &src,
+                                     int64_t oh0, __m512 *sums) {
+    constexpr int kInRows = (R - 1) * S + kK;
+    static const int kLoadAt[4] = {0, kVec, 2, kVec + 2};  // stride 2's four loads
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    __m512 acc[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) acc[i] = sums[i];
+    const float *d = dy + oh0 * p.ow;
+    for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
+        const __mmask16 valid = lane_range(0, p.ow - ow0);
+        const int64_t b0 = 2 * ow0 - p.pl;  // stride 2: first input column read
+        __mmask16 m[4];
+        // Lanes past the row end are masked too: 0 * inf would be NaN.
+        if (S == 1)
+            for (int kw = 0; kw < kK; ++kw)
+                m[kw] = valid & lane_range(src.lo[kw] - ow0, src.hi[kw] - ow0);
+        else
+            for (int i = 0; i < 4; ++i) m[i] = lane_range(-b0 - kLoadAt[i], p.iw - b0 - kLoadAt[i]);
+        __m512 g[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) g[r] = _mm512_maskz_loadu_ps(valid, d + r * p.ow + ow0);
+#pragma GCC unroll 16
+        for (int t = 0; t < kInRows; ++t) {
+            if (!src.base[t]) continue;
+            __m512 v0, v1, v2;
+            if (S == 1) {
+                const float *row = src.base[t] + ow0;
+                v0 = _mm512_maskz_loadu_ps(m[0], row + src.off[0]);
+                v1 = _mm512_maskz_loadu_ps(m[1], row + src.off[1]);
+                v2 = _mm512_maskz_loadu_ps(m[2], row + src.off[2]);
+            } else {
+                const float *row = src.base[t] + b0;  // may start before the row: masked
+                const __m512 x0 = _mm512_maskz_loadu_ps(m[0], row + kLoadAt[0]);
+                const __m512 x1 = _mm512_maskz_loadu_ps(m[1], row + kLoadAt[1]);
+                const __m512 x2 = _mm512_maskz_loadu_ps(m[2], row + kLoadAt[2]);
+                const __m512 x3 = _mm512_maskz_loadu_ps(m[3], row + kLoadAt[3]);
+                v0 = _mm512_maskz_permutex2var_ps(valid, x0, even, x1);
+                v1 = _mm512_maskz_permutex2var_ps(valid, x0, odd, x1);
+                v2 = _mm512_maskz_permutex2var_ps(valid, x2, even, x3);
+            }
+            __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2));  // loaded once, see forward_vectors
+            const __m512 v[kK] = {v0, v1, v2};
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const int kh = t - S * r;
+                if (kh < 0 || kh >= kK) continue;
+                for (int kw = 0; kw < kK; ++kw)
+                    acc[kh * kK + kw] = _mm512_fmadd_ps(g[r], v[kw], acc[kh * kK + kw]);
+            }
+        }
+    }
+    for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
+}
+
+static_assert(kFilterRows <= 6, "filter_block_any instantiates up to 6 rows");
+
+template <int S>
+CONV_TARGET_AVX512 void filter_block_any(int rows, const PlaneShape &p, const float *dy,
+                                         const BlockSource &src, int64_t oh0, __m512 *sums) {
+    switch (rows) {
+    case 1: filter_block<S, 1>(p, dy, src, oh0, sums); break;
+    case 2: filter_block<S, 2>(p, dy, src, oh0, sums); break;
+    case 3: filter_block<S, 3>(p, dy, src, oh0, sums); break;
+    case 4: filter_block<S, 4>(p, dy, src, oh0, sums); break;
+    case 5: filter_block<S, 5>(p, dy, src, oh0, sums); break;
+    default: filter_block<S, 6>(p, dy, src, oh0, sums); break;
+    }
+}
+
+CONV_TARGET_AVX512 void filter_plane(const PlaneShape &p, const float *x, const float *dy,
+                                     __m512 *sums) {
+    BlockSource src;
+    column_taps(p, &src);
+    for (int64_t oh0 = 0; oh0 < p.oh; oh0 += kFilterRows) {
+        const int rows = (int)std::min<int64_t>(kFilterRows, p.oh - oh0);
+        block_source(p, x, oh0, rows, &src);
+        if (p.s == 1)
+            filter_block_any<1>(rows, p, dy, src, oh0, sums);
+        else
+            filter_block_any<2>(rows, p, dy, src, oh0, sums);
+    }
+}
+
+// dw of output channel k: over the batch, then reduced into dw[k * 9 ...].
+CONV_TARGET_AVX512 void filter_channel(const PlaneShape &p, const ConvGeometry &g, int64_t k,
+                                       const float *x, const float *dy, float *dw) {
+    const int64_t m = g.k / g.c, in_plane = p.ih * p.iw, out_plane = p.oh * p.ow;
+    __m512 sums[kK * kK];
+    for (auto &s : sums) s = _mm512_setzero_ps();
+    for (int64_t n = 0; n < g.n; ++n)
+        filter_plane(p, x + (n * g.c + k / m) * in_plane, dy + (n * g.k + k) * out_plane, sums);
+    for (int i = 0; i < kK * kK; ++i) dw[k * kK * kK + i] = _mm512_reduce_add_ps(sums[i]);
+}
+
+#endif  // CONV_HAVE_AVX512_KERNELS
+
+// Planes per parallel item: small planes are grouped (~16K floats of
+// traffic an item) so handing out items costs little, while leaving at
+// least 4 items per thread to balance.
+int64_t planes_per_item(int64_t planes, int64_t floats_per_plane, int threads) {
+    int64_t by_size = ceil_div(16384, std::max<int64_t>(floats_per_plane, 1));
+    return std::max<int64_t>(1, std::min(by_size, planes / (4 * (int64_t)threads)));
+}
+
+// Runs fn(begin, end) over planes [0, planes) in groups of planes_per_item.
+template <class F>
+void for_plane_ranges(ThreadPool &pool, int threads, int64_t planes, int64_t floats_per_plane,
+                      F &&fn) {
+    const int64_t per = planes_per_item(planes, floats_per_plane, threads);
+    pool.parallel_for(
+        ceil_div(planes, per),
+        [&](int64_t item, int) { fn(item * per, std::min(planes, (item + 1) * per)); }, threads);
+}
+
+// Runs fn(plane) for planes [0, planes).
+template <class F>
+void for_planes(ThreadPool &pool, int threads, int64_t planes, int64_t floats_per_plane, F &&fn) {
+    for_plane_ranges(pool, threads, planes, floats_per_plane, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) fn(i, 0);
+    });
+}
+
+FlatPlan flat_plan(const PlaneShape &p) {
+    FlatPlan f;
+    const int64_t size = p.oh * p.ow;
+    if (p.s != 1 || p.ih != p.oh || p.iw != p.ow || size > FlatPlan::kMaxVectors * kVec) return f;
+    f.vectors = (int)ceil_div(size, kVec);
+    for (int t = 0; t < kK * kK; ++t) {
+        const int64_t dh = t / kK - p.pt, dw = t % kK - p.pl;
+        f.off[t] = dh * p.iw + dw;
+        for (int v = 0; v < f.vectors; ++v) f.load[v][t] = 0;
+        for (int64_t oh = 0, q = 0; oh < p.oh; ++oh)
+            for (int64_t ow = 0; ow < p.ow; ++ow, ++q)
+                if (oh + dh >= 0 && oh + dh < p.ih && ow + dw >= 0 && ow + dw < p.iw)
+                    f.load[q / kVec][t] |= (uint16_t)(1u << (q % kVec));
+    }
+    for (int v = 0; v < f.vectors; ++v)
+        f.store[v] = (uint16_t)(size - v * kVec >= kVec ? 0xffff : (1u << (size - v * kVec)) - 1);
+    return f;
+}
+
+PlaneShape forward_shape(const ConvGeometry &g) {
+    return {g.in[1], g.in[2], g.out[1], g.out[2], g.pad_begin[1], g.pad_begin[2],
+            (int)g.stride[1]};
+}
+
+// Backward-data at stride 1 as a forward convolution of dy with the flipped
+// window: dx[i][j] = sum w[kh][kw] dy[i + pt - kh][j + pl - kw].
+PlaneShape backward_data_shape(const ConvGeometry &g) {
+    return {g.out[1], g.out[2], g.in[1], g.in[2], kK - 1 - g.pad_begin[1],
+            kK - 1 - g.pad_begin[2], 1};
+}
+
+}  // namespace
+
+bool dw_nchw_covers(const ConvGeometry &g, conv_op_t op) {
+    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST) return false;
+    if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1 || g.in_size() == 0) return false;
+    if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
+    if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
+    if (g.stride[1] != g.stride[2] || g.stride[1] < 1 || g.stride[1] > 2) return false;
+    return true;
+}
+
+size_t dw_nchw_workspace_bytes(const ConvGeometry &, conv_op_t, int) { return 0; }
+
+void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
+#if CONV_HAVE_AVX512_KERNELS
+    const ConvGeometry &g = *a.g;
+    const int64_t N = g.n, C = g.c, K = g.k, M = g.k / g.c;
+    float *x = static_cast<float *>(a.x), *w = static_cast<float *>(a.w);
+    float *y = static_cast<float *>(a.y), *bias = static_cast<float *>(a.bias);
+    const int64_t in_plane = g.in_size(), out_plane = g.out_size();
+    switch (a.op) {
+    case CONV_OP_FORWARD: {
+        const PlaneShape p = forward_shape(g);
+        const FlatPlan flat = flat_plan(p);
+        const bool relu = g.activation == CONV_ACTIVATION_RELU;
+        auto job = [&](int64_t item) {
+            const int64_t n = item / K, k = item % K;
+            return PlaneJob{x + (n * C + k / M) * in_plane, y + item * out_plane, w + k * kK * kK,
+                            bias ? bias[k] : 0.0f, false, relu};
+        };
+        for_plane_ranges(pool, threads, N * K, in_plane + out_plane, [&](int64_t b, int64_t e) {
+            if (!flat.vectors) {
+                for (int64_t i = b; i < e; ++i) forward_plane(p, job(i));
+                return;
+            }
+            int64_t i = b;
+            for (; i + 2 <= e; i += 2) {
+                const PlaneJob two[2] = {job(i), job(i + 1)};
+                flat_planes<2>(flat, two);
+            }
+            if (i < e) {
+                const PlaneJob one = job(i);
+                flat_planes<1>(flat, &one);
+            }
+        });
+        return;
+    }
+    case CONV_OP_BACKWARD_DATA: {
+        if (g.stride[1] == 2) {
+            const PlaneShape p = forward_shape(g);
+            for_planes(pool, threads, N * C, in_plane + M * out_plane, [&](int64_t item, int) {
+                const int64_t n = item / C, c = item % C;
+                backward_data_s2_plane(p, M, y + (n * K + c * M) * out_plane, out_plane,
+                                       w + c * M * kK * kK, x + item * in_plane);
+            });
+            return;
+        }
+        const PlaneShape p = backward_data_shape(g);
+        const FlatPlan flat = flat_plan(p);
+        for_planes(
+            pool, threads, N * C, in_plane + M * out_plane, [&](int64_t item, int) {
+                const int64_t n = item / C, c = item % C;
+                for (int64_t m = 0; m < M; ++m) {
+                    const int64_t k = c * M + m;
+                    float flipped[kK * kK];
+                    for (int i = 0; i < kK * kK; ++i) flipped[i] = w[k * kK * kK + kK * kK - 1 - i];
+                    const PlaneJob job{y + (n * K + k) * out_plane, x + item * in_plane, flipped,
+                                       0.0f, m > 0, false};
+                    if (flat.vectors)
+                        flat_planes<1>(flat, &job);
+                    else
+                        forward_plane(p, job);
+                }
+            });
+        return;
+    }
+    case CONV_OP_BACKWARD_FILTER: {
+        const PlaneShape p = forward_shape(g);
+        for_planes(pool, threads, K, N * (in_plane + out_plane), [&](int64_t k, int) {
+            filter_channel(p, g, k, x, y, w);
+        });
+        if (bias) channel_sums({g.layout, g.n, g.k, out_plane}, a.dtype, y, bias, pool, threads);
+        return;
+    }
+    default: return;
+    }
+#else
+    (void)a, (void)ws, (void)pool, (void)threads;
+#endif
+}
+
+}  // namespace conv::cpu

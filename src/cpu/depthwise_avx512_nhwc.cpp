@@ -1,0 +1,314 @@
+// Channels-last (NHWC) depthwise 3x3 kernels, fp32, AVX-512, channel
+// multiplier 1.
+//
+// Channels are contiguous, so a zmm holds 16 channels of one pixel and
+// needs no shuffles: a tap is one FMA of the tap's 16 weights with the
+// input pixel's 16 channels. Blocks of up to 8 output pixels along the width
+// are computed together so each input pixel vector loaded feeds the (up to
+// 3) outputs whose windows cover it. Weights are repacked tap-major (9 x C)
+// once per call so a tap's weights for 16 channels are one load. Pixels
+// whose windows overhang the image take the same code with per-tap checks.
+//
+// Backward-data at stride 1 is the forward pass over dy with the flipped
+// window (padding 3 - 1 - pad). Backward-filter keeps each thread's partial
+// 9 x C sums in its scratch and adds them up at the end.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/checked.h"
+#include "cpu/depthwise_avx512.h"
+#include "cpu/epilogue.h"
+#include "cpu/isa.h"
+
+#if CONV_HAVE_AVX512_KERNELS
+#include <immintrin.h>
+// GCC 12 reports the deliberately undefined vectors inside the intrinsics
+// (_mm512_undefined_ps) as uninitialised wherever they are inlined.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kK = 3, kTaps = kK * kK;
+constexpr int kVec = 16;   // channels per zmm
+constexpr int kPixels = 8;  // output pixels per block
+
+// out[oh][ow][c] = init[c] + sum w[kh][kw][c] * in[oh*s - pt + kh][ow*s - pl + kw][c]
+struct ImageShape {
+    int64_t ih, iw, oh, ow, pt, pl, c;
+    int s;
+    // Output columns whose whole window lies inside the input row.
+    int64_t inner_begin() const { return std::min(ow, ceil_div(std::max<int64_t>(pl, 0), s)); }
+    int64_t inner_end() const {
+        int64_t e = iw - kK + pl < 0 ? 0 : floor_div(iw - kK + pl, s) + 1;
+        return std::clamp(e, inner_begin(), ow);
+    }
+};
+
+struct ImageJob {
+    const float *in;    // one image
+    float *out;         // one image
+    const float *wt;    // kTaps x c, tap-major
+    const float *bias;  // c values or null
+    bool relu;
+};
+
+#if CONV_HAVE_AVX512_KERNELS
+
+// P output pixels from (oh, ow0), channels [c0, c0 + 16) under mask cm,
+// with the 9 taps' weights w and the initial value init of those channels.
+// Edge: some window columns may fall outside the row (checked per column).
+template <int S, int P, bool Edge>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void pixel_block(
+    const ImageShape &p, const ImageJob &job, int64_t oh, int64_t ow0, int64_t c0, __mmask16 cm,
+    const __m512 *w, __m512 init) {
+    constexpr int kCols = (P - 1) * S + kK;  // input columns the block reads
+    __m512 acc[P];
+    for (int i = 0; i < P; ++i) acc[i] = init;
+    const int64_t iw0 = ow0 * S - p.pl;
+    for (int kh = 0; kh < kK; ++kh) {
+        const int64_t ih = oh * p.s - p.pt + kh;
+        if (ih < 0 || ih >= p.ih) continue;
+        const float *row = job.in + (ih * p.iw + iw0) * p.c + c0;
+#pragma GCC unroll 32
+        for (int i = 0; i < kCols; ++i) {
+            if (Edge && (iw0 + i < 0 || iw0 + i >= p.iw)) continue;
+            const __m512 v = _mm512_maskz_loadu_ps(cm, row + i * p.c);
+            for (int kw = 0; kw < kK; ++kw) {
+                const int d = i - kw;  // = S * (output pixel)
+                if (d < 0 || d % S != 0 || d / S >= P) continue;
+                acc[d / S] = _mm512_fmadd_ps(w[kh * kK + kw], v, acc[d / S]);
+            }
+        }
+    }
+    float *out = job.out + (oh * p.ow + ow0) * p.c + c0;
+    const __m512 zero = _mm512_setzero_ps();
+    for (int i = 0; i < P; ++i)
+        _mm512_mask_storeu_ps(out + i * p.c, cm, job.relu ? _mm512_max_ps(acc[i], zero) : acc[i]);
+}
+
+// Output row oh of one image: per block of 16 channels, their weights are
+// loaded once and the row is swept in blocks of 8, 4 and 1 pixels.
+template <int S>
+CONV_TARGET_AVX512 void forward_row(const ImageShape &p, const ImageJob &job, int64_t oh) {
+    const int64_t a = p.inner_begin(), b = p.inner_end();
+    for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
+        const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
+        const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
+        __m512 w[kTaps];
+        for (int t = 0; t < kTaps; ++t) w[t] = _mm512_maskz_loadu_ps(cm, job.wt + t * p.c + c0);
+        const __m512 init =
+            job.bias ? _mm512_maskz_loadu_ps(cm, job.bias + c0) : _mm512_setzero_ps();
+        int64_t ow = 0;
+        for (; ow < a; ++ow) pixel_block<S, 1, true>(p, job, oh, ow, c0, cm, w, init);
+        for (; ow + kPixels <= b; ow += kPixels)
+            pixel_block<S, kPixels, false>(p, job, oh, ow, c0, cm, w, init);
+        if (ow + 4 <= b) {
+            pixel_block<S, 4, false>(p, job, oh, ow, c0, cm, w, init);
+            ow += 4;
+        }
+        for (; ow < b; ++ow) pixel_block<S, 1, false>(p, job, oh, ow, c0, cm, w, init);
+        for (; ow < p.ow; ++ow) pixel_block<S, 1, true>(p, job, oh, ow, c0, cm, w, init);
+    }
+}
+
+CONV_TARGET_AVX512 void forward_row_any(const ImageShape &p, const ImageJob &job, int64_t oh) {
+    if (p.s == 1)
+        forward_row<1>(p, job, oh);
+    else
+        forward_row<2>(p, job, oh);
+}
+
+// dW partial sums of channels [c0, c0 + 16) over output row oh of one image:
+// sums[t * c + ch] += sum over ow of dy[oh][ow][ch] * x[...tap t...][ch].
+template <int S>
+CONV_TARGET_AVX512 void filter_row(const ImageShape &p, const float *x, const float *dy,
+                                   int64_t oh, float *sums) {
+    const int64_t a = p.inner_begin(), b = p.inner_end();
+    for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
+        const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
+        const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
+        __m512 acc[kTaps];
+        for (int t = 0; t < kTaps; ++t) acc[t] = _mm512_maskz_loadu_ps(cm, sums + t * p.c + c0);
+        // Pixel-major, all taps inside: nine independent sums in flight
+        // (tap-major would chain each sum's FMAs along the row).
+        const float *rows[kK];
+        for (int kh = 0; kh < kK; ++kh) {
+            const int64_t ih = oh * p.s - p.pt + kh;
+            rows[kh] = ih < 0 || ih >= p.ih ? nullptr : x + ih * p.iw * p.c + c0;
+        }
+        const float *g = dy + oh * p.ow * p.c + c0;
+        for (int64_t ow = 0; ow < p.ow; ++ow) {
+            const __m512 d = _mm512_maskz_loadu_ps(cm, g + ow * p.c);
+            const int64_t iw0 = ow * S - p.pl;
+            const bool inner = ow >= a && ow < b;
+            for (int kh = 0; kh < kK; ++kh) {
+                if (!rows[kh]) continue;
+                for (int kw = 0; kw < kK; ++kw) {
+                    if (!inner && (iw0 + kw < 0 || iw0 + kw >= p.iw)) continue;
+                    const __m512 v = _mm512_maskz_loadu_ps(cm, rows[kh] + (iw0 + kw) * p.c);
+                    acc[kh * kK + kw] = _mm512_fmadd_ps(d, v, acc[kh * kK + kw]);
+                }
+            }
+        }
+        for (int t = 0; t < kTaps; ++t) _mm512_mask_storeu_ps(sums + t * p.c + c0, cm, acc[t]);
+    }
+}
+
+CONV_TARGET_AVX512 void filter_row_any(const ImageShape &p, const float *x, const float *dy,
+                                       int64_t oh, float *sums) {
+    if (p.s == 1)
+        filter_row<1>(p, x, dy, oh, sums);
+    else
+        filter_row<2>(p, x, dy, oh, sums);
+}
+
+// Backward-data at stride 2, dx row ih of one image (p: the forward shape,
+// wt: the taps tap-major, not flipped). dx[ih][iw] gathers dy[oh][ow]
+// through the taps with 2 oh = ih + pt - kh and 2 ow = iw + pl - kw: one or
+// two rows kh by ih's parity, one or two columns kw by iw's.
+CONV_TARGET_AVX512 void backward_data_s2_row(const ImageShape &p, const float *dy, const float *wt,
+                                             float *dx, int64_t ih) {
+    int rows[2], row_count = 0;
+    for (int kh = 0; kh < kK; ++kh) {
+        const int64_t twice = ih + p.pt - kh;
+        if (twice >= 0 && twice % 2 == 0 && twice / 2 < p.oh) rows[row_count++] = kh;
+    }
+    for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
+        const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
+        const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
+        __m512 w[kTaps];
+        for (int t = 0; t < kTaps; ++t) w[t] = _mm512_maskz_loadu_ps(cm, wt + t * p.c + c0);
+        for (int64_t iw = 0; iw < p.iw; ++iw) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int i = 0; i < row_count; ++i) {
+                const int kh = rows[i];
+                const float *g = dy + (ih + p.pt - kh) / 2 * p.ow * p.c + c0;
+                for (int kw = (int)((iw + p.pl) & 1); kw < kK; kw += 2) {
+                    const int64_t twice = iw + p.pl - kw;
+                    if (twice < 0 || twice / 2 >= p.ow) continue;
+                    acc = _mm512_fmadd_ps(w[kh * kK + kw],
+                                          _mm512_maskz_loadu_ps(cm, g + twice / 2 * p.c), acc);
+                }
+            }
+            _mm512_mask_storeu_ps(dx + (ih * p.iw + iw) * p.c + c0, cm, acc);
+        }
+    }
+}
+
+#endif  // CONV_HAVE_AVX512_KERNELS
+
+ImageShape forward_shape(const ConvGeometry &g) {
+    return {g.in[1], g.in[2], g.out[1], g.out[2], g.pad_begin[1], g.pad_begin[2], g.c,
+            (int)g.stride[1]};
+}
+
+// dx[i][j] = sum w[kh][kw] dy[i + pt - kh][j + pl - kw]: flipped window.
+ImageShape backward_data_shape(const ConvGeometry &g) {
+    return {g.out[1], g.out[2], g.in[1], g.in[2], kK - 1 - g.pad_begin[1],
+            kK - 1 - g.pad_begin[2], g.c, 1};
+}
+
+// Tap-major weights, optionally with the window flipped.
+void repack(const float *w, int64_t c, bool flip, float *wt) {
+    for (int64_t ch = 0; ch < c; ++ch)
+        for (int t = 0; t < kTaps; ++t) wt[(flip ? kTaps - 1 - t : t) * c + ch] = w[ch * kTaps + t];
+}
+
+}  // namespace
+
+bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t op) {
+    if (g.layout != CONV_LAYOUT_CHANNELS_LAST || g.k != g.c) return false;
+    if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1 || g.in_size() == 0) return false;
+    if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
+    if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
+    if (g.stride[1] != g.stride[2] || g.stride[1] < 1 || g.stride[1] > 2) return false;
+    return true;
+}
+
+// Forward and backward-data: the repacked weights. Backward-filter: each
+// thread's 9 x C partial sums.
+size_t dw_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    int64_t floats = checked_mul(kTaps, g.c, "workspace");
+    if (op == CONV_OP_BACKWARD_FILTER) floats = checked_mul(floats, threads, "workspace");
+    return (size_t)checked_mul(floats, (int64_t)sizeof(float), "workspace");
+}
+
+void dw_nhwc_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
+#if CONV_HAVE_AVX512_KERNELS
+    const ConvGeometry &g = *a.g;
+    const int64_t N = g.n, C = g.c;
+    float *x = static_cast<float *>(a.x), *w = static_cast<float *>(a.w);
+    float *y = static_cast<float *>(a.y), *bias = static_cast<float *>(a.bias);
+    float *scratch = static_cast<float *>(ws);
+    const int64_t in_image = g.in_size() * C, out_image = g.out_size() * C;
+    switch (a.op) {
+    case CONV_OP_BACKWARD_DATA:
+        if (g.stride[1] == 2) {
+            const ImageShape p = forward_shape(g);
+            repack(w, C, false, scratch);
+            pool.parallel_for(
+                N * p.ih,
+                [&](int64_t item, int) {
+                    const int64_t n = item / p.ih;
+                    backward_data_s2_row(p, y + n * out_image, scratch, x + n * in_image,
+                                         item % p.ih);
+                },
+                threads);
+            return;
+        }
+        [[fallthrough]];
+    case CONV_OP_FORWARD: {
+        const bool fwd = a.op == CONV_OP_FORWARD;
+        const ImageShape p = fwd ? forward_shape(g) : backward_data_shape(g);
+        repack(w, C, !fwd, scratch);
+        const float *src = fwd ? x : y;
+        float *dst = fwd ? y : x;
+        const int64_t src_image = fwd ? in_image : out_image, dst_image = fwd ? out_image : in_image;
+        const bool relu = fwd && g.activation == CONV_ACTIVATION_RELU;
+        pool.parallel_for(
+            N * p.oh,
+            [&](int64_t item, int) {
+                const int64_t n = item / p.oh;
+                const ImageJob job{src + n * src_image, dst + n * dst_image, scratch,
+                                   fwd ? bias : nullptr, relu};
+                forward_row_any(p, job, item % p.oh);
+            },
+            threads);
+        return;
+    }
+    case CONV_OP_BACKWARD_FILTER: {
+        // A fixed split of the rows into `parts`, each summed in its own
+        // slot and the slots added in order: the same bits on every run.
+        const ImageShape p = forward_shape(g);
+        const int64_t slot = kTaps * C, rows = N * p.oh;
+        const int parts = (int)std::min<int64_t>(threads, std::max<int64_t>(rows, 1));
+        std::fill(scratch, scratch + parts * slot, 0.0f);
+        pool.parallel_for(
+            parts,
+            [&](int64_t part, int) {
+                for (int64_t r = rows * part / parts; r < rows * (part + 1) / parts; ++r)
+                    filter_row_any(p, x + r / p.oh * in_image, y + r / p.oh * out_image,
+                                   r % p.oh, scratch + part * slot);
+            },
+            threads);
+        for (int64_t ch = 0; ch < C; ++ch)
+            for (int t = 0; t < kTaps; ++t) {
+                float sum = 0;
+                for (int s = 0; s < parts; ++s) sum += scratch[s * slot + t * C + ch];
+                w[ch * kTaps + t] = sum;
+            }
+        if (bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool, threads);
+        return;
+    }
+    default: return;
+    }
+#else
+    (void)a, (void)ws, (void)pool, (void)threads;
+#endif
+}
+
+}  // namespace conv::cpu

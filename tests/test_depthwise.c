@@ -1,0 +1,203 @@
+/*
+ * test_depthwise.c -- CONV_ALGO_DEPTHWISE_DIRECT against the naive reference
+ * on many depthwise problems shaped to reach every branch of its kernels
+ * (the AVX-512 ones and the portable ones, which this test also runs under
+ * CONV_CPU_ISA=baseline): channel multipliers 1..3, widths around the
+ * 16-lane vector (1, 3, 15, 16, 17, 33, ...), planes smaller than the
+ * window, stride 1 and 2 (and 3), asymmetric padding 0..2, dilation, bias
+ * and ReLU, both layouts, 1-3 spatial dims, batch 1..3, all three passes,
+ * 1-3 threads, and workspaces of exactly the size the library asks for.
+ *
+ * Integer data in [-3, 3] makes every sum exact in fp32, so most checks
+ * are exact; some problems use real data within a rounding tolerance.
+ * A failure prints its seed; CONV_TEST_SEED=<seed> CONV_TEST_COUNT=1 reruns it.
+ */
+#include "test_util.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static conv_context_t contexts[3]; /* 1, 2 and 3 threads */
+
+static int setup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 3; i++)
+        if (conv_context_create(CONV_DEVICE_CPU, 0, &contexts[i]) != CONV_STATUS_SUCCESS ||
+            conv_context_set_threads(contexts[i], i + 1) != CONV_STATUS_SUCCESS)
+            return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 3; i++)
+        conv_context_destroy(contexts[i]);
+    return 0;
+}
+
+/* Widths that straddle the kernels' 16-lane vectors and 8-pixel blocks. */
+static int64_t random_width(tu_rng *r)
+{
+    static const int64_t widths[] = {1, 2, 3, 4, 7, 8, 9, 14, 15, 16, 17, 18, 31, 32, 33, 47, 57};
+    if (tu_chance(r, 70))
+        return widths[tu_range(r, 0, (int64_t)(sizeof widths / sizeof widths[0]) - 1)];
+    return tu_range(r, 1, 40);
+}
+
+/* A depthwise problem; `fast` biases it towards what the vector kernels
+ * cover (2-D, 3x3, stride 1 or 2, no dilation, multiplier 1). */
+static void random_depthwise(tu_rng *r, tu_problem *tp, int fast)
+{
+    for (;;) {
+        int spatial = fast || tu_chance(r, 70) ? 2 : tu_chance(r, 50) ? 1 : 3;
+        int64_t in[3], kernel[3];
+        for (int a = 0; a < spatial; a++) {
+            in[a] = a == spatial - 1 ? random_width(r)
+                                     : tu_range(r, 1, spatial == 3 ? 6 : 20);
+            kernel[a] = fast || tu_chance(r, 60) ? 3 : tu_range(r, 1, spatial == 3 ? 3 : 5);
+        }
+        int64_t c = tu_chance(r, 30) ? tu_range(r, 1, 40) : tu_range(r, 1, 6);
+        int64_t m = fast && tu_chance(r, 60) ? 1 : tu_range(r, 1, 3);
+        tu_problem_init(tp, spatial, tu_range(r, 1, 3), c, c * m, in, kernel);
+        tp->p.groups = c;
+        tp->p.channels_last = tu_chance(r, 50);
+        tp->dtype = tu_chance(r, 80) ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64;
+        tp->bias = tu_chance(r, 50);
+        tp->p.relu = tu_chance(r, 30);
+        int64_t stride = tu_chance(r, 10) ? 3 : tu_range(r, 1, 2);
+        for (int a = 0; a < spatial; a++) {
+            tp->p.stride[a] = fast ? stride : tu_range(r, 1, 3);
+            tp->p.dilation[a] = fast || tu_chance(r, 75) ? 1 : 2;
+            tp->desc_pad_begin[a] = tu_range(r, 0, 2);
+            tp->desc_pad_end[a] = tu_range(r, 0, 2);
+        }
+        tp->algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        if (tu_resolve(tp))
+            return;
+    }
+}
+
+static void run_problem(uint64_t seed, const tu_problem *tp0, conv_op_t op, tu_rng *r, int real)
+{
+    tu_problem tp = *tp0;
+    if (op == CONV_OP_BACKWARD_DATA)
+        tp.bias = 0;
+    int threads = (int)tu_range(r, 1, 3), exact_ws = tu_chance(r, 50);
+    conv_context_t ctx = contexts[threads - 1];
+    char what[1024], msg[512];
+    int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s threads=%d ", seed,
+                       tu_op_name(op), threads);
+    tu_describe(&tp, what + len, sizeof what - (size_t)len);
+
+    tu_case c;
+    conv_desc_t d;
+    conv_status_t s = tu_case_make(&c, ctx, &tp, tu_chance(r, 50));
+    if (s == CONV_STATUS_SUCCESS)
+        s = tu_make_desc(&tp, op, &d);
+    if (s != CONV_STATUS_SUCCESS)
+        fail_msg("%s: setup status %d: %s", what, (int)s, conv_last_error());
+    tu_case_fill(&c, op, r, real);
+
+    /* Exactly the bytes asked for: a kernel using more would be caught by
+     * ASan (scripts/sanitize.sh) or corrupt the neighbouring heap. */
+    conv_workspace_t ws = NULL;
+    void *memory = NULL;
+    if (exact_ws) {
+        size_t bytes = 0;
+        assert_ok(conv_workspace_size(ctx, d, op, c.x.t, c.w.t, c.y.t, &bytes));
+        memory = malloc(bytes + 1);
+        assert_ok(conv_workspace_wrap(ctx, memory, bytes, &ws));
+    }
+    s = tu_case_run(&c, ctx, d, op, ws);
+    if (s != CONV_STATUS_SUCCESS)
+        fail_msg("%s: status %d: %s", what, (int)s, conv_last_error());
+    if (tu_case_check(&c, op, !real, msg, sizeof msg))
+        fail_msg("%s: %s", what, msg);
+    if (ws)
+        conv_workspace_destroy(ws);
+    free(memory);
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+}
+
+static void run_many(uint64_t base, int problems, int fast, int real)
+{
+    uint64_t first = tu_env_seed(base);
+    int n = tu_env_count(problems);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        tu_problem tp;
+        random_depthwise(&r, &tp, fast);
+        for (int op = 0; op < 3; op++)
+            run_problem(seed, &tp, (conv_op_t)op, &r, real);
+    }
+}
+
+/* The shapes the vector kernels are built for, exact. */
+static void test_vector_shapes_exact(void **state)
+{
+    (void)state;
+    run_many(1000, 600, 1, 0);
+}
+
+/* Any depthwise geometry (the portable path and the vector kernels' edges). */
+static void test_any_shape_exact(void **state)
+{
+    (void)state;
+    run_many(2000, 400, 0, 0);
+}
+
+static void test_real_data(void **state)
+{
+    (void)state;
+    run_many(3000, 150, 1, 1);
+}
+
+/* MobileNet-like layers: wide planes and many channels (several row blocks,
+ * several vectors per row, rows wide enough for the unmasked vectors at
+ * stride 2, channel tails). */
+static void test_mobilenet_like(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t c, hw, stride;
+    } layers[] = {{32, 56, 1}, {24, 57, 2}, {48, 28, 1}, {40, 29, 2}, {72, 14, 1}, {136, 7, 1},
+                  {33, 14, 2}, {6, 112, 2}, {5, 75, 2}, {4, 100, 1}};
+    tu_rng r;
+    tu_seed(&r, 4242);
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
+        for (int last = 0; last < 2; last++) {
+            int64_t in[2] = {layers[i].hw, layers[i].hw}, kernel[2] = {3, 3};
+            tu_problem tp;
+            tu_problem_init(&tp, 2, 1 + (int64_t)(i % 2), layers[i].c, layers[i].c, in, kernel);
+            tp.p.groups = layers[i].c;
+            tp.p.channels_last = last;
+            tp.bias = (int)(i % 2);
+            tp.p.relu = (int)(i % 3 == 0);
+            for (int a = 0; a < 2; a++) {
+                tp.p.stride[a] = layers[i].stride;
+                tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+            }
+            tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+            assert_true(tu_resolve(&tp));
+            for (int op = 0; op < 3; op++)
+                run_problem(i, &tp, (conv_op_t)op, &r, 0);
+        }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vector_shapes_exact),
+        cmocka_unit_test(test_any_shape_exact),
+        cmocka_unit_test(test_real_data),
+        cmocka_unit_test(test_mobilenet_like),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
