@@ -103,6 +103,56 @@ static void test_real(void **state)
     check_random(1, 1, 0x1a9e33, 60);
 }
 
+/* Fixed channels-first fp32 layers shaped like real networks' strided ones:
+ * rows wider than the 16-lane chunks of the padded copy, so its vector
+ * paths (stride 1 and the stride-2 deinterleave) are fully exercised. */
+static void test_strided_layers(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    const struct {
+        int64_t c, k, h, w, kernel, stride, pad;
+    } layers[] = {
+        {3, 16, 45, 38, 7, 2, 3},  /* conv1-like */
+        {17, 24, 34, 33, 3, 2, 1}, /* 3x3 stride 2 */
+        {9, 8, 40, 41, 3, 1, 1},   /* 3x3 stride 1 */
+        {5, 11, 37, 70, 5, 3, 2},  /* stride 3 */
+    };
+    tu_rng r;
+    tu_seed(&r, 0x57e1);
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
+        for (int op = CONV_OP_FORWARD; op <= CONV_OP_BACKWARD_FILTER; op++) {
+            if (op == CONV_OP_BACKWARD_DATA && layers[i].stride > 1)
+                continue;
+            int64_t in[2] = {layers[i].h, layers[i].w};
+            int64_t kernel[2] = {layers[i].kernel, layers[i].kernel};
+            tu_problem tp;
+            tu_problem_init(&tp, 2, 2, layers[i].c, layers[i].k, in, kernel);
+            for (int a = 0; a < 2; a++) {
+                tp.p.stride[a] = layers[i].stride;
+                tp.desc_pad_begin[a] = tp.desc_pad_end[a] = layers[i].pad;
+            }
+            tp.bias = op != CONV_OP_BACKWARD_DATA;
+            tp.algo = CONV_ALGO_IMPLICIT_GEMM;
+            assert_true(tu_resolve(&tp));
+            conv_desc_t desc;
+            assert_ok(tu_make_desc(&tp, (conv_op_t)op, &desc));
+            tu_case c;
+            assert_ok(tu_case_make(&c, ctx, &tp, 0));
+            tu_case_fill(&c, (conv_op_t)op, &r, 0);
+            assert_ok(tu_case_run(&c, ctx, desc, (conv_op_t)op, NULL));
+            char what[512], msg[512];
+            if (tu_case_check(&c, (conv_op_t)op, 1, msg, sizeof msg)) {
+                tu_describe(&tp, what, sizeof what);
+                fail_msg("%s (%s): %s", tu_op_name((conv_op_t)op), what, msg);
+            }
+            tu_case_free(&c);
+            conv_desc_destroy(desc);
+        }
+    conv_context_destroy(ctx);
+}
+
 /* Where it must decline, forcing it is UNSUPPORTED naming it, and the
  * outputs are untouched. */
 static void test_declines(void **state)
@@ -151,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_small_exact),
         cmocka_unit_test(test_wide_exact),
         cmocka_unit_test(test_real),
+        cmocka_unit_test(test_strided_layers),
         cmocka_unit_test(test_declines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -161,6 +161,39 @@ void tap_offsets(const Problem &p, int64_t *taps) {
         }
 }
 
+// Bits [lo, hi) of a lane mask (0 <= lo, hi <= 32).
+inline uint32_t lane_bits(int64_t lo, int64_t hi) {
+    if (hi <= lo) return 0;
+    return (uint32_t)((((uint64_t)1 << hi) - 1) & ~(((uint64_t)1 << lo) - 1));
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+// row[j] = in[first + j * sw] for j in [lo, hi), 0 elsewhere in [0, wq);
+// sw is 1 or 2. Masked loads: lanes outside the source are never read.
+// (Rows are short -- 9 to 230 -- so per-row memset/memcpy calls were 14% of
+// a 14x14 layer.)
+CONV_TARGET_AVX512 void pad_row_avx512(float *row, const float *in, int64_t first, int64_t lo,
+                                       int64_t hi, int64_t wq, int64_t sw) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    for (int64_t j = 0; j < wq; j += 16) {
+        int64_t a = std::clamp<int64_t>(lo - j, 0, 16), b = std::clamp<int64_t>(hi - j, 0, 16);
+        __mmask16 keep = (__mmask16)lane_bits(a, b);
+        __m512 v = _mm512_setzero_ps();
+        if (keep && sw == 1) {
+            v = _mm512_maskz_loadu_ps(keep, in + first + j);
+        } else if (keep) {  // source lanes 2a .. 2b - 2 of the 32 from in + first + 2j
+            uint32_t take = lane_bits(2 * a, 2 * b - 1);
+            const float *from = in + first + 2 * j;
+            __m512 x0 = _mm512_maskz_loadu_ps((__mmask16)take, from);
+            __m512 x1 = _mm512_maskz_loadu_ps((__mmask16)(take >> 16), from + 16);
+            v = _mm512_maskz_permutex2var_ps(keep, x0, even, x1);
+        }
+        _mm512_mask_storeu_ps(row + j, (__mmask16)lane_bits(0, std::min<int64_t>(16, wq - j)), v);
+    }
+}
+#endif
+
 // One source channel plane (its first element at `src`) into its
 // zero-padded phase planes.
 template <class T>
@@ -183,6 +216,13 @@ void pad_plane(const Problem &p, const T *src, T *dst) {
                 int64_t hi = first >= p.ws ? 0 : (p.ws - 1 - first) / p.sw + 1;
                 lo = std::min(lo, p.wq);
                 hi = std::clamp(hi, lo, p.wq);
+#if CONV_HAVE_AVX512_KERNELS
+                if constexpr (std::is_same_v<T, float>)
+                    if (ps == 1 && p.sw <= 2 && cpu_isa() == Isa::avx512) {
+                        pad_row_avx512(row, in, first, lo, hi, p.wq, p.sw);
+                        continue;
+                    }
+#endif
                 std::fill(row, row + lo, T(0));
                 if (p.sw == 1 && ps == 1)
                     std::memcpy(row + lo, in + first + lo, (hi - lo) * sizeof(T));
@@ -288,6 +328,18 @@ void store_tile(const Problem &p, const T *tile, int rows, int64_t q0, T *dst, c
     }
 }
 
+// Every source channel plane of the batch into `source`.
+template <class T>
+void pad_source(const Problem &p, const T *src, T *source, ThreadPool &pool, int threads) {
+    const int64_t image = p.cs * p.hs * p.ws;
+    pool.parallel_for(
+        p.n * p.cs,
+        [&](int64_t i, int) {
+            pad_plane(p, src + i / p.cs * image + i % p.cs * p.src_cs, source + i * p.plane);
+        },
+        threads);
+}
+
 template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
@@ -298,13 +350,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const T *src = static_cast<const T *>(p.backward ? args.y : args.x);
     if (p.filter) {
         tap_offsets(p, taps);
-        pool.parallel_for(
-            p.n * p.cs,
-            [&](int64_t i, int) {
-                pad_plane(p, src + i / p.cs * (p.cs * p.hs * p.ws) + i % p.cs * p.src_cs,
-                          source + i * p.plane);
-            },
-            threads);
+        pad_source(p, src, source, pool, threads);
         run_filter(p, g, static_cast<const T *>(args.y), static_cast<T *>(args.w), source,
                    base + p.dy_at, taps, pool, threads);
         if (args.bias)
@@ -316,15 +362,10 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const T *w = static_cast<const T *>(args.w);
     const T *bias = p.backward ? nullptr : static_cast<const T *>(args.bias);
     const bool relu = !p.backward && g.activation == CONV_ACTIVATION_RELU;
-    const int64_t src_image = p.cs * p.hs * p.ws, dst_image = p.cd * p.hd * p.wd;
+    const int64_t dst_image = p.cd * p.hd * p.wd;
 
     tap_offsets(p, taps);
-    pool.parallel_for(
-        p.n * p.cs,
-        [&](int64_t i, int) {
-            pad_plane(p, src + i / p.cs * src_image + i % p.cs * p.src_cs, source + i * p.plane);
-        },
-        threads);
+    pad_source(p, src, source, pool, threads);
 
     const int64_t ntaps = p.kr * p.ks;
     const int64_t ptiles = ceil_div(p.positions, (int64_t)p.nr);
