@@ -70,8 +70,9 @@ struct Problem {
     // dropped columns), qv positions per channel (a multiple of 16).
     bool filter;
     int64_t qv;
-    // Workspace, in elements: tap offsets (as int64), the source, dy.
-    int64_t taps_at, source_at, dy_at, total;
+    // Workspace, in elements: tap offsets and a channel block's steps (as
+    // int64), the source, dy.
+    int64_t taps_at, steps_at, source_at, dy_at, total;
 };
 
 // Positions per micro-tile: the width that wastes fewest lanes past the
@@ -138,9 +139,11 @@ Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es) {
     int64_t per_channel = phases_read * (rows * p.wq + p.nr) * (int64_t)es;
     p.cblock = std::clamp<int64_t>(kL1Budget / std::max<int64_t>(per_channel, 1), 4, std::max<int64_t>(p.csg, 1));
     auto align = [es](int64_t elems) { return round_up(elems * (int64_t)es, 64) / (int64_t)es; };
-    int64_t tap_elems = ceil_div(p.kr * p.ks * 8, (int64_t)es);
+    int64_t tap_elems = ceil_div(taps * 8, (int64_t)es);
+    int64_t step_elems = ceil_div(checked_mul(p.cblock * taps, 16, "workspace"), (int64_t)es);
     p.taps_at = 0;
-    p.source_at = align(tap_elems);
+    p.steps_at = align(tap_elems);
+    p.source_at = p.steps_at + align(step_elems);
     int64_t source = checked_mul(checked_mul(p.n, p.cs, "workspace"), p.plane, "workspace");
     p.dy_at = checked_add(p.source_at, align(source), "workspace");
     p.qv = round_up(p.positions, 16);
@@ -235,16 +238,30 @@ void pad_plane(const Problem &p, const T *src, T *dst) {
     std::fill(slack, dst + p.plane, T(0));
 }
 
-// ---- the micro-tiles: out[m][i] = sum_{c, t} w[m][c * w_chan + wtap(t)] * src[c * plane + tap[t] + i]
+// ---- the micro-tiles: out[m][i] = sum over steps s of w[m][s.w] * src[s.x + i]
+
+// One (channel, tap) of a channel block: where its source run and its
+// weights are, relative to the block's first channel. One flat list per
+// call (the blocks differ by a base offset only), so the tiles run a single
+// loop: nested channel and tap loops made GCC shuffle the accumulators
+// between registers at every channel.
+struct Step {
+    int64_t x, w;
+};
+
+void block_steps(const Problem &p, const int64_t *taps, Step *steps) {
+    const int64_t ntaps = p.kr * p.ks;
+    for (int64_t c = 0; c < p.cblock; ++c)
+        for (int64_t t = 0; t < ntaps; ++t)
+            steps[c * ntaps + t] = {c * p.plane + taps[t], c * p.w_chan + p.w_tap0 + t * p.w_tapdir};
+}
 
 struct Tile {
-    const void *src;         // the first source channel of the block, at the tile's first position
-    int64_t plane, channels;
-    const int64_t *taps;
-    int64_t ntaps;
-    const void *w[kMR];      // each filter's first weight (rows past the last filter repeat one)
-    int64_t w_chan, w_tap0, w_tapdir;
-    bool accumulate;         // add to `out` (a later channel block) rather than overwrite it
+    const void *src;      // the block's first source channel, at the tile's first position
+    const void *w[kMR];   // each filter's weights for the block (past the last filter: repeats)
+    const Step *steps;
+    int64_t count;        // steps of this block: its channels x taps
+    bool accumulate;      // add to `out` (a later channel block) rather than overwrite it
 };
 
 template <class T, int NR>
@@ -252,15 +269,13 @@ void tile_portable(const Tile &t, T *out) {
     T acc[kMR][NR] = {};
     if (t.accumulate) std::memcpy(acc, out, sizeof acc);
     const T *src = static_cast<const T *>(t.src);
-    for (int64_t c = 0; c < t.channels; ++c)
-        for (int64_t tap = 0; tap < t.ntaps; ++tap) {
-            const T *x = src + c * t.plane + t.taps[tap];
-            const int64_t j = c * t.w_chan + t.w_tap0 + tap * t.w_tapdir;
-            for (int m = 0; m < kMR; ++m) {
-                T wv = static_cast<const T *>(t.w[m])[j];
-                for (int i = 0; i < NR; ++i) acc[m][i] += wv * x[i];
-            }
+    for (int64_t s = 0; s < t.count; ++s) {
+        const T *x = src + t.steps[s].x;
+        for (int m = 0; m < kMR; ++m) {
+            T wv = static_cast<const T *>(t.w[m])[t.steps[s].w];
+            for (int i = 0; i < NR; ++i) acc[m][i] += wv * x[i];
         }
+    }
     std::memcpy(out, acc, sizeof acc);
 }
 
@@ -275,18 +290,14 @@ CONV_TARGET_AVX512 void tile_avx512(const Tile &t, float *out) {
     const float *src = static_cast<const float *>(t.src);
     const float *w[kMR];
     for (int m = 0; m < kMR; ++m) w[m] = static_cast<const float *>(t.w[m]);
-    for (int64_t c = 0; c < t.channels; ++c) {
-        const float *xc = src + c * t.plane;
-        const int64_t jc = c * t.w_chan + t.w_tap0;
-        for (int64_t tap = 0; tap < t.ntaps; ++tap) {
-            const float *x = xc + t.taps[tap];
-            const int64_t j = jc + tap * t.w_tapdir;
-            __m512 xv[V];
-            for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_ps(x + 16 * v);
-            for (int m = 0; m < kMR; ++m) {
-                __m512 wv = _mm512_set1_ps(w[m][j]);
-                for (int v = 0; v < V; ++v) acc[m][v] = _mm512_fmadd_ps(wv, xv[v], acc[m][v]);
-            }
+    for (int64_t s = 0; s < t.count; ++s) {
+        const float *x = src + t.steps[s].x;
+        const int64_t j = t.steps[s].w;
+        __m512 xv[V];
+        for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_ps(x + 16 * v);
+        for (int m = 0; m < kMR; ++m) {
+            __m512 wv = _mm512_set1_ps(w[m][j]);
+            for (int v = 0; v < V; ++v) acc[m][v] = _mm512_fmadd_ps(wv, xv[v], acc[m][v]);
         }
     }
     for (int m = 0; m < kMR; ++m)
@@ -365,6 +376,8 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const int64_t dst_image = p.cd * p.hd * p.wd;
 
     tap_offsets(p, taps);
+    Step *steps = reinterpret_cast<Step *>(base + p.steps_at);
+    block_steps(p, taps, steps);
     pad_source(p, src, source, pool, threads);
 
     const int64_t ntaps = p.kr * p.ks;
@@ -386,8 +399,8 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             for (int64_t pt = t0; pt < t1; ++pt) {
                 int64_t q0 = pt * p.nr;
                 for (int64_t c0 = 0; c0 < p.csg; c0 += p.cblock) {
-                    Tile t{group_src + c0 * p.plane + q0, p.plane, std::min(p.cblock, p.csg - c0),
-                           taps, ntaps, {}, p.w_chan, p.w_tap0, p.w_tapdir, c0 > 0};
+                    Tile t{group_src + c0 * p.plane + q0, {}, steps,
+                           std::min(p.cblock, p.csg - c0) * ntaps, c0 > 0};
                     for (int64_t m = m0; m < m1; m += kMR) {
                         int64_t last = std::min<int64_t>(kMR, m1 - m) - 1;
                         for (int r = 0; r < kMR; ++r)
