@@ -28,8 +28,10 @@ bool allowed(const cpu::Algorithm &a, bool strict_only) { return a.strict() || !
 // The AVX-512 fp32 path puts tiles of all images in one block, so what
 // counts is the batch's tile count: it wins from 16 tiles with <= 64x64
 // channels, but the filter transform grows with C x K (37 MB at 512x512,
-// beyond the caches), so wider layers need C x K / 1024 tiles (res4 256x256
-// 14x14 from batch 4, res5 7x7 never at ordinary batches). The portable path
+// beyond the caches): from 256x256 it needs 32 tiles (res4 14x14 from batch
+// 2: 1.8 vs 2.9 ms; at batch 1 about even with implicit GEMM), and C x K /
+// 8192 beyond (res5 7x7 from batch 8, forced A/B: backward-data 12.5-16.9
+// vs 17.1-18.8 ms, forward about even; at batch 2 it loses 2x). The portable path
 // (fp64, or no AVX-512) keeps tile blocks within one image, so small planes
 // also make its GEMMs narrow: 56x56 and 28x28 planes win once the batch
 // brings >= 128 tiles; 14x14 loses even at batch 8, 7x7 always. Its
@@ -61,8 +63,10 @@ bool worth_it(const cpu::Algorithm &a, const ConvGeometry &g, conv_op_t op, conv
     if (a.id() == CONV_ALGO_WINOGRAD_4X4_3X3) {
         int64_t per_image = ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4), tiles = g.n * per_image;
         if (g.cg() < 16 || g.kg() < 16) return false;
-        if (cpu::winograd::avx512_applies(dtype))
-            return tiles >= std::max<int64_t>(16, g.cg() * g.kg() / 1024);
+        if (cpu::winograd::avx512_applies(dtype)) {
+            const int64_t pairs = g.cg() * g.kg();
+            return tiles >= std::max<int64_t>(pairs >= 256 * 256 ? 32 : 16, pairs / 8192);
+        }
         return per_image >= 49 && tiles >= 128;
     }
     return true;
