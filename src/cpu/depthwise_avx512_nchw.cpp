@@ -22,17 +22,9 @@
 #include <cstring>
 
 #include "core/checked.h"
+#include "cpu/avx512.h"
 #include "cpu/depthwise_avx512.h"
 #include "cpu/epilogue.h"
-#include "cpu/isa.h"
-
-#if CONV_HAVE_AVX512_KERNELS
-#include <immintrin.h>
-// GCC 12 reports the deliberately undefined vectors inside the intrinsics
-// (_mm512_undefined_ps) as uninitialised wherever they are inlined.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace conv::cpu {
 namespace {
@@ -91,14 +83,6 @@ struct FlatPlan {
 };
 
 #if CONV_HAVE_AVX512_KERNELS
-
-// Lanes [a, b) of a 16-lane mask, a and b clamped to [0, 16].
-inline __mmask16 lane_range(int64_t a, int64_t b) {
-    a = std::clamp<int64_t>(a, 0, kVec);
-    b = std::clamp<int64_t>(b, 0, kVec);
-    if (b <= a) return 0;
-    return (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));
-}
 
 // V * 16 output columns from ow0 of R rows from oh0 (V * R independent
 // sums; V = 1 with R = 8 measured best: two vectors side by side ran out of
@@ -196,8 +180,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vectors_s2
     for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
     constexpr int kInRows = (R - 1) * 2 + kK, kLoads = 4;
     static const int kLoadAt[kLoads] = {0, kVec, 2, kVec + 2};
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i even = even_lanes();
+    const __m512i odd = odd_lanes();
     const int64_t b0 = 2 * ow0 - p.pl;
     __mmask16 m[V][kLoads], store[V];
     for (int u = 0; u < V; ++u) {
@@ -254,8 +238,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vector_s2_
     __m512 w[kK * kK];
     for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
     constexpr int kInRows = (R - 1) * 2 + kK;
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i even = even_lanes();
+    const __m512i odd = odd_lanes();
     const int64_t b = 2 * ow0;
     const __mmask16 m0 = Masked ? lane_range(-b, p.iw - b) : 0xffff;
     const __mmask16 m1 = Masked ? lane_range(-b - kVec, p.iw - b - kVec) : 0xffff;
@@ -503,8 +487,8 @@ CONV_TARGET_AVX512 void filter_block(const PlaneShape &p, const float *dy, const
                                      int64_t oh0, __m512 *sums) {
     constexpr int kInRows = (R - 1) * S + kK;
     static const int kLoadAt[4] = {0, kVec, 2, kVec + 2};  // stride 2's four loads
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i even = even_lanes();
+    const __m512i odd = odd_lanes();
     __m512 acc[kK * kK];
     for (int i = 0; i < kK * kK; ++i) acc[i] = sums[i];
     const float *d = dy + oh0 * p.ow;

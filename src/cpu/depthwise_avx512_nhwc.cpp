@@ -17,17 +17,9 @@
 #include <cstring>
 
 #include "core/checked.h"
+#include "cpu/avx512.h"
 #include "cpu/depthwise_avx512.h"
 #include "cpu/epilogue.h"
-#include "cpu/isa.h"
-
-#if CONV_HAVE_AVX512_KERNELS
-#include <immintrin.h>
-// GCC 12 reports the deliberately undefined vectors inside the intrinsics
-// (_mm512_undefined_ps) as uninitialised wherever they are inlined.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace conv::cpu {
 namespace {

@@ -31,12 +31,9 @@
 #include "core/checked.h"
 #include "core/dtype.h"
 #include "cpu/algorithm.h"
+#include "cpu/avx512.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
-
-#if CONV_HAVE_AVX512_KERNELS
-#include <immintrin.h>
-#endif
 
 namespace conv::cpu {
 namespace {
@@ -164,12 +161,6 @@ void tap_offsets(const Problem &p, int64_t *taps) {
         }
 }
 
-// Bits [lo, hi) of a lane mask (0 <= lo, hi <= 32).
-inline uint32_t lane_bits(int64_t lo, int64_t hi) {
-    if (hi <= lo) return 0;
-    return (uint32_t)((((uint64_t)1 << hi) - 1) & ~(((uint64_t)1 << lo) - 1));
-}
-
 #if CONV_HAVE_AVX512_KERNELS
 // row[j] = in[first + j * sw] for j in [lo, hi), 0 elsewhere in [0, wq);
 // sw is 1 or 2. Masked loads: lanes outside the source are never read.
@@ -177,22 +168,20 @@ inline uint32_t lane_bits(int64_t lo, int64_t hi) {
 // a 14x14 layer.)
 CONV_TARGET_AVX512 void pad_row_avx512(float *row, const float *in, int64_t first, int64_t lo,
                                        int64_t hi, int64_t wq, int64_t sw) {
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
-                                           28, 30);
+    const __m512i even = even_lanes();
     for (int64_t j = 0; j < wq; j += 16) {
         int64_t a = std::clamp<int64_t>(lo - j, 0, 16), b = std::clamp<int64_t>(hi - j, 0, 16);
-        __mmask16 keep = (__mmask16)lane_bits(a, b);
+        __mmask16 keep = lane_range(a, b);
         __m512 v = _mm512_setzero_ps();
         if (keep && sw == 1) {
             v = _mm512_maskz_loadu_ps(keep, in + first + j);
         } else if (keep) {  // source lanes 2a .. 2b - 2 of the 32 from in + first + 2j
-            uint32_t take = lane_bits(2 * a, 2 * b - 1);
             const float *from = in + first + 2 * j;
-            __m512 x0 = _mm512_maskz_loadu_ps((__mmask16)take, from);
-            __m512 x1 = _mm512_maskz_loadu_ps((__mmask16)(take >> 16), from + 16);
+            __m512 x0 = _mm512_maskz_loadu_ps(lane_range(2 * a, 2 * b - 1), from);
+            __m512 x1 = _mm512_maskz_loadu_ps(lane_range(2 * a - 16, 2 * b - 17), from + 16);
             v = _mm512_maskz_permutex2var_ps(keep, x0, even, x1);
         }
-        _mm512_mask_storeu_ps(row + j, (__mmask16)lane_bits(0, std::min<int64_t>(16, wq - j)), v);
+        _mm512_mask_storeu_ps(row + j, first_lanes(wq - j), v);
     }
 }
 #endif

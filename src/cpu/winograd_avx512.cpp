@@ -21,20 +21,9 @@
 #include <utility>
 
 #include "core/checked.h"
+#include "cpu/avx512.h"
 #include "cpu/isa.h"
 #include "cpu/winograd.h"
-
-#if CONV_HAVE_AVX512_KERNELS
-#include <immintrin.h>
-#endif
-
-// GCC 12's intrinsic headers initialise their "undefined" vectors from
-// themselves (GCC PR 105593): -Wuninitialized then fires at every inlined
-// use of those intrinsics in this file. Fixed in GCC 13.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace conv::cpu::winograd {
 
@@ -99,7 +88,6 @@ Plan make_plan(const Problem &p, int threads) {
     return l;
 }
 
-__mmask16 lanes(int64_t n) { return n >= kLanes ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
 
 // ---- 16x16 transposes
 
@@ -194,27 +182,29 @@ CONV_TARGET_AVX512 void transform_filters(const Problem &p, const Plan &l, const
             const float *base = w + ((g * p.cog + o0) * cg + i0) * 9;
             float *flat = &taps[0][0][0];
             for (int64_t j0 = 0; j0 < ni * 9; j0 += kLanes) {
-                load_transposed(base + j0, cg * 9, no, lanes(ni * 9 - j0), col);
+                load_transposed(base + j0, cg * 9, no, first_lanes(ni * 9 - j0), col);
                 for (int64_t j = 0; j < std::min(kLanes, ni * 9 - j0); ++j)
                     _mm512_store_ps(flat + (j0 + j) * kLanes, col[j]);
             }
         } else if (!p.rotate) {  // w[k][tap][c]: per tap, rows o over i
             for (int tap = 0; tap < 9; ++tap) {
                 load_transposed(w + (g * p.cog + o0) * 9 * cg + tap * cg + i0, 9 * cg, no,
-                                lanes(ni), col);
+                                first_lanes(ni), col);
                 for (int64_t i = 0; i < ni; ++i) _mm512_store_ps(taps[i][tap], col[i]);
             }
         } else if (!klast) {  // o is the forward c: w[k][o][8 - tap], rows o over taps
             for (int64_t i = 0; i < ni; ++i) {
-                load_transposed(w + ((g * p.cig + i0 + i) * cg + o0) * 9, 9, no, lanes(9), col);
+                load_transposed(w + ((g * p.cig + i0 + i) * cg + o0) * 9, 9, no, first_lanes(9),
+                                col);
                 for (int tap = 0; tap < 9; ++tap) _mm512_store_ps(taps[i][8 - tap], col[tap]);
             }
         } else {  // w[k][8 - tap][o]: o already contiguous
             for (int64_t i = 0; i < ni; ++i)
                 for (int tap = 0; tap < 9; ++tap)
                     _mm512_store_ps(taps[i][tap],
-                                    _mm512_maskz_loadu_ps(lanes(no), w + (g * p.cig + i0 + i) * 9 * cg +
-                                                                          (8 - tap) * cg + o0));
+                                    _mm512_maskz_loadu_ps(first_lanes(no),
+                                                          w + (g * p.cig + i0 + i) * 9 * cg +
+                                                              (8 - tap) * cg + o0));
         }
         for (int64_t i = 0; i < ni; ++i) {
             __m512 t[6][3], u[6][6];
@@ -249,14 +239,15 @@ CONV_TARGET_AVX512 void pad_row(const Problem &p, const Plan &l, const float *sr
         for (int64_t x = 0; x < iw; ++x)
             for (int64_t c = 0; c < l.cip; c += kLanes)
                 _mm512_store_ps(body + x * l.cip + c,
-                                _mm512_maskz_loadu_ps(lanes(p.cig - c), s + x * p.ci + c));
+                                _mm512_maskz_loadu_ps(first_lanes(p.cig - c), s + x * p.ci + c));
     } else {
         const float *s = src + ((n * p.ci + g * p.cig) * p.ih + h) * p.iw;
         __m512 px[16];
         for (int64_t c = 0; c < l.cip; c += kLanes)
             for (int64_t x0 = 0; x0 < iw; x0 += kLanes) {
                 const int64_t nx = std::min(kLanes, iw - x0);
-                load_transposed(s + c * p.ih * p.iw + x0, p.ih * p.iw, p.cig - c, lanes(nx), px);
+                load_transposed(s + c * p.ih * p.iw + x0, p.ih * p.iw, p.cig - c, first_lanes(nx),
+                                px);
                 for (int64_t x = 0; x < nx; ++x) _mm512_store_ps(body + (x0 + x) * l.cip + c, px[x]);
             }
     }
@@ -378,7 +369,7 @@ CONV_TARGET_AVX512 void transform_outputs(const Problem &p, const Plan &l, const
                 output_1d(x, r);
                 for (int a = 0; a < 4; ++a) cols[a][b] = r[a];
             }
-            const __m512 bv = bias ? _mm512_maskz_loadu_ps(lanes(no), bias + g * p.cog + o)
+            const __m512 bv = bias ? _mm512_maskz_loadu_ps(first_lanes(no), bias + g * p.cog + o)
                                    : _mm512_setzero_ps();
             __m512 y[16];  // y[a * 4 + b] = output pixel (a, b), 16 channels
             for (int a = 0; a < 4; ++a) {
@@ -392,7 +383,8 @@ CONV_TARGET_AVX512 void transform_outputs(const Problem &p, const Plan &l, const
                 float *out = dst + ((tp.n * p.oh + tp.h0) * p.ow + tp.w0) * p.co + g * p.cog + o;
                 for (int64_t a = 0; a < hn; ++a)
                     for (int64_t b = 0; b < wn; ++b)
-                        _mm512_mask_storeu_ps(out + (a * p.ow + b) * p.co, lanes(no), y[a * 4 + b]);
+                        _mm512_mask_storeu_ps(out + (a * p.ow + b) * p.co, first_lanes(no),
+                                              y[a * 4 + b]);
             } else {
                 // Transposed: lane a * 4 + b of chan[j] is pixel (a, b) of channel o + j.
                 __m512 chan[16];
