@@ -84,6 +84,24 @@ struct FlatPlan {
 
 #if CONV_HAVE_AVX512_KERNELS
 
+// The R x V sums of a block into R output rows from column ow0, through the
+// ReLU when asked, masked at the row ends.
+template <int R, int V, bool Masked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_rows(
+    const PlaneShape &p, const PlaneJob &job, const __m512 (&acc)[R][V],
+    const __mmask16 (&store)[V], float *out, int64_t ow0) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+        for (int u = 0; u < V; ++u) {
+            const __m512 a = job.relu ? _mm512_max_ps(acc[r][u], _mm512_setzero_ps()) : acc[r][u];
+            float *o = out + r * p.ow + ow0 + u * kVec;
+            if (Masked)
+                _mm512_mask_storeu_ps(o, store[u], a);
+            else
+                _mm512_storeu_ps(o, a);
+        }
+}
+
 // V * 16 output columns from ow0 of R rows from oh0 (V * R independent
 // sums; V = 1 with R = 8 measured best: two vectors side by side ran out of
 // registers). Masked: a window overhangs the row edge or the output row
@@ -139,16 +157,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vectors(
             }
         }
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-        for (int u = 0; u < V; ++u) {
-            const __m512 a = job.relu ? _mm512_max_ps(acc[r][u], _mm512_setzero_ps()) : acc[r][u];
-            float *o = out + r * p.ow + ow0 + u * kVec;
-            if (Masked)
-                _mm512_mask_storeu_ps(o, store[u], a);
-            else
-                _mm512_storeu_ps(o, a);
-        }
+    store_rows<R, V, Masked>(p, job, acc, store, out, ow0);
 }
 
 // R output rows from oh0 of one plane: unmasked vectors where the windows
@@ -217,15 +226,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vectors_s2
             }
         }
     }
-    for (int r = 0; r < R; ++r)
-        for (int u = 0; u < V; ++u) {
-            const __m512 a = job.relu ? _mm512_max_ps(acc[r][u], _mm512_setzero_ps()) : acc[r][u];
-            float *o = out + r * p.ow + ow0 + u * kVec;
-            if (Masked)
-                _mm512_mask_storeu_ps(o, store[u], a);
-            else
-                _mm512_storeu_ps(o, a);
-        }
+    store_rows<R, V, Masked>(p, job, acc, store, out, ow0);
 }
 
 // The same for padding 1 (MobileNet's): from column b = 2 * ow0, the even
