@@ -92,10 +92,8 @@ static void assert_covered(coverage cv_copy, conv_op_t op)
 static int setup(void **state)
 {
     (void)state;
-    for (int i = 0; i < 3; i++)
-        if (conv_context_create(CONV_DEVICE_CPU, 0, &contexts[i]) != CONV_STATUS_SUCCESS ||
-            conv_context_set_threads(contexts[i], i + 1) != CONV_STATUS_SUCCESS)
-            return -1;
+    if (tu_thread_contexts_create(contexts, 3) != CONV_STATUS_SUCCESS)
+        return -1;
     return conv_workspace_create(contexts[0], &shared_ws) == CONV_STATUS_SUCCESS ? 0 : -1;
 }
 
@@ -103,8 +101,7 @@ static int teardown(void **state)
 {
     (void)state;
     conv_workspace_destroy(shared_ws);
-    for (int i = 0; i < 3; i++)
-        conv_context_destroy(contexts[i]);
+    tu_thread_contexts_destroy(contexts, 3);
     return 0;
 }
 

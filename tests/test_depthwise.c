@@ -24,18 +24,13 @@ static conv_context_t contexts[3]; /* 1, 2 and 3 threads */
 static int setup(void **state)
 {
     (void)state;
-    for (int i = 0; i < 3; i++)
-        if (conv_context_create(CONV_DEVICE_CPU, 0, &contexts[i]) != CONV_STATUS_SUCCESS ||
-            conv_context_set_threads(contexts[i], i + 1) != CONV_STATUS_SUCCESS)
-            return -1;
-    return 0;
+    return tu_thread_contexts_create(contexts, 3) == CONV_STATUS_SUCCESS ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    for (int i = 0; i < 3; i++)
-        conv_context_destroy(contexts[i]);
+    tu_thread_contexts_destroy(contexts, 3);
     return 0;
 }
 

@@ -60,22 +60,14 @@ static void check_random(int wide, int real, uint64_t seed0, int count0)
         if (!tu_resolve(&tp))
             continue; /* no output: drawn again */
         assert_ok(conv_context_set_threads(ctx, (int)tu_range(&r, 1, 3)));
-        conv_desc_t desc;
-        assert_ok(tu_make_desc(&tp, op, &desc));
-        tu_case c;
-        assert_ok(tu_case_make(&c, ctx, &tp, tu_chance(&r, 50)));
-        tu_case_fill(&c, op, &r, real); /* outputs NaN: unwritten elements fail */
-        char what[512], msg[512];
-        tu_describe(&tp, what, sizeof what);
-        conv_status_t s = tu_case_run(&c, ctx, desc, op, NULL);
-        if (s != CONV_STATUS_SUCCESS)
-            fail_msg("seed %llu problem %d %s (%s): status %d: %s", (unsigned long long)seed, i,
-                     tu_op_name(op), what, (int)s, conv_last_error());
-        if (tu_case_check(&c, op, !real, msg, sizeof msg))
-            fail_msg("seed %llu problem %d %s (%s): %s", (unsigned long long)seed, i,
-                     tu_op_name(op), what, msg);
-        tu_case_free(&c);
-        conv_desc_destroy(desc);
+        char what[640], failure[1536];
+        int len = snprintf(what, sizeof what, "seed %llu problem %d %s ",
+                           (unsigned long long)seed, i, tu_op_name(op));
+        tu_describe(&tp, what + len, sizeof what - (size_t)len);
+        /* outputs NaN-filled: unwritten elements fail */
+        if (tu_run_checked(ctx, NULL, &tp, op, &r, real, tu_chance(&r, 50), what, failure,
+                           sizeof failure))
+            fail_msg("%s", failure);
         done++;
     }
     assert_int_equal(done, count);
@@ -136,19 +128,12 @@ static void test_strided_layers(void **state)
             tp.bias = op != CONV_OP_BACKWARD_DATA;
             tp.algo = CONV_ALGO_IMPLICIT_GEMM;
             assert_true(tu_resolve(&tp));
-            conv_desc_t desc;
-            assert_ok(tu_make_desc(&tp, (conv_op_t)op, &desc));
-            tu_case c;
-            assert_ok(tu_case_make(&c, ctx, &tp, 0));
-            tu_case_fill(&c, (conv_op_t)op, &r, 0);
-            assert_ok(tu_case_run(&c, ctx, desc, (conv_op_t)op, NULL));
-            char what[512], msg[512];
-            if (tu_case_check(&c, (conv_op_t)op, 1, msg, sizeof msg)) {
-                tu_describe(&tp, what, sizeof what);
-                fail_msg("%s (%s): %s", tu_op_name((conv_op_t)op), what, msg);
-            }
-            tu_case_free(&c);
-            conv_desc_destroy(desc);
+            char what[640], failure[1536];
+            int len = snprintf(what, sizeof what, "%s ", tu_op_name((conv_op_t)op));
+            tu_describe(&tp, what + len, sizeof what - (size_t)len);
+            if (tu_run_checked(ctx, NULL, &tp, (conv_op_t)op, &r, 0, 0, what, failure,
+                               sizeof failure))
+                fail_msg("%s", failure);
         }
     conv_context_destroy(ctx);
 }
@@ -176,21 +161,10 @@ static void test_declines(void **state)
             tp.p.stride[a] = cases[i].stride;
         tp.algo = CONV_ALGO_IMPLICIT_GEMM;
         assert_true(tu_resolve(&tp));
-        conv_desc_t desc;
-        assert_ok(tu_make_desc(&tp, cases[i].op, &desc));
-        tu_case c;
-        assert_ok(tu_case_make(&c, ctx, &tp, 0));
-        tu_rng r;
-        tu_seed(&r, i + 1);
-        tu_case_fill(&c, cases[i].op, &r, 1);
-        tu_snapshot snap;
-        tu_snapshot_take(&snap, &c, cases[i].op);
-        assert_status(tu_case_run(&c, ctx, desc, cases[i].op, NULL), CONV_STATUS_UNSUPPORTED);
-        assert_non_null(strstr(conv_last_error(), "implicit_gemm"));
-        assert_true(tu_snapshot_same(&snap, &c, cases[i].op));
-        tu_snapshot_free(&snap);
-        tu_case_free(&c);
-        conv_desc_destroy(desc);
+        char failure[512];
+        if (tu_check_declined(ctx, &tp, cases[i].op, i + 1, "implicit_gemm", failure,
+                              sizeof failure))
+            fail_msg("case %zu: %s", i, failure);
     }
     conv_context_destroy(ctx);
 }

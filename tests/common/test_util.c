@@ -718,9 +718,7 @@ int tu_run_random_exact(conv_context_t ctx, conv_workspace_t ws, uint64_t seed, 
 {
     tu_rng r;
     tu_problem tp;
-    tu_case c;
-    conv_desc_t d = NULL;
-    char what[1024], msg[512];
+    char what[1024];
     tu_seed(&r, seed);
     tu_random_problem(&r, &tp);
     tp.algo = (conv_algo_t)tu_range(&r, first_algo, 3);
@@ -730,27 +728,92 @@ int tu_run_random_exact(conv_context_t ctx, conv_workspace_t ws, uint64_t seed, 
         tp.bias = 0;
     int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s ", seed, tu_op_name(op));
     tu_describe(&tp, what + len, sizeof what - (size_t)len);
+    return tu_run_checked(ctx, ws, &tp, op, &r, 0, tu_chance(&r, 50), what, failure, size);
+}
 
-    conv_status_t s = tu_case_make(&c, ctx, &tp, tu_chance(&r, 50));
+int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp, conv_op_t op,
+                   tu_rng *r, int real, int wrap, const char *what, char *failure, size_t size)
+{
+    tu_case c;
+    conv_desc_t d = NULL;
+    char msg[512];
+    conv_status_t s = tu_case_make(&c, ctx, tp, wrap);
     if (s != CONV_STATUS_SUCCESS) {
         snprintf(failure, size, "%s: setup status %d: %s", what, (int)s, conv_last_error());
         return 1;
     }
-    s = tu_make_desc(&tp, op, &d);
+    s = tu_make_desc(tp, op, &d);
     if (s == CONV_STATUS_SUCCESS) {
-        tu_case_fill(&c, op, &r, 0);
+        tu_case_fill(&c, op, r, real);
         s = tu_case_run(&c, ctx, d, op, ws);
     }
     int bad = 1;
     if (s != CONV_STATUS_SUCCESS)
         snprintf(failure, size, "%s: status %d: %s", what, (int)s, conv_last_error());
-    else if (tu_case_check(&c, op, 1, msg, sizeof msg))
+    else if (tu_case_check(&c, op, !real, msg, sizeof msg))
         snprintf(failure, size, "%s: %s", what, msg);
     else
         bad = 0;
     conv_desc_destroy(d);
     tu_case_free(&c);
     return bad;
+}
+
+int tu_check_declined(conv_context_t ctx, const tu_problem *tp, conv_op_t op, uint64_t seed,
+                      const char *algo_name, char *failure, size_t size)
+{
+    tu_case c;
+    conv_desc_t d = NULL;
+    conv_status_t s = tu_case_make(&c, ctx, tp, 0);
+    if (s != CONV_STATUS_SUCCESS) {
+        snprintf(failure, size, "setup status %d: %s", (int)s, conv_last_error());
+        return 1;
+    }
+    s = tu_make_desc(tp, op, &d);
+    if (s != CONV_STATUS_SUCCESS) {
+        snprintf(failure, size, "descriptor status %d: %s", (int)s, conv_last_error());
+        tu_case_free(&c);
+        return 1;
+    }
+    tu_rng r;
+    tu_seed(&r, seed);
+    tu_case_fill(&c, op, &r, 1);
+    tu_snapshot snap;
+    tu_snapshot_take(&snap, &c, op);
+    s = tu_case_run(&c, ctx, d, op, NULL);
+    int bad = 1;
+    if (s != CONV_STATUS_UNSUPPORTED)
+        snprintf(failure, size, "%s: status %d (%s), want UNSUPPORTED", tu_op_name(op), (int)s,
+                 conv_last_error());
+    else if (!strstr(conv_last_error(), algo_name))
+        snprintf(failure, size, "%s: the refusal \"%s\" does not name %s", tu_op_name(op),
+                 conv_last_error(), algo_name);
+    else if (!tu_snapshot_same(&snap, &c, op))
+        snprintf(failure, size, "%s: the refused call wrote its output", tu_op_name(op));
+    else
+        bad = 0;
+    tu_snapshot_free(&snap);
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+    return bad;
+}
+
+conv_status_t tu_thread_contexts_create(conv_context_t *ctxs, int count)
+{
+    for (int i = 0; i < count; i++) {
+        conv_status_t s = conv_context_create(CONV_DEVICE_CPU, 0, &ctxs[i]);
+        if (s == CONV_STATUS_SUCCESS)
+            s = conv_context_set_threads(ctxs[i], i + 1);
+        if (s != CONV_STATUS_SUCCESS)
+            return s;
+    }
+    return CONV_STATUS_SUCCESS;
+}
+
+void tu_thread_contexts_destroy(conv_context_t *ctxs, int count)
+{
+    for (int i = 0; i < count; i++)
+        conv_context_destroy(ctxs[i]);
 }
 
 double tu_now(void)

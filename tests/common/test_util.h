@@ -179,6 +179,24 @@ int tu_case_outputs(tu_case *c, conv_op_t op, tu_tensor **outs);
  * else writes what differs into msg. */
 int tu_case_check(tu_case *c, conv_op_t op, int exact, char *msg, size_t size);
 
+/* Makes the case and descriptor of tp, fills them (r; integers unless
+ * `real`, outputs NaN), runs `op` on ctx and ws and compares with the
+ * reference (exactly unless `real`). Returns 0, or 1 with `what` and what
+ * failed written into `failure`. */
+int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp, conv_op_t op,
+                   tu_rng *r, int real, int wrap, const char *what, char *failure, size_t size);
+
+/* Runs `op` of tp (its forced algorithm named `algo_name`) expecting a
+ * refusal: UNSUPPORTED, a message naming the algorithm, outputs unchanged.
+ * Returns 0, or 1 with what differed written into `failure`. */
+int tu_check_declined(conv_context_t ctx, const tu_problem *tp, conv_op_t op, uint64_t seed,
+                      const char *algo_name, char *failure, size_t size);
+
+/* Contexts with 1, 2, ... `count` threads (context i has i + 1), for the
+ * tests' setup and teardown. */
+conv_status_t tu_thread_contexts_create(conv_context_t *ctxs, int count);
+void tu_thread_contexts_destroy(conv_context_t *ctxs, int count);
+
 /* One random problem (from `seed`) of pass `op` on ctx and ws (NULL: the
  * context's pool), with an algorithm drawn from [first_algo, 3] forced where
  * it applies and `fallback` where it does not, checked exactly against the
