@@ -64,39 +64,49 @@ static void refused_or_right(const char *what, tu_problem *tp, conv_op_t op)
     tu_case_free(&c);
 }
 
-/* fuzz/regressions/winograd-3d-depth-padding: a 3-D problem whose depth axis
- * has kernel 1 and input 1 but padding 2 (stride 3, dilation 2), so the one
- * output depth reads only padding and every output is 0. Winograd, which
- * handles 2-D 3x3 kernels, took it for the 2-D problem. */
-static void test_winograd_depth_padding(void **state)
+/* fuzz/regressions/winograd-3d-depth-padding and depthwise-3d-depth-padding:
+ * a 3-D problem whose depth axis has kernel 1 and input 1 but padding 2
+ * (stride 3, dilation 2), so the one output depth reads only padding and
+ * every output is the bias. Winograd (2-D 3x3 kernels) and then the AVX-512
+ * depthwise kernels (fp32, 2-D 3x3) took it for the 2-D problem; implicit
+ * GEMM (1-D and 2-D) asks the same question. Each pass, both dtypes, both
+ * layouts. */
+static void test_planar_algorithms_depth_padding(void **state)
 {
     (void)state;
     const int64_t in[3] = {1, 3, 1}, kernel[3] = {1, 3, 3};
-    for (int op = 0; op < 2; op++) { /* Winograd computes forward and backward-data */
-        for (int pad = 0; pad < 3; pad++) {
-            tu_problem tp;
-            tu_problem_init(&tp, 3, 1, 2, 4, in, kernel);
-            tp.p.groups = 2;
-            tp.dtype = CONV_DTYPE_FLOAT64;
-            tp.p.stride[0] = 3;
-            tp.p.dilation[0] = 2;
-            tp.desc_pad_begin[0] = pad == 1 ? 2 : 0;
-            tp.desc_pad_end[0] = pad == 2 ? 1 : 0;
-            tp.desc_pad_begin[1] = tp.desc_pad_end[1] = 1;
-            tp.desc_pad_begin[2] = tp.desc_pad_end[2] = 1;
-            tp.algo = CONV_ALGO_WINOGRAD_4X4_3X3;
-            char what[64];
-            snprintf(what, sizeof what, "winograd, depth padding %lld/%lld",
-                     (long long)tp.desc_pad_begin[0], (long long)tp.desc_pad_end[0]);
-            refused_or_right(what, &tp, (conv_op_t)op);
-        }
-    }
+    const conv_algo_t algos[3] = {CONV_ALGO_WINOGRAD_4X4_3X3, CONV_ALGO_DEPTHWISE_DIRECT,
+                                  CONV_ALGO_IMPLICIT_GEMM};
+    for (int a = 0; a < 3; a++)
+        for (int op = 0; op < 3; op++)
+            for (int variant = 0; variant < 12; variant++) {
+                int pad = variant % 3, fp64 = variant / 3 % 2, last = variant / 6;
+                tu_problem tp;
+                tu_problem_init(&tp, 3, 1, 2, 4, in, kernel);
+                tp.p.groups = 2; /* depthwise: one input channel per group */
+                tp.p.channels_last = last;
+                tp.dtype = fp64 ? CONV_DTYPE_FLOAT64 : CONV_DTYPE_FLOAT32;
+                tp.bias = op != CONV_OP_BACKWARD_DATA;
+                tp.p.stride[0] = 3;
+                tp.p.dilation[0] = 2;
+                tp.desc_pad_begin[0] = pad == 1 ? 2 : 0;
+                tp.desc_pad_end[0] = pad == 2 ? 1 : 0;
+                tp.desc_pad_begin[1] = tp.desc_pad_end[1] = 1;
+                tp.desc_pad_begin[2] = tp.desc_pad_end[2] = 1;
+                tp.algo = algos[a];
+                char what[128];
+                snprintf(what, sizeof what, "%s, %s, %s, depth padding %lld/%lld",
+                         conv_algo_name(algos[a]), fp64 ? "fp64" : "fp32",
+                         last ? "channels-last" : "channels-first",
+                         (long long)tp.desc_pad_begin[0], (long long)tp.desc_pad_end[0]);
+                refused_or_right(what, &tp, (conv_op_t)op);
+            }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_winograd_depth_padding),
+        cmocka_unit_test(test_planar_algorithms_depth_padding),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

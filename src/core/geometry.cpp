@@ -13,6 +13,10 @@ bool ConvGeometry::is_pointwise() const {
     return true;
 }
 
+bool ConvGeometry::is_planar() const {
+    return in[0] == 1 && kernel[0] == 1 && out[0] == 1 && pad_begin[0] == 0 && pad_end[0] == 0;
+}
+
 double ConvGeometry::flops() const {
     return 2.0 * (double)n * (double)k * (double)out_size() * (double)cg() *
            (double)kernel_size();

@@ -40,6 +40,10 @@ struct ConvGeometry {
 
     // 1x1 kernel, stride 1, no padding: the input is already the GEMM operand.
     bool is_pointwise() const;
+    // At most 2-D: the depth axis is one plane in, one kernel tap, one plane
+    // out, unpadded. (Depth padding on a plane of depth 1 is a 3-D problem:
+    // its output plane reads only padding, so only the bias reaches it.)
+    bool is_planar() const;
     // Double the multiply-adds of one pass (the same for all three).
     double flops() const;
     // "C64 K64 56x56 k3x3 s1x1 d1x1 p1,1/1,1 g1" for messages and keys.

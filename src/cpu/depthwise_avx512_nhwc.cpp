@@ -214,7 +214,7 @@ void repack(const float *w, int64_t c, bool flip, float *wt) {
 
 bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t op) {
     if (g.layout != CONV_LAYOUT_CHANNELS_LAST || g.k != g.c) return false;
-    if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1 || g.in_size() == 0) return false;
+    if (!g.is_planar() || g.in_size() == 0) return false;
     if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
     if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
     if (g.stride[1] != g.stride[2] || g.stride[1] < 1 || g.stride[1] > 2) return false;

@@ -533,9 +533,7 @@ class ImplicitGemm final : public Algorithm {
 public:
     conv_algo_t id() const override { return CONV_ALGO_IMPLICIT_GEMM; }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
-        bool flat = g.kernel[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.pad_begin[0] == 0 &&
-                    g.pad_end[0] == 0;
-        if (!flat) return "it computes 1-D and 2-D convolutions only";
+        if (!g.is_planar()) return "it computes 1-D and 2-D convolutions only";
         if (op == CONV_OP_BACKWARD_DATA && (g.stride[1] != 1 || g.stride[2] != 1))
             return "it computes backward-data at stride 1 only";
         if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";

@@ -257,11 +257,7 @@ public:
     conv_algo_t id() const override { return CONV_ALGO_WINOGRAD_4X4_3X3; }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
         if (op == CONV_OP_BACKWARD_FILTER) return "it computes forward and backward-data passes only";
-        // A 3-D problem of depth 1 is 2-D only without depth padding: padding
-        // would add output planes that only the bias reaches.
-        bool flat = g.kernel[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.pad_begin[0] == 0 &&
-                    g.pad_end[0] == 0;
-        bool shape = flat && g.kernel[1] == 3 && g.kernel[2] == 3 &&
+        bool shape = g.is_planar() && g.kernel[1] == 3 && g.kernel[2] == 3 &&
                      g.stride[1] == 1 && g.stride[2] == 1 && g.dilation[1] == 1 &&
                      g.dilation[2] == 1;
         if (!shape) return "it needs a 2-D 3x3 kernel with stride 1 and no dilation";
