@@ -732,17 +732,28 @@ int tu_run_random_exact(conv_context_t ctx, conv_workspace_t ws, uint64_t seed, 
 }
 
 int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp, conv_op_t op,
-                   tu_rng *r, int real, int wrap, const char *what, char *failure, size_t size)
+                   tu_rng *r, int real, int flags, const char *what, char *failure, size_t size)
 {
     tu_case c;
     conv_desc_t d = NULL;
+    conv_workspace_t exact = NULL;
+    void *memory = NULL;
     char msg[512];
-    conv_status_t s = tu_case_make(&c, ctx, tp, wrap);
+    conv_status_t s = tu_case_make(&c, ctx, tp, flags & TU_RUN_WRAP);
     if (s != CONV_STATUS_SUCCESS) {
         snprintf(failure, size, "%s: setup status %d: %s", what, (int)s, conv_last_error());
         return 1;
     }
     s = tu_make_desc(tp, op, &d);
+    if (s == CONV_STATUS_SUCCESS && (flags & TU_RUN_EXACT_WORKSPACE)) {
+        size_t bytes = 0;
+        s = conv_workspace_size(ctx, d, op, c.x.t, c.w.t, c.y.t, &bytes);
+        if (s == CONV_STATUS_SUCCESS && !(memory = malloc(bytes + 1)))
+            s = CONV_STATUS_OUT_OF_MEMORY;
+        if (s == CONV_STATUS_SUCCESS)
+            s = conv_workspace_wrap(ctx, memory, bytes, &exact);
+        ws = exact;
+    }
     if (s == CONV_STATUS_SUCCESS) {
         tu_case_fill(&c, op, r, real);
         s = tu_case_run(&c, ctx, d, op, ws);
@@ -754,6 +765,8 @@ int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp
         snprintf(failure, size, "%s: %s", what, msg);
     else
         bad = 0;
+    conv_workspace_destroy(exact);
+    free(memory);
     conv_desc_destroy(d);
     tu_case_free(&c);
     return bad;

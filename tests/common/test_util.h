@@ -179,12 +179,17 @@ int tu_case_outputs(tu_case *c, conv_op_t op, tu_tensor **outs);
  * else writes what differs into msg. */
 int tu_case_check(tu_case *c, conv_op_t op, int exact, char *msg, size_t size);
 
+/* Flags of tu_run_checked: the tensors wrap caller memory; the pass runs
+ * on a workspace of exactly the bytes conv_workspace_size asks for (a
+ * kernel using more trips AddressSanitizer or its neighbour's data). */
+enum { TU_RUN_WRAP = 1, TU_RUN_EXACT_WORKSPACE = 2 };
+
 /* Makes the case and descriptor of tp, fills them (r; integers unless
- * `real`, outputs NaN), runs `op` on ctx and ws and compares with the
- * reference (exactly unless `real`). Returns 0, or 1 with `what` and what
- * failed written into `failure`. */
+ * `real`, outputs NaN), runs `op` on ctx and ws (or an exact one, see the
+ * flags) and compares with the reference (exactly unless `real`). Returns
+ * 0, or 1 with `what` and what failed written into `failure`. */
 int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp, conv_op_t op,
-                   tu_rng *r, int real, int wrap, const char *what, char *failure, size_t size);
+                   tu_rng *r, int real, int flags, const char *what, char *failure, size_t size);
 
 /* Runs `op` of tp (its forced algorithm named `algo_name`) expecting a
  * refusal: UNSUPPORTED, a message naming the algorithm, outputs unchanged.
