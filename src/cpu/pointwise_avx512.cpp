@@ -1,0 +1,306 @@
+// CONV_ALGO_GEMM_1X1 on AVX-512 (fp32, groups 1, forward and backward-data).
+// A pointwise pass is one GEMM, out[i][j] = sum_r A(i, r) * B(r, j), here
+// computed in 8 x 48 register tiles that keep their sums in 24 registers
+// over the whole reduction and are stored once, bias and ReLU applied on the
+// way out.
+//
+// Why not sgemm: a 1x1 layer's reduction is short (64-2048 channels) and
+// its matrices change every call, so OpenBLAS's packing of both operands and
+// its blocking of the reduction are a large share of the work; it reached
+// 75-85% of the FMA peak on ResNet-50's 1x1 layers, oneDNN ~100%. Here only
+// B is packed, into 48-column panels (each tile then reads one sequential
+// stream, zero-padded so no load needs a mask); A is read in place, one
+// broadcast per row and reduction step.
+//
+//                             A (broadcast)            B (packed)
+//   forward, channels-first   W (K x C)                x of one image (C x P)
+//   forward, channels-last    x (N*P x C)              W transposed, once per call
+//   bwd-data, channels-first  W read transposed        dy of one image (K x P)
+//   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
+//
+// Accuracy: each output is a plain sum of its products (a dot product's
+// bound), so a strict context keeps it.
+#include "cpu/pointwise_avx512.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "core/checked.h"
+#include "cpu/avx512.h"
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kRows = 8;                       // tile rows (broadcast operand)
+constexpr int kVecs = 3;                       // tile columns, in 16-lane vectors
+constexpr int64_t kPanel = 16 * kVecs;         // columns of a packed panel
+constexpr int64_t kBlockBytes = 256 << 10;     // packed B of a channels-first item: an L2 share
+constexpr int64_t kRowBlockBytes = 128 << 10;  // A rows a channels-last item walks per panel
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// One pass as a GEMM, in element offsets from the tensors' pointers.
+struct Gemm {
+    const float *a;  // A(i, r) = a[i * a_row + r * a_red]
+    int64_t a_row, a_red;
+    const float *b;  // B(r, j) = b[r * b_red + j * b_col], the source of the panels
+    int64_t b_red, b_col;
+    float *out;  // out[i * ldo + j]
+    int64_t ldo;
+    int64_t M, N, R;
+    const float *bias;  // one per row (bias_rows) or per column; may be null
+    bool bias_rows, relu;
+};
+
+// How a pass is cut into work items.
+struct Plan {
+    bool last;          // channels-last: one GEMM over all images, B packed once
+    int64_t cols;       // columns (B panels) per item
+    int64_t rows;       // rows per item
+    int64_t col_blocks, row_blocks, items;
+    size_t shared_bytes, slot_bytes;  // packed B: once per call, or per thread
+};
+
+Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
+    const bool fwd = op == CONV_OP_FORWARD;
+    // R: the reduction (input channels of the pass); outc: the channels it writes.
+    const int64_t P = g.out_size(), R = fwd ? g.c : g.k, outc = fwd ? g.k : g.c;
+    threads = std::max(threads, 1);
+    Plan p{};
+    p.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    if (g.n <= 0 || P <= 0 || R <= 0 || outc <= 0) return p;
+    if (!p.last) {
+        // Per image: rows are channels, columns positions. An item packs
+        // `cols` positions of the image (an L2 share) and runs its tiles.
+        int64_t fit = std::max<int64_t>(64, kBlockBytes / (4 * R) / kPanel * kPanel);
+        int64_t blocks = ceil_div(P, std::min(fit, P));
+        // Occupy the threads by splitting positions while blocks stay wide;
+        // on small planes (res5's 7x7) split the rows instead, so that each
+        // thread reads only its share of the (large) filters.
+        const int64_t want = ceil_div(threads, g.n);
+        if (blocks < want && P / want >= 192) blocks = want;
+        // A few items per thread split evenly: 3136 positions in blocks of
+        // 1008 would leave one of two threads a block behind the other.
+        if (threads > 1 && g.n * blocks < 4 * threads)
+            for (int64_t b = blocks; b <= 2 * blocks && P / b >= 96; ++b)
+                if ((g.n * b) % threads == 0) {
+                    blocks = b;
+                    break;
+                }
+        p.cols = round_up(ceil_div(P, blocks), 16);
+        p.col_blocks = ceil_div(P, p.cols);
+        int64_t parts = g.n * p.col_blocks >= threads ? 1 : ceil_div(threads, g.n * p.col_blocks);
+        p.rows = round_up(ceil_div(outc, parts), kRows);
+        p.row_blocks = ceil_div(outc, p.rows);
+        p.items = g.n * p.col_blocks * p.row_blocks;
+        p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols, kPanel) * 4, "workspace");
+        return p;
+    }
+    // Channels-last: rows are the positions of all images, columns channels,
+    // B (from W) packed once. An item is a block of rows, whose A stays in
+    // L2 while its panels pass; with few rows, one block of rows and the
+    // columns split, so each thread reads only its share of W.
+    const int64_t M = checked_mul(g.n, P, "positions");
+    p.rows = std::max<int64_t>(kRows, kRowBlockBytes / (4 * R) / kRows * kRows);
+    int64_t col_parts = 1;
+    if (M <= p.rows * threads) {
+        p.rows = round_up(M, kRows);
+        col_parts = std::min(ceil_div(outc, kPanel), (int64_t)threads);
+    }
+    p.row_blocks = ceil_div(M, p.rows);
+    if (col_parts == 1 && p.row_blocks < 4 * threads) {  // an even share per thread
+        p.rows = round_up(ceil_div(M, round_up(p.row_blocks, threads)), kRows);
+        p.row_blocks = ceil_div(M, p.rows);
+    }
+    p.cols = round_up(ceil_div(outc, col_parts), kPanel);
+    p.col_blocks = ceil_div(outc, p.cols);
+    p.items = p.row_blocks * p.col_blocks;
+    p.shared_bytes = (size_t)checked_mul(R, round_up(outc, kPanel) * 4, "workspace");
+    return p;
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+
+// Packs columns [j0, j1) of B into panels of kPanel columns at dst
+// (panel q, reduction step r, column jj at dst[(q * R + r) * kPanel + jj]),
+// the columns past j1 zero.
+CONV_TARGET_AVX512 void pack_panels(const Gemm &m, int64_t j0, int64_t j1, float *dst) {
+    for (int64_t q0 = j0; q0 < j1; q0 += kPanel) {
+        const int64_t width = std::min(kPanel, j1 - q0);
+        float *panel = dst + (q0 - j0) * m.R;
+        if (m.b_col == 1) {
+            for (int64_t r = 0; r < m.R; ++r) {
+                const float *src = m.b + r * m.b_red + q0;
+                for (int v = 0; v < kVecs; ++v)
+                    _mm512_store_ps(panel + r * kPanel + 16 * v,
+                                    _mm512_maskz_loadu_ps(first_lanes(width - 16 * v), src + 16 * v));
+            }
+            continue;
+        }
+        // A transposed source (channels-last forward: W is K x C): each
+        // column is a contiguous row of it, written down the panel.
+        if (width < kPanel) std::fill(panel, panel + m.R * kPanel, 0.0f);
+        for (int64_t jj = 0; jj < width; ++jj) {
+            const float *src = m.b + (q0 + jj) * m.b_col;
+            for (int64_t r = 0; r < m.R; ++r) panel[r * kPanel + jj] = src[r * m.b_red];
+        }
+    }
+}
+
+// Rows [i0, i0 + MR) x columns [j0, j0 + 16 * NV) of the output from one
+// panel, the last vector's lanes limited by `tail`.
+template <int MR, int NV>
+CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel,
+                             __mmask16 tail) {
+    __m512 acc[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    const float *a = m.a + i0 * m.a_row;
+    const int64_t a_row = m.a_row, a_red = m.a_red;
+    for (int64_t r = 0; r < m.R; ++r, a += a_red, panel += kPanel) {
+        __m512 b[NV];
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(panel + 16 * v);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i * a_row]);
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, b[v], acc[i][v]);
+        }
+    }
+    float *out = m.out + i0 * m.ldo + j0;
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) {
+            const __mmask16 lanes = v == NV - 1 ? tail : (__mmask16)0xFFFF;
+            __m512 s = acc[i][v];
+            if (m.bias)
+                s = _mm512_add_ps(s, m.bias_rows
+                                         ? _mm512_set1_ps(m.bias[i0 + i])
+                                         : _mm512_maskz_loadu_ps(lanes, m.bias + j0 + 16 * v));
+            // max(0, s) returns s when s is NaN: ReLU passes NaN on, as the reference does.
+            if (m.relu) s = _mm512_max_ps(_mm512_setzero_ps(), s);
+            _mm512_mask_storeu_ps(out + i * m.ldo + 16 * v, lanes, s);
+        }
+}
+
+using TileFn = void (*)(const Gemm &, int64_t, int64_t, const float *, __mmask16);
+
+template <int... Rows>
+constexpr std::array<std::array<TileFn, kVecs>, kRows> tile_table(
+    std::integer_sequence<int, Rows...>) {
+    return {{{tile<Rows + 1, 1>, tile<Rows + 1, 2>, tile<Rows + 1, 3>}...}};
+}
+constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kRows>{});
+
+// Output rows [i0, i1) x columns [j0, j1) from their packed panels. With
+// rows_inner the panel stays while the tiles walk down the rows (A in L2
+// is the stream); otherwise a row tile stays while the panels pass.
+CONV_TARGET_AVX512 void run_block(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                                  const float *panels, bool rows_inner) {
+    auto one = [&](int64_t i, int64_t q0) {
+        const int64_t rows = std::min<int64_t>(kRows, i1 - i), cols = std::min(kPanel, j1 - q0);
+        const int64_t vecs = ceil_div(cols, 16);
+        kTiles[rows - 1][vecs - 1](m, i, q0, panels + (q0 - j0) * m.R,
+                                   first_lanes(cols - 16 * (vecs - 1)));
+    };
+    if (rows_inner) {
+        for (int64_t q0 = j0; q0 < j1; q0 += kPanel)
+            for (int64_t i = i0; i < i1; i += kRows) one(i, q0);
+    } else {
+        for (int64_t i = i0; i < i1; i += kRows)
+            for (int64_t q0 = j0; q0 < j1; q0 += kPanel) one(i, q0);
+    }
+}
+
+// The GEMM of image n (channels-first) or of all images (channels-last).
+Gemm pass_gemm(const ConvArgs &args, int64_t n) {
+    const ConvGeometry &g = *args.g;
+    const int64_t C = g.c, K = g.k, P = g.out_size();
+    float *x = static_cast<float *>(args.x), *w = static_cast<float *>(args.w);
+    float *y = static_cast<float *>(args.y);
+    const bool fwd = args.op == CONV_OP_FORWARD, relu = fwd && g.activation == CONV_ACTIVATION_RELU;
+    const float *bias = fwd ? static_cast<const float *>(args.bias) : nullptr;
+    if (g.layout != CONV_LAYOUT_CHANNELS_LAST) {
+        if (fwd) return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, K, P, C, bias, true, relu};
+        return {w, 1, C, y + n * K * P, P, 1, x + n * C * P, P, C, P, K, nullptr, false, false};
+    }
+    const int64_t M = g.n * P;
+    if (fwd) return {x, C, 1, w, 1, C, y, K, M, K, C, bias, false, relu};
+    return {y, K, 1, w, C, 1, x, C, M, C, K, nullptr, false, false};
+}
+
+#endif
+
+}  // namespace
+
+bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
+    if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
+    if (!g.is_pointwise() || g.groups != 1) return false;
+    if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
+    // Where sgemm measured faster (single-threaded, docs/performance.md):
+    // channels-last forward transposes W on every call (K * C scalar moves),
+    // more than sgemm's own packing costs on few positions (7x7 at batch 1:
+    // 15% slower; 14x14: 5% faster). Channels-first backward-data reads W
+    // across its rows, C floats apart, for every panel: on a 7x7 plane
+    // (one or two panels) nothing amortises those reads (0.56-0.81x).
+    const int64_t positions = g.out_size();
+    if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
+        return op == CONV_OP_BACKWARD_DATA || g.n * positions >= 128;
+    return op == CONV_OP_FORWARD || positions >= 128;
+}
+
+size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    const Plan p = make_plan(g, op, threads);
+    size_t bytes = p.last ? p.shared_bytes : p.slot_bytes * (size_t)std::max(threads, 1);
+    return (bytes + 63) / 64 * 64;
+}
+
+void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+#if CONV_HAVE_AVX512_KERNELS
+    const ConvGeometry &g = *args.g;
+    const Plan p = make_plan(g, args.op, threads);
+    float *scratch = static_cast<float *>(ws);
+    if (p.last) {
+        const Gemm m = pass_gemm(args, 0);
+        const int64_t panels = ceil_div(m.N, kPanel);
+        pool.parallel_for(
+            panels,
+            [&](int64_t q, int) {
+                int64_t j0 = q * kPanel;
+                pack_panels(m, j0, std::min(m.N, j0 + kPanel), scratch + j0 * m.R);
+            },
+            threads);
+        pool.parallel_for(
+            p.items,
+            [&](int64_t item, int) {
+                int64_t i0 = item / p.col_blocks * p.rows, j0 = item % p.col_blocks * p.cols;
+                run_block(m, i0, std::min(m.M, i0 + p.rows), j0, std::min(m.N, j0 + p.cols),
+                          scratch + j0 * m.R, true);
+            },
+            threads);
+        return;
+    }
+    const size_t slot_floats = p.slot_bytes / sizeof(float);
+    pool.parallel_for(
+        p.items,
+        [&](int64_t item, int s) {
+            const int64_t rb = item % p.row_blocks, cb = item / p.row_blocks % p.col_blocks;
+            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks);
+            const int64_t j0 = cb * p.cols, j1 = std::min(m.N, j0 + p.cols);
+            const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
+            float *panels = scratch + (size_t)s * slot_floats;
+            pack_panels(m, j0, j1, panels);
+            run_block(m, i0, i1, j0, j1, panels, false);
+        },
+        threads);
+#else
+    (void)args, (void)ws, (void)pool, (void)threads;
+#endif
+}
+
+}  // namespace conv::cpu

@@ -1,0 +1,22 @@
+// AVX-512 fp32 kernels of CONV_ALGO_GEMM_1X1 for forward and backward-data
+// of ungrouped pointwise convolutions. gemm_1x1.cpp asks pw_avx512_covers()
+// and keeps the OpenBLAS path for everything else (fp64, groups, other
+// ISAs, backward-filter, and the shapes where OpenBLAS measured faster).
+#pragma once
+
+#include <cstddef>
+
+#include "cpu/algorithm.h"
+
+namespace conv::cpu {
+
+// Whether the AVX-512 kernels compute this fp32 pass on this CPU.
+bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op);
+
+// Workspace bytes they use with `threads` threads (when they cover the pass).
+size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+
+// Runs a covered pass; `ws` holds pw_avx512_workspace_bytes(g, op, threads).
+void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
+}  // namespace conv::cpu

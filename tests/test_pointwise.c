@@ -1,0 +1,190 @@
+/*
+ * test_pointwise.c -- CONV_ALGO_GEMM_1X1 against the naive reference on
+ * pointwise problems shaped to reach every branch of its register-tile
+ * kernel (src/cpu/pointwise_avx512.cpp) and of the OpenBLAS path it falls
+ * back to (which this test also runs under CONV_CPU_ISA=baseline):
+ * channel counts around the 8-row tile and the 48-column panel (1, 7, 8, 9,
+ * 47, 48, 49, ...), position counts around them too, planes large enough to
+ * be split into several blocks per image and small enough that the rows are
+ * split instead, batch 1..3, both layouts, 1-3 spatial dims, groups (the
+ * fallback), bias and ReLU, all three passes, 1-3 threads, and workspaces
+ * of exactly the size the library asks for.
+ *
+ * Integer data in [-3, 3] makes every sum exact in fp32, so most checks
+ * are exact; some problems use real data within a rounding tolerance.
+ * A failure prints its seed; CONV_TEST_SEED=<seed> CONV_TEST_COUNT=1 reruns it.
+ */
+#include "test_util.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+static conv_context_t contexts[3]; /* 1, 2 and 3 threads */
+
+static int setup(void **state)
+{
+    (void)state;
+    return tu_thread_contexts_create(contexts, 3) == CONV_STATUS_SUCCESS ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_thread_contexts_destroy(contexts, 3);
+    return 0;
+}
+
+/* Channel counts that straddle the 8-row tile and the 48-column panel. */
+static int64_t random_channels(tu_rng *r, int64_t most)
+{
+    static const int64_t edges[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 47, 48, 49, 64, 95, 97};
+    if (tu_chance(r, 60))
+        return edges[tu_range(r, 0, (int64_t)(sizeof edges / sizeof edges[0]) - 1)];
+    return tu_range(r, 1, most);
+}
+
+/* A pointwise problem: `wide` draws planes of up to 48x48 positions (split
+ * into blocks over threads) and channels up to 200 (several row tiles and
+ * panels); otherwise small ones around the tile edges. */
+static void random_pointwise(tu_rng *r, tu_problem *tp, int wide)
+{
+    int spatial = tu_chance(r, 70) ? 2 : tu_chance(r, 50) ? 1 : 3;
+    int64_t in[3], kernel[3] = {1, 1, 1};
+    int64_t side = wide ? 48 : 12; /* 12x12: past the 128 positions some paths need */
+    for (int a = 0; a < spatial; a++)
+        in[a] = spatial == 1 ? tu_range(r, 1, side * side / 4) : tu_range(r, 1, spatial == 3 ? 6 : side);
+    int64_t c = random_channels(r, wide ? 200 : 70), k = random_channels(r, wide ? 200 : 70);
+    int64_t groups = tu_chance(r, 15) ? tu_range(r, 2, 3) : 1;
+    c *= groups;
+    k *= groups;
+    tu_problem_init(tp, spatial, tu_range(r, 1, 3), c, k, in, kernel);
+    tp->p.groups = groups;
+    tp->p.channels_last = tu_chance(r, 50);
+    tp->dtype = tu_chance(r, 85) ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64;
+    tp->bias = tu_chance(r, 50);
+    tp->p.relu = tu_chance(r, 30);
+    tp->algo = CONV_ALGO_GEMM_1X1;
+}
+
+static void check(uint64_t seed, const tu_problem *tp0, conv_op_t op, tu_rng *r, int real)
+{
+    tu_problem tp = *tp0;
+    if (op == CONV_OP_BACKWARD_DATA)
+        tp.bias = 0;
+    int threads = (int)tu_range(r, 1, 3);
+    int flags = (tu_chance(r, 50) ? TU_RUN_WRAP : 0) |
+                (tu_chance(r, 50) ? TU_RUN_EXACT_WORKSPACE : 0);
+    char what[1024], failure[2048];
+    int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s threads=%d ", seed,
+                       tu_op_name(op), threads);
+    tu_describe(&tp, what + len, sizeof what - (size_t)len);
+    if (tu_run_checked(contexts[threads - 1], NULL, &tp, op, r, real, flags, what, failure,
+                       sizeof failure))
+        fail_msg("%s", failure);
+}
+
+static void run_many(uint64_t base, int problems, int wide, int real)
+{
+    uint64_t first = tu_env_seed(base);
+    int n = tu_env_count(problems);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        tu_problem tp;
+        random_pointwise(&r, &tp, wide);
+        assert_true(tu_resolve(&tp));
+        for (int op = 0; op < 3; op++)
+            check(seed, &tp, (conv_op_t)op, &r, real);
+    }
+}
+
+static void test_small_exact(void **state)
+{
+    (void)state;
+    run_many(5000, 1000, 0, 0);
+}
+
+static void test_wide_exact(void **state)
+{
+    (void)state;
+    run_many(6000, 40, 1, 0);
+}
+
+static void test_real_data(void **state)
+{
+    (void)state;
+    run_many(7000, 100, 0, 1);
+}
+
+/* ResNet-50's pointwise shapes, scaled down where the reference would be
+ * slow: wide planes with few channels (split by positions), 7x7 planes
+ * with many (split by rows), expansion and reduction. */
+static void test_resnet_like(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t c, k, hw;
+    } layers[] = {{64, 192, 36}, {256, 64, 30}, {128, 200, 20}, {512, 96, 14},
+                  {2048, 64, 7}, {96, 2048, 7}, {3, 50, 33}};
+    tu_rng r;
+    tu_seed(&r, 5050);
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
+        for (int last = 0; last < 2; last++) {
+            int64_t in[2] = {layers[i].hw, layers[i].hw}, kernel[2] = {1, 1};
+            tu_problem tp;
+            tu_problem_init(&tp, 2, 1 + (int64_t)(i % 2), layers[i].c, layers[i].k, in, kernel);
+            tp.p.channels_last = last;
+            tp.bias = (int)(i % 2);
+            tp.p.relu = (int)(i % 3 == 0);
+            tp.algo = CONV_ALGO_GEMM_1X1;
+            assert_true(tu_resolve(&tp));
+            for (int op = 0; op < 2; op++)
+                check(i, &tp, (conv_op_t)op, &r, 0);
+        }
+}
+
+/* ReLU passes a NaN on (as the reference's "v < 0 ? 0 : v" does): one NaN
+ * in x makes exactly the K outputs that read it NaN, in both layouts. */
+static void test_relu_keeps_nan(void **state)
+{
+    (void)state;
+    for (int last = 0; last < 2; last++) {
+        int64_t in[2] = {5, 7}, kernel[2] = {1, 1};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, 1, 16, 24, in, kernel);
+        tp.p.channels_last = last;
+        tp.p.relu = 1;
+        tp.bias = 1;
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        tu_case c;
+        conv_desc_t d;
+        tu_rng r;
+        tu_seed(&r, 99);
+        assert_ok(tu_case_make(&c, contexts[0], &tp, 0));
+        assert_ok(tu_make_desc(&tp, CONV_OP_FORWARD, &d));
+        tu_case_fill(&c, CONV_OP_FORWARD, &r, 0);
+        tu_set(&c.x, 3, NAN);
+        assert_ok(tu_case_run(&c, contexts[0], d, CONV_OP_FORWARD, NULL));
+        int64_t nans = 0;
+        for (int64_t i = 0; i < c.y.elems; i++)
+            nans += isnan(tu_get(&c.y, i)) != 0;
+        assert_int_equal(nans, 24);
+        conv_desc_destroy(d);
+        tu_case_free(&c);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_exact),
+        cmocka_unit_test(test_wide_exact),
+        cmocka_unit_test(test_real_data),
+        cmocka_unit_test(test_resnet_like),
+        cmocka_unit_test(test_relu_keeps_nan),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
