@@ -104,9 +104,9 @@ static void make_problem(tu_problem *tp)
     assert_true(tu_resolve(tp));
 }
 
-/* x (2, 4, 9, 9), w (6, 4, 1, 1): a search tries GEMM_1X1 (no workspace)
- * before IM2COL_GEMM (a workspace), so a fresh workspace grows after the
- * first trial has run. */
+/* x (2, 4, 9, 9), w (6, 4, 1, 1): a search tries GEMM_1X1 (no workspace,
+ * or with AVX-512 a small packing buffer) before IM2COL_GEMM (its own
+ * workspace), so a fresh workspace can grow after the first trial has run. */
 static void make_problem_1x1(tu_problem *tp)
 {
     const int64_t in[2] = {9, 9}, k[2] = {1, 1};
