@@ -6,7 +6,7 @@
  * channel counts around the 8-row tile and the 48-column panel (1, 7, 8, 9,
  * 47, 48, 49, ...), position counts around them too, planes large enough to
  * be split into several blocks per image and small enough that the rows are
- * split instead, batch 1..3, both layouts, 1-3 spatial dims, groups (the
+ * split instead, batch 0..3, both layouts, 1-3 spatial dims, groups (the
  * fallback), bias and ReLU, all three passes, 1-3 threads, and workspaces
  * of exactly the size the library asks for.
  *
@@ -58,7 +58,9 @@ static void random_pointwise(tu_rng *r, tu_problem *tp, int wide)
     int64_t groups = tu_chance(r, 15) ? tu_range(r, 2, 3) : 1;
     c *= groups;
     k *= groups;
-    tu_problem_init(tp, spatial, tu_range(r, 1, 3), c, k, in, kernel);
+    /* batch 0 now and then: an empty pass, which must not touch the (then
+     * empty) workspace */
+    tu_problem_init(tp, spatial, tu_chance(r, 5) ? 0 : tu_range(r, 1, 3), c, k, in, kernel);
     tp->p.groups = groups;
     tp->p.channels_last = tu_chance(r, 50);
     tp->dtype = tu_chance(r, 85) ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64;

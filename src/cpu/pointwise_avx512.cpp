@@ -264,6 +264,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *args.g;
     const Plan p = make_plan(g, args.op, threads);
+    if (p.items == 0) return;  // an empty batch: nothing to write, no workspace
     float *scratch = static_cast<float *>(ws);
     if (p.last) {
         const Gemm m = pass_gemm(args, 0);
