@@ -142,7 +142,7 @@ static void test_resnet_like(void **state)
             tp.p.relu = (int)(i % 3 == 0);
             tp.algo = CONV_ALGO_GEMM_1X1;
             assert_true(tu_resolve(&tp));
-            for (int op = 0; op < 2; op++)
+            for (int op = 0; op < 3; op++)
                 check(i, &tp, (conv_op_t)op, &r, 0);
         }
 }

@@ -1,8 +1,8 @@
 // CONV_ALGO_GEMM_1X1: pointwise convolutions (1x1 kernel, stride 1, no
 // padding) need no unfolding: the input is the GEMM operand as it lies, in
-// both layouts. With AVX-512, fp32 forward and backward-data of ungrouped
-// layers run this library's register-tile GEMM (pointwise_avx512.cpp, which
-// packs one operand); everything else is OpenBLAS with no scratch memory.
+// both layouts. With AVX-512, fp32 passes of ungrouped layers run this
+// library's register-tile GEMM (pointwise_avx512.cpp, which packs one
+// operand); everything else is OpenBLAS with no scratch memory.
 #include "cpu/gemm_conv.h"
 #include "cpu/pointwise_avx512.h"
 

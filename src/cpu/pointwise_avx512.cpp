@@ -1,4 +1,4 @@
-// CONV_ALGO_GEMM_1X1 on AVX-512 (fp32, groups 1, forward and backward-data).
+// CONV_ALGO_GEMM_1X1 on AVX-512 (fp32, groups 1, all three passes).
 // A pointwise pass is one GEMM, out[i][j] = sum_r A(i, r) * B(r, j), here
 // computed in 8 x 48 register tiles that keep their sums in 24 registers
 // over the whole reduction and are stored once, bias and ReLU applied on the
@@ -17,6 +17,13 @@
 //   forward, channels-last    x (N*P x C)              W transposed, once per call
 //   bwd-data, channels-first  W read transposed        dy of one image (K x P)
 //   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
+//   bwd-filter, channels-first  dy of one image (K x P)  x transposed, per chunk of positions
+//   bwd-filter, channels-last   dy read across (K apart) x (N*P x C), per chunk of positions
+//
+// Backward-filter reduces over positions: chunks of them (an L2 share of
+// B, the same chunks for any thread count, so the sums' order is too) are
+// accumulated into dW, which the threads split by columns (channels), or
+// by rows (filters) when the channels are too few.
 //
 // Accuracy: each output is a plain sum of its products (a dot product's
 // bound), so a strict context keeps it.
@@ -28,6 +35,7 @@
 
 #include "core/checked.h"
 #include "cpu/avx512.h"
+#include "cpu/epilogue.h"
 
 namespace conv::cpu {
 namespace {
@@ -51,6 +59,7 @@ struct Gemm {
     int64_t M, N, R;
     const float *bias;  // one per row (bias_rows) or per column; may be null
     bool bias_rows, relu;
+    bool accumulate;  // out += the product (else out = it)
 };
 
 // How a pass is cut into work items.
@@ -60,13 +69,41 @@ struct Plan {
     int64_t rows;       // rows per item
     int64_t col_blocks, row_blocks, items;
     size_t shared_bytes, slot_bytes;  // packed B: once per call, or per thread
+    int64_t chunk, chunks;            // backward-filter: positions per chunk, chunks per image
 };
 
+// Backward-filter: dW (K x C) is split into column blocks (no B packed
+// twice) or, with too few channels for the threads, row blocks; positions
+// are reduced in chunks whose B fits an L2 share.
+Plan filter_plan(const ConvGeometry &g, int threads) {
+    Plan p{};
+    p.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    const int64_t C = g.c, K = g.k;
+    const int64_t positions = p.last ? checked_mul(g.n, g.out_size(), "positions") : g.out_size();
+    if (g.n <= 0 || positions <= 0 || C <= 0 || K <= 0) return p;
+    const int64_t panels = ceil_div(C, kPanel);
+    const int64_t col_parts = panels >= threads ? threads : 1;
+    p.cols = std::min(C, round_up(ceil_div(C, col_parts), 16));
+    p.col_blocks = ceil_div(C, p.cols);
+    const int64_t row_parts = p.col_blocks >= threads ? 1 : ceil_div(threads, p.col_blocks);
+    p.rows = round_up(ceil_div(K, row_parts), kRows);
+    p.row_blocks = ceil_div(K, p.rows);
+    p.items = p.col_blocks * p.row_blocks;
+    // From C, not from the block: the chunks, and so the order of each
+    // output's sums, do not depend on the thread count.
+    const int64_t most = std::max<int64_t>(64, kBlockBytes / (4 * round_up(C, kPanel)));
+    p.chunks = ceil_div(positions, most);
+    p.chunk = ceil_div(positions, p.chunks);
+    p.slot_bytes = (size_t)checked_mul(p.chunk, round_up(p.cols, kPanel) * 4, "workspace");
+    return p;
+}
+
 Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
+    threads = std::max(threads, 1);
+    if (op == CONV_OP_BACKWARD_FILTER) return filter_plan(g, threads);
     const bool fwd = op == CONV_OP_FORWARD;
     // R: the reduction (input channels of the pass); outc: the channels it writes.
     const int64_t P = g.out_size(), R = fwd ? g.c : g.k, outc = fwd ? g.k : g.c;
-    threads = std::max(threads, 1);
     Plan p{};
     p.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
     if (g.n <= 0 || P <= 0 || R <= 0 || outc <= 0) return p;
@@ -122,6 +159,35 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
 
 #if CONV_HAVE_AVX512_KERNELS
 
+// Transposes 16 rows of 16 floats in registers: v[u] lane t <- v[t] lane u.
+CONV_TARGET_AVX512 inline void transpose16(__m512 v[16]) {
+    __m512 t[16];
+    // Rows 2i and 2i+1 interleaved: in each 128-bit lane, a0 b0 a1 b1 / a2 b2 a3 b3.
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+    }
+    // v[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j.
+    for (int i = 0; i < 4; ++i) {
+        v[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        v[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        v[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        v[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    // Column 4L + j gathers lane L of v[j], v[4 + j], v[8 + j], v[12 + j].
+    for (int j = 0; j < 4; ++j) {
+        const __m512 u0 = _mm512_shuffle_f32x4(v[j], v[4 + j], 0x88);  // L0, L2 of both
+        const __m512 u1 = _mm512_shuffle_f32x4(v[j], v[4 + j], 0xDD);  // L1, L3
+        const __m512 u2 = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0x88);
+        const __m512 u3 = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0xDD);
+        t[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+        t[8 + j] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
+        t[4 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
+    }
+    for (int i = 0; i < 16; ++i) v[i] = t[i];
+}
+
 // Packs columns [j0, j1) of B into panels of kPanel columns at dst
 // (panel q, reduction step r, column jj at dst[(q * R + r) * kPanel + jj]),
 // the columns past j1 zero.
@@ -138,12 +204,22 @@ CONV_TARGET_AVX512 void pack_panels(const Gemm &m, int64_t j0, int64_t j1, float
             }
             continue;
         }
-        // A transposed source (channels-last forward: W is K x C): each
-        // column is a contiguous row of it, written down the panel.
-        if (width < kPanel) std::fill(panel, panel + m.R * kPanel, 0.0f);
-        for (int64_t jj = 0; jj < width; ++jj) {
-            const float *src = m.b + (q0 + jj) * m.b_col;
-            for (int64_t r = 0; r < m.R; ++r) panel[r * kPanel + jj] = src[r * m.b_red];
+        // A transposed source (b_red == 1: W of channels-last forward, x of
+        // channels-first backward-filter): each column is a contiguous row
+        // of it. 16 columns x 16 steps are loaded as rows and transposed.
+        for (int64_t jj0 = 0; jj0 < kPanel; jj0 += 16) {
+            const int64_t cols = std::clamp<int64_t>(width - jj0, 0, 16);
+            for (int64_t r0 = 0; r0 < m.R; r0 += 16) {
+                const __mmask16 steps = first_lanes(m.R - r0);
+                __m512 v[16];
+#pragma GCC unroll 16
+                for (int t = 0; t < 16; ++t)
+                    v[t] = t < cols ? _mm512_maskz_loadu_ps(steps, m.b + (q0 + jj0 + t) * m.b_col + r0)
+                                    : _mm512_setzero_ps();
+                transpose16(v);
+                const int64_t n = std::min<int64_t>(16, m.R - r0);
+                for (int64_t u = 0; u < n; ++u) _mm512_store_ps(panel + (r0 + u) * kPanel + jj0, v[u]);
+            }
         }
     }
 }
@@ -184,7 +260,9 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
                                          : _mm512_maskz_loadu_ps(lanes, m.bias + j0 + 16 * v));
             // max(0, s) returns s when s is NaN: ReLU passes NaN on, as the reference does.
             if (m.relu) s = _mm512_max_ps(_mm512_setzero_ps(), s);
-            _mm512_mask_storeu_ps(out + i * m.ldo + 16 * v, lanes, s);
+            float *o = out + i * m.ldo + 16 * v;
+            if (m.accumulate) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(lanes, o));
+            _mm512_mask_storeu_ps(o, lanes, s);
         }
 }
 
@@ -226,12 +304,28 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n) {
     const bool fwd = args.op == CONV_OP_FORWARD, relu = fwd && g.activation == CONV_ACTIVATION_RELU;
     const float *bias = fwd ? static_cast<const float *>(args.bias) : nullptr;
     if (g.layout != CONV_LAYOUT_CHANNELS_LAST) {
-        if (fwd) return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, K, P, C, bias, true, relu};
-        return {w, 1, C, y + n * K * P, P, 1, x + n * C * P, P, C, P, K, nullptr, false, false};
+        if (fwd)
+            return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, K, P, C, bias, true, relu, false};
+        return {w, 1, C, y + n * K * P, P, 1, x + n * C * P, P, C, P, K, nullptr, false, false, false};
     }
     const int64_t M = g.n * P;
-    if (fwd) return {x, C, 1, w, 1, C, y, K, M, K, C, bias, false, relu};
-    return {y, K, 1, w, C, 1, x, C, M, C, K, nullptr, false, false};
+    if (fwd) return {x, C, 1, w, 1, C, y, K, M, K, C, bias, false, relu, false};
+    return {y, K, 1, w, C, 1, x, C, M, C, K, nullptr, false, false, false};
+}
+
+// Backward-filter's GEMM over positions [q0, q0 + len) of image n
+// (channels-first) or of all images (channels-last, q0 counts across them):
+// dW (K x C) += dy (K x len) * x^T (len x C).
+Gemm filter_gemm(const ConvArgs &args, int64_t n, int64_t q0, int64_t len, bool accumulate) {
+    const ConvGeometry &g = *args.g;
+    const int64_t C = g.c, K = g.k, P = g.out_size();
+    const float *x = static_cast<const float *>(args.x), *dy = static_cast<const float *>(args.y);
+    float *dw = static_cast<float *>(args.w);
+    if (g.layout != CONV_LAYOUT_CHANNELS_LAST)
+        return {dy + n * K * P + q0, P, 1, x + n * C * P + q0, 1, P, dw, C, K, C, len,
+                nullptr, false, false, accumulate};
+    return {dy + q0 * K, 1, K, x + q0 * C, C, 1, dw, C, K, C, len, nullptr, false, false,
+            accumulate};
 }
 
 #endif
@@ -240,23 +334,20 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n) {
 
 bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
-    if (!g.is_pointwise() || g.groups != 1) return false;
+    if (!g.is_pointwise() || g.groups != 1 || g.n <= 0) return false;
+    if (op == CONV_OP_BACKWARD_FILTER) return true;
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
     // Where sgemm measured faster (single-threaded, docs/performance.md):
-    // channels-last forward transposes W on every call (K * C scalar moves),
-    // more than sgemm's own packing costs on few positions (7x7 at batch 1:
-    // 15% slower; 14x14: 5% faster). Channels-first backward-data reads W
-    // across its rows, C floats apart, for every panel: on a 7x7 plane
-    // (one or two panels) nothing amortises those reads (0.56-0.81x).
-    const int64_t positions = g.out_size();
-    if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
-        return op == CONV_OP_BACKWARD_DATA || g.n * positions >= 128;
-    return op == CONV_OP_FORWARD || positions >= 128;
+    // channels-first backward-data reads W across its rows, C floats apart,
+    // for every panel; on a 7x7 plane (one or two panels) nothing amortises
+    // those reads (0.56-0.81x sgemm's time).
+    return g.layout == CONV_LAYOUT_CHANNELS_LAST || op == CONV_OP_FORWARD ||
+           g.out_size() >= 128;
 }
 
 size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
     const Plan p = make_plan(g, op, threads);
-    size_t bytes = p.last ? p.shared_bytes : p.slot_bytes * (size_t)std::max(threads, 1);
+    size_t bytes = p.shared_bytes + p.slot_bytes * (size_t)std::max(threads, 1);
     return (bytes + 63) / 64 * 64;
 }
 
@@ -266,6 +357,29 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     const Plan p = make_plan(g, args.op, threads);
     if (p.items == 0) return;  // an empty batch: nothing to write, no workspace
     float *scratch = static_cast<float *>(ws);
+    if (args.op == CONV_OP_BACKWARD_FILTER) {
+        const size_t slot_floats = p.slot_bytes / sizeof(float);
+        const int64_t images = p.last ? 1 : g.n, total = p.last ? g.n * g.out_size() : g.out_size();
+        pool.parallel_for(
+            p.items,
+            [&](int64_t item, int s) {
+                const int64_t i0 = item % p.row_blocks * p.rows, i1 = std::min(g.k, i0 + p.rows);
+                const int64_t j0 = item / p.row_blocks * p.cols, j1 = std::min(g.c, j0 + p.cols);
+                float *panels = scratch + (size_t)s * slot_floats;
+                for (int64_t n = 0; n < images; ++n)
+                    for (int64_t q0 = 0; q0 < total; q0 += p.chunk) {
+                        const Gemm m = filter_gemm(args, n, q0, std::min(p.chunk, total - q0),
+                                                   n > 0 || q0 > 0);
+                        pack_panels(m, j0, j1, panels);
+                        run_block(m, i0, i1, j0, j1, panels, false);
+                    }
+            },
+            threads);
+        if (args.bias)
+            channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool,
+                         threads);
+        return;
+    }
     if (p.last) {
         const Gemm m = pass_gemm(args, 0);
         const int64_t panels = ceil_div(m.N, kPanel);

@@ -1,7 +1,7 @@
-// AVX-512 fp32 kernels of CONV_ALGO_GEMM_1X1 for forward and backward-data
-// of ungrouped pointwise convolutions. gemm_1x1.cpp asks pw_avx512_covers()
-// and keeps the OpenBLAS path for everything else (fp64, groups, other
-// ISAs, backward-filter, and the shapes where OpenBLAS measured faster).
+// AVX-512 fp32 kernels of CONV_ALGO_GEMM_1X1 for ungrouped pointwise
+// convolutions. gemm_1x1.cpp asks pw_avx512_covers() and keeps the OpenBLAS
+// path for everything else (fp64, groups, other ISAs, and the shapes where
+// OpenBLAS measured faster).
 #pragma once
 
 #include <cstddef>
