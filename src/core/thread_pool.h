@@ -69,7 +69,10 @@ private:
     uint64_t generation_ = 0;
     bool stopping_ = false;
     int active_slots_ = 0;     // workers with slot < active_slots_ join the region
-    int running_ = 0;          // workers still inside the region
+    // Workers still inside the region; written under mutex_, atomic so the
+    // caller can watch it while it spins (see kSpin in thread_pool.cpp).
+    std::atomic<int> running_{0};
+    std::atomic<uint64_t> posted_{0};  // generation_, for workers that spin
 
     const Task *task_ = nullptr;
     int64_t count_ = 0;
