@@ -28,8 +28,9 @@ bool allowed(const cpu::Algorithm &a, bool strict_only) { return a.strict() || !
 // The AVX-512 fp32 path puts tiles of all images in one block, so what
 // counts is the batch's tile count: it wins from 16 tiles with <= 64x64
 // channels, but the filter transform grows with C x K (37 MB at 512x512,
-// beyond the caches): from 256x256 it needs 32 tiles (res4 14x14 from batch
-// 2: 1.8 vs 2.9 ms; at batch 1 about even with implicit GEMM), and C x K /
+// beyond the caches): from 256x256 forward needs 32 tiles (res4 14x14 from
+// batch 2: 1.8 vs 2.9 ms; at batch 1 about even with implicit GEMM), and
+// backward-data 16 (res4 14x14 at batch 1 too), and C x K /
 // 8192 beyond (res5 7x7 from batch 8, forced A/B: backward-data 12.5-16.9
 // vs 17.1-18.8 ms, forward about even; at batch 2 it loses 2x). The portable path
 // (fp64, or no AVX-512) keeps tile blocks within one image, so small planes
@@ -64,8 +65,12 @@ bool worth_it(const cpu::Algorithm &a, const ConvGeometry &g, conv_op_t op, conv
         int64_t per_image = ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4), tiles = g.n * per_image;
         if (g.cg() < 16 || g.kg() < 16) return false;
         if (cpu::winograd::avx512_applies(dtype)) {
+            // From 256x256 channel pairs forward needs 32 tiles; backward-data
+            // wins from 16 (14x14 at batch 1, one thread: 2.17-2.40 vs
+            // implicit GEMM's 2.62-2.72 ms; with two threads even).
             const int64_t pairs = g.cg() * g.kg();
-            return tiles >= std::max<int64_t>(pairs >= 256 * 256 ? 32 : 16, pairs / 8192);
+            const int64_t wide = op == CONV_OP_BACKWARD_DATA ? 16 : 32;
+            return tiles >= std::max<int64_t>(pairs >= 256 * 256 ? wide : 16, pairs / 8192);
         }
         return per_image >= 49 && tiles >= 128;
     }
