@@ -55,10 +55,16 @@ bool worth_it(const cpu::Algorithm &a, const ConvGeometry &g, conv_op_t op, conv
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST && g.reduction() > 256) return false;
         // Backward-filter reduces over positions, one vector of 16 at a
         // time per tile: it wins on large output planes (56x56 3x3 1.5x at
-        // batch 1 and 1.35x at batch 8, conv1 1.3x) and loses when a tile's
-        // reduction is short (14x14: 0.45x) or, for 3x3 stride 2 onto 28x28
-        // with 128 channels, at batch 8 (0.7x; 1.15x at batch 1).
-        if (op == CONV_OP_BACKWARD_FILTER) return g.out_size() >= 2048;
+        // batch 1 and 1.35x at batch 8, conv1 1.3x), and on 28x28 planes at
+        // stride 1 once the batch brings 2048 positions (128->128 at batch
+        // 3: 7.4 vs 8.9 ms, batch 8: 19.3 vs 23.3; batch 1 even); it loses
+        // when the reduction is short (14x14: 0.45x at batch 1, even at 8),
+        // and at stride 2 onto 28x28 or 14x14 at batch 8 (0.55x, 0.9x).
+        if (op == CONV_OP_BACKWARD_FILTER) {
+            const int64_t plane = g.out_size();
+            const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
+            return plane >= 2048 || (unit_stride && plane >= 784 && g.n * plane >= 2048);
+        }
         return op != CONV_OP_BACKWARD_DATA || g.k * g.reduction() * 4 <= (4 << 20);
     }
     if (a.id() == CONV_ALGO_WINOGRAD_4X4_3X3) {
