@@ -6,9 +6,9 @@
  * channel counts around the 8-row tile and the 48-column panel (1, 7, 8, 9,
  * 47, 48, 49, ...), position counts around them too, planes large enough to
  * be split into several blocks per image and small enough that the rows are
- * split instead, batch 0..3, both layouts, 1-3 spatial dims, groups (the
- * fallback), bias and ReLU, all three passes, 1-3 threads, and workspaces
- * of exactly the size the library asks for.
+ * split instead, batch 0..3, no channels on one side, both layouts, 1-3
+ * spatial dims, groups (the fallback), bias and ReLU, all three passes, 1-3
+ * threads, and workspaces of exactly the size the library asks for.
  *
  * Integer data in [-3, 3] makes every sum exact in fp32, so most checks
  * are exact; some problems use real data within a rounding tolerance.
@@ -55,6 +55,10 @@ static void random_pointwise(tu_rng *r, tu_problem *tp, int wide)
     for (int a = 0; a < spatial; a++)
         in[a] = spatial == 1 ? tu_range(r, 1, side * side / 4) : tu_range(r, 1, spatial == 3 ? 6 : side);
     int64_t c = random_channels(r, wide ? 200 : 70), k = random_channels(r, wide ? 200 : 70);
+    /* now and then no channels on one side: what the outputs still define
+     * (y = act(bias), dx = 0, db) must be written */
+    if (tu_chance(r, 4))
+        *(tu_chance(r, 50) ? &c : &k) = 0;
     int64_t groups = tu_chance(r, 15) ? tu_range(r, 2, 3) : 1;
     c *= groups;
     k *= groups;

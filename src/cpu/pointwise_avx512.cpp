@@ -334,7 +334,11 @@ Gemm filter_gemm(const ConvArgs &args, int64_t n, int64_t q0, int64_t len, bool 
 
 bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
-    if (!g.is_pointwise() || g.groups != 1 || g.n <= 0) return false;
+    if (!g.is_pointwise() || g.groups != 1) return false;
+    // Empty tensors (no images, channels or positions) take the OpenBLAS
+    // path, which writes what they still define: y = act(bias) with no
+    // input channels, dx = 0 with no filters, db from dy with no channels.
+    if (g.n <= 0 || g.c <= 0 || g.k <= 0 || g.out_size() <= 0) return false;
     if (op == CONV_OP_BACKWARD_FILTER) return true;
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
     // Where sgemm measured faster (single-threaded, docs/performance.md):
