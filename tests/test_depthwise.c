@@ -15,11 +15,6 @@
  */
 #include "test_util.h"
 
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 static conv_context_t contexts[3]; /* 1, 2 and 3 threads */
 
 static int setup(void **state)
@@ -80,23 +75,6 @@ static void random_depthwise(tu_rng *r, tu_problem *tp, int fast)
     }
 }
 
-static void run_problem(uint64_t seed, const tu_problem *tp0, conv_op_t op, tu_rng *r, int real)
-{
-    tu_problem tp = *tp0;
-    if (op == CONV_OP_BACKWARD_DATA)
-        tp.bias = 0;
-    int threads = (int)tu_range(r, 1, 3);
-    int flags = (tu_chance(r, 50) ? TU_RUN_EXACT_WORKSPACE : 0) |
-                (tu_chance(r, 50) ? TU_RUN_WRAP : 0);
-    char what[1024], failure[2048];
-    int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s threads=%d ", seed,
-                       tu_op_name(op), threads);
-    tu_describe(&tp, what + len, sizeof what - (size_t)len);
-    if (tu_run_checked(contexts[threads - 1], NULL, &tp, op, r, real, flags, what, failure,
-                       sizeof failure))
-        fail_msg("%s", failure);
-}
-
 static void run_many(uint64_t base, int problems, int fast, int real)
 {
     uint64_t first = tu_env_seed(base);
@@ -108,7 +86,7 @@ static void run_many(uint64_t base, int problems, int fast, int real)
         tu_problem tp;
         random_depthwise(&r, &tp, fast);
         for (int op = 0; op < 3; op++)
-            run_problem(seed, &tp, (conv_op_t)op, &r, real);
+            tu_check_random_pass(contexts, seed, &tp, (conv_op_t)op, &r, real);
     }
 }
 
@@ -160,7 +138,7 @@ static void test_mobilenet_like(void **state)
             tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
             assert_true(tu_resolve(&tp));
             for (int op = 0; op < 3; op++)
-                run_problem(i, &tp, (conv_op_t)op, &r, 0);
+                tu_check_random_pass(contexts, i, &tp, (conv_op_t)op, &r, 0);
         }
 }
 

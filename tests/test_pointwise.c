@@ -16,9 +16,7 @@
  */
 #include "test_util.h"
 
-#include <inttypes.h>
 #include <math.h>
-#include <stdio.h>
 
 static conv_context_t contexts[3]; /* 1, 2 and 3 threads */
 
@@ -73,23 +71,6 @@ static void random_pointwise(tu_rng *r, tu_problem *tp, int wide)
     tp->algo = CONV_ALGO_GEMM_1X1;
 }
 
-static void check(uint64_t seed, const tu_problem *tp0, conv_op_t op, tu_rng *r, int real)
-{
-    tu_problem tp = *tp0;
-    if (op == CONV_OP_BACKWARD_DATA)
-        tp.bias = 0;
-    int threads = (int)tu_range(r, 1, 3);
-    int flags = (tu_chance(r, 50) ? TU_RUN_WRAP : 0) |
-                (tu_chance(r, 50) ? TU_RUN_EXACT_WORKSPACE : 0);
-    char what[1024], failure[2048];
-    int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s threads=%d ", seed,
-                       tu_op_name(op), threads);
-    tu_describe(&tp, what + len, sizeof what - (size_t)len);
-    if (tu_run_checked(contexts[threads - 1], NULL, &tp, op, r, real, flags, what, failure,
-                       sizeof failure))
-        fail_msg("%s", failure);
-}
-
 static void run_many(uint64_t base, int problems, int wide, int real)
 {
     uint64_t first = tu_env_seed(base);
@@ -102,7 +83,7 @@ static void run_many(uint64_t base, int problems, int wide, int real)
         random_pointwise(&r, &tp, wide);
         assert_true(tu_resolve(&tp));
         for (int op = 0; op < 3; op++)
-            check(seed, &tp, (conv_op_t)op, &r, real);
+            tu_check_random_pass(contexts, seed, &tp, (conv_op_t)op, &r, real);
     }
 }
 
@@ -147,7 +128,7 @@ static void test_resnet_like(void **state)
             tp.algo = CONV_ALGO_GEMM_1X1;
             assert_true(tu_resolve(&tp));
             for (int op = 0; op < 3; op++)
-                check(i, &tp, (conv_op_t)op, &r, 0);
+                tu_check_random_pass(contexts, i, &tp, (conv_op_t)op, &r, 0);
         }
 }
 

@@ -40,6 +40,9 @@ inline int64_t checked_product(std::initializer_list<int64_t> sizes, const char 
 // Ceiling division for a >= 0, b >= 1, without the overflow of a + b - 1.
 inline int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
+// a rounded up to a multiple of b (a >= 0, b >= 1).
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
 // Floor division that is right for negative numerators too.
 inline int64_t floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;

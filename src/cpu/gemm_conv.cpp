@@ -19,8 +19,6 @@ constexpr int64_t kMinTile = 64;
 // Fewest GEMM columns per thread worth splitting positions for (see forward).
 constexpr int64_t kMinColumns = 128;
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
 // Positions per tile so that a tile of `per_position` elements fits the budget.
 int64_t position_tile(int64_t P, int64_t per_position, size_t esize) {
     int64_t fit = kSlotBudgetBytes / std::max<int64_t>(1, per_position * (int64_t)esize);

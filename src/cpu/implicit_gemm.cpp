@@ -43,8 +43,6 @@ constexpr int64_t kKChunk = 64;        // filters per work item
 constexpr int64_t kTilesPerItem = 2;   // micro-tiles of positions per work item
 constexpr int64_t kL1Budget = 24 << 10; // bytes of source a channel block may read
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
 // The correlation both passes reduce to: destination channel m of group gi
 // at (oh, ow) = sum over source channels c of the group and taps (r, s) of
 // weight(m, c, r, s) * padded_source(c, oh * sh + r * dh, ow * sw + s * dw),

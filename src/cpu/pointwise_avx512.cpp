@@ -46,8 +46,6 @@ constexpr int64_t kPanel = 16 * kVecs;         // columns of a packed panel
 constexpr int64_t kBlockBytes = 256 << 10;     // packed B of a channels-first item: an L2 share
 constexpr int64_t kRowBlockBytes = 128 << 10;  // A rows a channels-last item walks per panel
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
 // One pass as a GEMM, in element offsets from the tensors' pointers.
 struct Gemm {
     const float *a;  // A(i, r) = a[i * a_row + r * a_red]

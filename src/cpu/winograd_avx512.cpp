@@ -36,8 +36,6 @@ constexpr int kRows = 14;  // tiles per micro-kernel call: 14 x 32 accumulators
 // between the transforms and the GEMMs.
 constexpr int64_t kBlockBudgetBytes = 640 << 10;
 
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-
 // Sizes and workspace offsets (in floats) of one call.
 struct Plan {
     int64_t cip, cop;       // channels per group rounded up to 16
@@ -87,7 +85,6 @@ Plan make_plan(const Problem &p, int threads) {
     l.total = checked_add(l.slots, checked_mul(l.slot, threads, "workspace"), "workspace");
     return l;
 }
-
 
 // ---- 16x16 transposes
 

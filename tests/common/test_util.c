@@ -772,6 +772,24 @@ int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp
     return bad;
 }
 
+void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_problem *tp0,
+                          conv_op_t op, tu_rng *r, int real)
+{
+    tu_problem tp = *tp0;
+    if (op == CONV_OP_BACKWARD_DATA)
+        tp.bias = 0;
+    int threads = (int)tu_range(r, 1, 3);
+    int flags = (tu_chance(r, 50) ? TU_RUN_EXACT_WORKSPACE : 0) |
+                (tu_chance(r, 50) ? TU_RUN_WRAP : 0);
+    char what[1024], failure[2048];
+    int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s threads=%d ", seed,
+                       tu_op_name(op), threads);
+    tu_describe(&tp, what + len, sizeof what - (size_t)len);
+    if (tu_run_checked(contexts[threads - 1], NULL, &tp, op, r, real, flags, what, failure,
+                       sizeof failure))
+        fail_msg("%s", failure);
+}
+
 int tu_check_declined(conv_context_t ctx, const tu_problem *tp, conv_op_t op, uint64_t seed,
                       const char *algo_name, char *failure, size_t size)
 {

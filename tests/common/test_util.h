@@ -191,6 +191,13 @@ enum { TU_RUN_WRAP = 1, TU_RUN_EXACT_WORKSPACE = 2 };
 int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp, conv_op_t op,
                    tu_rng *r, int real, int flags, const char *what, char *failure, size_t size);
 
+/* One pass of a randomised kernel test: draws the thread count (1-3, run on
+ * contexts[threads - 1]) and the flags above, names the case by its seed,
+ * and fails the test unless the pass matches the reference. Backward-data
+ * runs without the bias (it has none). */
+void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_problem *tp,
+                          conv_op_t op, tu_rng *r, int real);
+
 /* Runs `op` of tp (its forced algorithm named `algo_name`) expecting a
  * refusal: UNSUPPORTED, a message naming the algorithm, outputs unchanged.
  * Returns 0, or 1 with what differed written into `failure`. */
