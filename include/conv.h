@@ -196,7 +196,7 @@ typedef CONV_ENUM(conv_algo) {
      * the channels. */
     CONV_ALGO_DEPTHWISE_DIRECT = 3,
     /* Winograd F(4x4, 3x3): 2-D 3x3 kernels, stride 1, no dilation, padding
-     * 0..2; forward and backward-data. 4x fewer multiplications than direct
+     * 0..2; all three passes. 4x fewer multiplications than direct
      * summation, with about 10x its rounding error (not chosen under
      * CONV_MATH_STRICT). */
     CONV_ALGO_WINOGRAD_4X4_3X3 = 4,

@@ -11,16 +11,43 @@
 
 #include "test_util.h"
 
-/* conv.h's bound: |err| <= 32 * L * eps * max|x| * max|w|, L the reduction
- * length (input channels per group x 9 for forward, output channels per
- * group x 9 for backward-data); inputs here are in [-1, 1). A bias adds one
- * more term of at most 1. */
+/* docs/algorithms.md's bounds, inputs here in [-1, 1): forward and
+ * backward-data |err| <= 32 * L * eps * max|x| * max|w|, L the reduction
+ * length (input channels per group x 9, or output channels per group x 9;
+ * a bias adds one more term of at most 1); backward-filter the same with
+ * max|dy| for max|w| and L = batch x output positions. */
 static double winograd_bound(const tu_problem *tp, conv_op_t op)
 {
     const ref_problem *p = &tp->p;
-    double L = (double)(op == CONV_OP_FORWARD ? p->c : p->k) / (double)p->groups * 9.0;
     double eps = tp->dtype == CONV_DTYPE_FLOAT64 ? 2.220446e-16 : 1.192093e-7;
+    if (op == CONV_OP_BACKWARD_FILTER) {
+        int64_t y[5];
+        tu_y_dims(tp, y);
+        return 32.0 * (double)(y[0] * y[2] * y[3]) * eps;
+    }
+    double L = (double)(op == CONV_OP_FORWARD ? p->c : p->k) / (double)p->groups * 9.0;
     return 32.0 * (L + (op == CONV_OP_FORWARD && tp->bias)) * eps;
+}
+
+/* Backward-filter's bias gradient: the sum of dy over batch and positions,
+ * summed directly (exact to rounding). */
+static void check_bias_gradient(const tu_problem *tp, tu_case *c, uint64_t seed, int i)
+{
+    int64_t y[5];
+    tu_y_dims(tp, y);
+    int64_t plane = y[2] * y[3], k = tp->p.k;
+    for (int64_t ch = 0; ch < k; ch++) {
+        double want = 0, mag = 0;
+        for (int64_t e = 0; e < y[0] * k * plane; e++)
+            if (tu_y_channel(tp, e) == ch) {
+                want += tu_get(&c->y, e);
+                mag += fabs(tu_get(&c->y, e));
+            }
+        double got = tu_get(&c->b, ch);
+        if (!(fabs(got - want) <= 4 * mag * 1.2e-7 + 1e-30))
+            fail_msg("seed %llu problem %d: bias gradient %lld: got %.9g want %.9g",
+                     (unsigned long long)seed, i, (long long)ch, got, want);
+    }
 }
 
 static void random_winograd_problem(tu_rng *r, tu_problem *tp)
@@ -54,8 +81,11 @@ static int check_problem(conv_context_t ctx, tu_problem *tp, conv_op_t op, tu_rn
     assert_ok(tu_case_make(&c, ctx, tp, 0));
     tu_case_fill(&c, op, r, 1); /* outputs NaN: an element left unwritten fails */
     assert_ok(tu_case_run(&c, ctx, desc, op, NULL));
-    const tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : &c.x;
-    int64_t n = op == CONV_OP_FORWARD ? ref_y_elements(&tp->p) : ref_x_elements(&tp->p);
+    const int filter = op == CONV_OP_BACKWARD_FILTER;
+    const tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : filter ? &c.w : &c.x;
+    int64_t n = op == CONV_OP_FORWARD ? ref_y_elements(&tp->p)
+                : filter              ? ref_w_elements(&tp->p)
+                                      : ref_x_elements(&tp->p);
     double bound = winograd_bound(tp, op);
     ref_problem rp = tp->p;
     if (op != CONV_OP_FORWARD)
@@ -64,8 +94,10 @@ static int check_problem(conv_context_t ctx, tu_problem *tp, conv_op_t op, tu_rn
         double want = op == CONV_OP_FORWARD
                           ? ref_forward_at(&rp, tu_ref_dtype(tp->dtype), c.x.data, c.w.data,
                                            tp->bias ? c.b.data : NULL, e, NULL)
-                          : ref_backward_data_at(&rp, tu_ref_dtype(tp->dtype), c.w.data,
-                                                 c.y.data, e, NULL);
+                      : filter ? ref_backward_filter_at(&rp, tu_ref_dtype(tp->dtype), c.x.data,
+                                                        c.y.data, e, NULL)
+                               : ref_backward_data_at(&rp, tu_ref_dtype(tp->dtype), c.w.data,
+                                                      c.y.data, e, NULL);
         double got = tu_get(out, e);
         if (!(fabs(got - want) <= bound)) {
             char what[512];
@@ -76,6 +108,8 @@ static int check_problem(conv_context_t ctx, tu_problem *tp, conv_op_t op, tu_rn
                      bound);
         }
     }
+    if (filter && tp->bias)
+        check_bias_gradient(tp, &c, seed, i);
     tu_case_free(&c);
     conv_desc_destroy(desc);
     return (int)n;
@@ -93,7 +127,7 @@ static void test_accuracy(void **state)
     for (int i = 0; i < count; i++) {
         tu_problem tp;
         random_winograd_problem(&r, &tp);
-        conv_op_t op = tu_chance(&r, 50) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        conv_op_t op = (conv_op_t)tu_range(&r, 0, 2);
         assert_ok(conv_context_set_threads(ctx, (int)tu_range(&r, 1, 3)));
         checked += check_problem(ctx, &tp, op, &r, seed, i);
     }
@@ -135,7 +169,7 @@ static void test_accuracy_wide(void **state)
         }
         tp.algo = CONV_ALGO_WINOGRAD_4X4_3X3;
         assert_true(tu_resolve(&tp));
-        conv_op_t op = tu_chance(&r, 50) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        conv_op_t op = (conv_op_t)tu_range(&r, 0, 2);
         assert_ok(conv_context_set_threads(ctx, (int)tu_range(&r, 1, 4)));
         checked += check_problem(ctx, &tp, op, &r, seed, i);
     }
@@ -144,7 +178,8 @@ static void test_accuracy_wide(void **state)
 }
 
 /* Fixed shapes at the edges: 1x1 and odd planes with one- or two-sided
- * padding, batches that put tiles of several images in one block. */
+ * padding, batches that put tiles of several images in one block (all
+ * three passes). */
 static void test_edges(void **state)
 {
     (void)state;
@@ -175,8 +210,7 @@ static void test_edges(void **state)
             tp.algo = CONV_ALGO_WINOGRAD_4X4_3X3;
             assert_true(tu_resolve(&tp));
             assert_ok(conv_context_set_threads(ctx, 1 + i % 3));
-            check_problem(ctx, &tp, (variant >> 1) & 1 ? CONV_OP_BACKWARD_DATA : CONV_OP_FORWARD,
-                          &r, 7, i);
+            check_problem(ctx, &tp, (conv_op_t)((variant >> 1) % 3), &r, 7, i);
         }
     conv_context_destroy(ctx);
 }
@@ -196,7 +230,8 @@ static void test_declines(void **state)
         {3, 2, 1, 1, CONV_OP_FORWARD},         /* strided */
         {3, 1, 2, 1, CONV_OP_BACKWARD_DATA},   /* dilated */
         {3, 1, 1, 3, CONV_OP_FORWARD},         /* padding beyond 2 */
-        {3, 1, 1, 1, CONV_OP_BACKWARD_FILTER}, /* no filter gradient */
+        {3, 2, 1, 1, CONV_OP_BACKWARD_FILTER}, /* strided filter gradient */
+        {3, 1, 1, 3, CONV_OP_BACKWARD_FILTER}, /* padding beyond 2 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tu_problem tp;

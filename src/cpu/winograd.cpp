@@ -7,6 +7,9 @@
 //     Y = A^T [ (G g G^T) . (B^T d B) ] A.
 // Backward-data is the same computation on dy with each filter rotated by
 // 180 degrees and its input and output channels exchanged (padding 2 - p).
+// Backward-filter is the gradient of the same bilinear form: with e the 4x4
+// dy tile, dW = G^T [ sum over tiles of (B^T d B) . (A e A^T) ] G -- 36
+// GEMMs that reduce over the tiles instead of the channels.
 //
 // Accuracy: the transforms' constants (up to 5 in B, 1/24 in G, 8 in A)
 // amplify rounding; the measured error against a float64 reference is about
@@ -212,6 +215,101 @@ void transform_outputs(const Problem &p, const T *M, int64_t n, int64_t gi, int6
     }
 }
 
+// ---- backward-filter: dW = G^T [ sum over tiles of (B^T d B) . (A e A^T) ] G
+// (the gradient of the forward's bilinear form; e is the 4x4 dy tile).
+
+// z (6 rows of n) = A e (4 rows of n): the transpose of output_1d.
+template <class T>
+inline void dy_1d(const T *e, int64_t es, T *z, int64_t zs, int64_t n) {
+    for (int64_t t = 0; t < n; ++t) {
+        T e0 = e[t], e1 = e[es + t], e2 = e[2 * es + t], e3 = e[3 * es + t];
+        z[t] = e0;
+        z[zs + t] = e0 + e1 + e2 + e3;
+        z[2 * zs + t] = e0 - e1 + e2 - e3;
+        z[3 * zs + t] = e0 + T(2) * e1 + T(4) * e2 + T(8) * e3;
+        z[4 * zs + t] = e0 - T(2) * e1 + T(4) * e2 - T(8) * e3;
+        z[5 * zs + t] = e3;
+    }
+}
+
+// g (3) = G^T s (6), s `ss` apart: back from the points to the taps.
+template <class T>
+inline void taps_1d(const T *s, int64_t ss, T *g, int64_t gs) {
+    const T q = T(1) / T(4), six = T(1) / T(6), tw = T(1) / T(12), tf = T(1) / T(24);
+    T s0 = s[0], s1 = s[ss], s2 = s[2 * ss], s3 = s[3 * ss], s4 = s[4 * ss], s5 = s[5 * ss];
+    g[0] = q * s0 - six * (s1 + s2) + tf * (s3 + s4);
+    g[gs] = six * (s2 - s1) + tw * (s3 - s4);
+    g[2 * gs] = six * (s3 + s4 - s1 - s2) + s5;
+}
+
+// Z[xi][k][t] for the tiles [t0, t0 + nt) of image n, group gi (dy is the
+// problem's destination side: co channels of oh x ow).
+template <class T>
+void transform_dy(const Problem &p, const T *dy, int64_t n, int64_t gi, int64_t t0, int64_t nt,
+                  const Layout &l, T *Z, T *D) {
+    const int64_t cs = p.dst_cs(), hs = p.dst_hs(), ws = p.dst_ws(), tb = l.tb;
+    const T *img = dy + n * p.co * p.oh * p.ow + gi * p.cog * cs;
+    T tmp[kTile * kAlpha * 256];
+    for (int64_t k = 0; k < p.cog; ++k) {
+        const T *plane = img + k * cs;
+        for (int64_t t = 0; t < nt; ++t) {  // D[i][j][t]: the 4x4 tile, zero past the plane
+            int64_t h0 = (t0 + t) / p.tiles_w * kTile, w0 = (t0 + t) % p.tiles_w * kTile;
+            for (int64_t i = 0; i < kTile; ++i)
+                for (int64_t j = 0; j < kTile; ++j)
+                    D[(i * kTile + j) * tb + t] = h0 + i < p.oh && w0 + j < p.ow
+                                                      ? plane[(h0 + i) * hs + (w0 + j) * ws]
+                                                      : T(0);
+        }
+        for (int64_t i = 0; i < kTile; ++i)  // tmp[i][b] = (e A^T)[i][b]
+            dy_1d(D + i * kTile * tb, tb, tmp + i * kAlpha * tb, tb, nt);
+        for (int64_t b = 0; b < kAlpha; ++b)
+            dy_1d(tmp + b * tb, kAlpha * tb, Z + (b * p.cog + k) * tb, kAlpha * p.cog * tb, nt);
+    }
+}
+
+template <class T>
+void run_filter_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+    const ConvGeometry &g = *args.g;
+    const Problem p = make_problem(g, CONV_OP_BACKWARD_FILTER);
+    const Layout l = scratch_layout(p, sizeof(T));
+    T *S = static_cast<T *>(ws), *V = S + l.u, *Z = V + l.v, *D = Z + l.m;
+    const T *x = static_cast<const T *>(args.x), *dy = static_cast<const T *>(args.y);
+    T *dw = static_cast<T *>(args.w);
+    const int64_t blocks = ceil_div(p.tiles(), l.tb), plane = p.cog * p.cig;
+    if (p.n == 0) std::fill(S, S + p.groups * kXi * plane, T(0));
+    for (int64_t gi = 0; gi < p.groups; ++gi)
+        for (int64_t n = 0; n < p.n; ++n)
+            for (int64_t b = 0; b < blocks; ++b) {
+                int64_t t0 = b * l.tb, nt = std::min(l.tb, p.tiles() - t0);
+                transform_inputs(p, x, n, gi, t0, nt, l, V, D);
+                transform_dy(p, dy, n, gi, t0, nt, l, Z, D);
+                const T beta = n == 0 && b == 0 ? T(0) : T(1);
+                pool.parallel_for(
+                    kXi,
+                    [&](int64_t xi, int) {
+                        gemm(false, true, p.cog, p.cig, nt, T(1), Z + xi * p.cog * l.tb, l.tb,
+                             V + xi * p.cig * l.tb, l.tb, beta, S + (gi * kXi + xi) * plane, p.cig);
+                    },
+                    threads);
+            }
+    const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    pool.parallel_for(
+        p.groups * p.cog,
+        [&](int64_t item, int) {
+            const T *s = S + (item / p.cog * kXi * p.cog + item % p.cog) * p.cig;
+            T *out = dw + item * p.cig * 9;
+            for (int64_t c = 0; c < p.cig; ++c) {
+                T cols[3][6], taps[3][3];
+                for (int64_t b = 0; b < kAlpha; ++b) taps_1d(s + b * plane + c, 6 * plane, &cols[0][b], 6);
+                for (int r = 0; r < 3; ++r) taps_1d(cols[r], 1, taps[r], 1);
+                for (int r = 0; r < 3; ++r)
+                    for (int q = 0; q < 3; ++q)
+                        out[last ? (r * 3 + q) * p.cig + c : c * 9 + r * 3 + q] = taps[r][q];
+            }
+        },
+        threads);
+}
+
 template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
@@ -245,6 +343,10 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
 void run_avx512(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
     Problem p = make_problem(g, args.op);
+    if (args.op == CONV_OP_BACKWARD_FILTER)
+        return avx512_run_filter(p, static_cast<const float *>(args.x),
+                                 static_cast<const float *>(args.y), static_cast<float *>(args.w),
+                                 ws, pool, threads);
     const float *src = static_cast<const float *>(p.rotate ? args.y : args.x);
     float *dst = static_cast<float *>(p.rotate ? args.x : args.y);
     const float *bias = p.rotate ? nullptr : static_cast<const float *>(args.bias);
@@ -256,7 +358,6 @@ class Winograd4x4 final : public Algorithm {
 public:
     conv_algo_t id() const override { return CONV_ALGO_WINOGRAD_4X4_3X3; }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
-        if (op == CONV_OP_BACKWARD_FILTER) return "it computes forward and backward-data passes only";
         bool shape = g.is_planar() && g.kernel[1] == 3 && g.kernel[2] == 3 &&
                      g.stride[1] == 1 && g.stride[2] == 1 && g.dilation[1] == 1 &&
                      g.dilation[2] == 1;
@@ -270,18 +371,26 @@ public:
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {
         Problem p = make_problem(g, op);
-        if (avx512_applies(dtype)) return avx512_workspace_bytes(p, threads);
+        if (avx512_applies(dtype))
+            return op == CONV_OP_BACKWARD_FILTER ? avx512_filter_workspace_bytes(p)
+                                                 : avx512_workspace_bytes(p, threads);
         Layout l = scratch_layout(p, dtype_size(dtype));
         int64_t elems = checked_add(l.u, checked_mul(l.slot, threads, "workspace"), "workspace");
         return (size_t)checked_mul(elems, (int64_t)dtype_size(dtype), "workspace");
     }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
+        const bool filter = args.op == CONV_OP_BACKWARD_FILTER;
         if (avx512_applies(args.dtype))
             run_avx512(args, ws, pool, threads);
         else if (args.dtype == CONV_DTYPE_FLOAT32)
-            run_typed<float>(args, ws, pool, threads);
+            filter ? run_filter_typed<float>(args, ws, pool, threads)
+                   : run_typed<float>(args, ws, pool, threads);
         else
-            run_typed<double>(args, ws, pool, threads);
+            filter ? run_filter_typed<double>(args, ws, pool, threads)
+                   : run_typed<double>(args, ws, pool, threads);
+        if (filter && args.bias)
+            channel_sums({args.g->layout, args.g->n, args.g->k, args.g->out_size()}, args.dtype,
+                         args.y, args.bias, pool, threads);
     }
     bool strict() const override { return false; }
 };

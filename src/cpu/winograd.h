@@ -42,5 +42,9 @@ size_t avx512_workspace_bytes(const Problem &p, int threads);
 // dst = winograd(src, w) (+ bias, ReLU); `ws` is 64-byte aligned.
 void avx512_run(const Problem &p, const float *w, const float *src, const float *bias, bool relu,
                 float *dst, void *ws, ThreadPool &pool, int threads);
+// Backward-filter: dw = the filter gradient of x and dy (no bias gradient).
+size_t avx512_filter_workspace_bytes(const Problem &p);
+void avx512_run_filter(const Problem &p, const float *x, const float *dy, float *dw, void *ws,
+                       ThreadPool &pool, int threads);
 
 }  // namespace conv::cpu::winograd

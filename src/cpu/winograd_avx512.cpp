@@ -15,6 +15,8 @@
 // When there are fewer (group, block) items than threads (small planes at
 // batch 1), the input transforms run first and the GEMMs and output
 // transforms are shared out by output channels instead.
+// Backward-filter (its own section below) pads dy the same way, transforms
+// both per block of tiles and accumulates the 36 products over the blocks.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -215,39 +217,55 @@ CONV_TARGET_AVX512 void transform_filters(const Problem &p, const Plan &l, const
     }
 }
 
-// ---- the padded channels-last input P
+// ---- zero-padded channels-last copies (the input P; backward-filter's dy Q)
 
-// Row `r` of the padded image of (n, g).
-CONV_TARGET_AVX512 void pad_row(const Problem &p, const Plan &l, const float *src, int64_t n,
-                                int64_t g, int64_t r, float *P) {
-    float *row = P + (((n * p.groups + g) * l.hp + r) * l.wp) * l.cip;
-    const int64_t h = r - p.pad_top;
-    if (h < 0 || h >= p.ih) {
-        std::memset(row, 0, sizeof(float) * l.wp * l.cip);
+// One image plane set as the copies read it: `channels` of the tensor's
+// `total` per pixel (group offset `c0`), h x w pixels of batch entry n.
+struct Image {
+    const float *data;
+    bool last;
+    int64_t total, c0, channels, h, w;
+};
+
+// Row `r` of a padded copy whose row 0 is source row -top, column 0 source
+// column -left: wp pixels of cpad channels (zeros outside the source).
+CONV_TARGET_AVX512 void pad_image_row(const Image &im, int64_t n, int64_t r, int64_t top,
+                                      int64_t left, int64_t wp, int64_t cpad, float *row) {
+    const int64_t h = r - top;
+    if (h < 0 || h >= im.h) {
+        std::memset(row, 0, sizeof(float) * wp * cpad);
         return;
     }
-    const int64_t left = p.pad_left, right = std::max<int64_t>(l.wp - left - p.iw, 0);
-    std::memset(row, 0, sizeof(float) * left * l.cip);
-    std::memset(row + (left + p.iw) * l.cip, 0, sizeof(float) * right * l.cip);
-    float *body = row + left * l.cip;
-    const int64_t iw = std::min(p.iw, l.wp - left);
-    if (p.last) {
-        const float *s = src + ((n * p.ih + h) * p.iw) * p.ci + g * p.cig;
+    const int64_t right = std::max<int64_t>(wp - left - im.w, 0);
+    std::memset(row, 0, sizeof(float) * left * cpad);
+    std::memset(row + (left + im.w) * cpad, 0, sizeof(float) * right * cpad);
+    float *body = row + left * cpad;
+    const int64_t iw = std::min(im.w, wp - left);
+    if (im.last) {
+        const float *s = im.data + ((n * im.h + h) * im.w) * im.total + im.c0;
         for (int64_t x = 0; x < iw; ++x)
-            for (int64_t c = 0; c < l.cip; c += kLanes)
-                _mm512_store_ps(body + x * l.cip + c,
-                                _mm512_maskz_loadu_ps(first_lanes(p.cig - c), s + x * p.ci + c));
+            for (int64_t c = 0; c < cpad; c += kLanes)
+                _mm512_store_ps(body + x * cpad + c,
+                                _mm512_maskz_loadu_ps(first_lanes(im.channels - c), s + x * im.total + c));
     } else {
-        const float *s = src + ((n * p.ci + g * p.cig) * p.ih + h) * p.iw;
+        const float *s = im.data + ((n * im.total + im.c0) * im.h + h) * im.w;
         __m512 px[16];
-        for (int64_t c = 0; c < l.cip; c += kLanes)
+        for (int64_t c = 0; c < cpad; c += kLanes)
             for (int64_t x0 = 0; x0 < iw; x0 += kLanes) {
                 const int64_t nx = std::min(kLanes, iw - x0);
-                load_transposed(s + c * p.ih * p.iw + x0, p.ih * p.iw, p.cig - c, first_lanes(nx),
-                                px);
-                for (int64_t x = 0; x < nx; ++x) _mm512_store_ps(body + (x0 + x) * l.cip + c, px[x]);
+                load_transposed(s + c * im.h * im.w + x0, im.h * im.w, im.channels - c,
+                                first_lanes(nx), px);
+                for (int64_t x = 0; x < nx; ++x) _mm512_store_ps(body + (x0 + x) * cpad + c, px[x]);
             }
     }
+}
+
+// Row `r` of the padded input image of (n, g) in P.
+CONV_TARGET_AVX512 void pad_row(const Problem &p, const Plan &l, const float *src, int64_t n,
+                                int64_t g, int64_t r, float *P) {
+    const Image im{src, p.last, p.ci, g * p.cig, p.cig, p.ih, p.iw};
+    pad_image_row(im, n, r, p.pad_top, p.pad_left, l.wp, l.cip,
+                  P + (((n * p.groups + g) * l.hp + r) * l.wp) * l.cip);
 }
 
 // ---- per block of tiles
@@ -287,27 +305,32 @@ CONV_TARGET_AVX512 void transform_inputs(const Problem &p, const Plan &l, const 
     }
 }
 
-// m[r][o, o + 16 * NV) = sum_i v[r][i] u[i][o, ...) for R rows (tiles).
+// c[r][j, j + 16 NV) (+)= sum_i a[r * a_row + i * a_step] b[i * b_step + j, ...)
+// for R rows: R broadcasts and NV loads per step. The forward GEMMs have
+// tiles as rows (a = V, b = the filters' panel); backward-filter's have
+// filters as rows, reading Z down its columns.
 template <int R, int NV>
-CONV_TARGET_AVX512 void micro_kernel(const float *v, int64_t vs, const float *u, int64_t us,
-                                     int64_t k, float *m, int64_t ms) {
+CONV_TARGET_AVX512 void micro_kernel(const float *a, int64_t a_row, int64_t a_step, const float *b,
+                                     int64_t b_step, int64_t steps, float *c, int64_t c_row,
+                                     bool accumulate) {
     __m512 acc[R][NV];
     for (int r = 0; r < R; ++r)
-        for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < k; ++i) {
+        for (int j = 0; j < NV; ++j)
+            acc[r][j] = accumulate ? _mm512_load_ps(c + r * c_row + j * kLanes) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < steps; ++i) {
         __m512 w[NV];
-        for (int j = 0; j < NV; ++j) w[j] = _mm512_load_ps(u + i * us + j * kLanes);
+        for (int j = 0; j < NV; ++j) w[j] = _mm512_load_ps(b + i * b_step + j * kLanes);
         for (int r = 0; r < R; ++r) {
-            __m512 x = _mm512_set1_ps(v[r * vs + i]);
+            __m512 x = _mm512_set1_ps(a[r * a_row + i * a_step]);
             for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_fmadd_ps(x, w[j], acc[r][j]);
         }
     }
     for (int r = 0; r < R; ++r)
-        for (int j = 0; j < NV; ++j) _mm512_store_ps(m + r * ms + j * kLanes, acc[r][j]);
+        for (int j = 0; j < NV; ++j) _mm512_store_ps(c + r * c_row + j * kLanes, acc[r][j]);
 }
 
-using MicroKernel = void (*)(const float *, int64_t, const float *, int64_t, int64_t, float *,
-                             int64_t);
+using MicroKernel = void (*)(const float *, int64_t, int64_t, const float *, int64_t, int64_t,
+                             float *, int64_t, bool);
 
 template <int NV, int... R>
 constexpr auto kernel_row(std::integer_sequence<int, R...>) {
@@ -331,8 +354,8 @@ void multiply(const Problem &p, const Plan &l, const float *Ug, const float *V, 
             for (int64_t t = 0; t < nt;) {
                 // Equal chunks: 33 tiles as 11 + 11 + 11, not 14 + 14 + 5.
                 const int rows = (int)ceil_div(nt - t, ceil_div(nt - t, kRows));
-                kKernels[nv - 1][rows - 1](v + t * l.cip, l.cip, panel, 16 * nv, p.cig,
-                                           m + t * l.cop + o, l.cop);
+                kKernels[nv - 1][rows - 1](v + t * l.cip, l.cip, 1, panel, 16 * nv, p.cig,
+                                           m + t * l.cop + o, l.cop, false);
                 t += rows;
             }
         }
@@ -392,6 +415,158 @@ CONV_TARGET_AVX512 void transform_outputs(const Problem &p, const Plan &l, const
                     store_tile(dst + ((tp.n * p.co + g * p.cog + o + j) * p.oh + tp.h0) * p.ow + tp.w0,
                                p.ow, hn, wn, chan[j]);
             }
+        }
+    }
+}
+
+// ---- backward-filter: dW = G^T [ sum over tiles of (B^T d B) . (A e A^T) ] G
+//
+// With d the 6x6 input patch and e the 4x4 dy tile at the same place (the
+// gradient of the forward's bilinear form): each of the 36 points is a GEMM
+// reducing over tiles, S[xi][k][c] = sum_t Z[xi][t][k] V[xi][t][c], after
+// which one small transform per (k, c) gives the 3x3 filter gradient.
+
+// A sizes and workspace offsets (floats) of one backward-filter call. The
+// block size does not depend on the thread count, and every S element is
+// summed by one thread in tile order: results repeat bit for bit.
+struct FilterPlan {
+    Plan in;                // P's geometry (in.cip, in.hp, in.wp) and in.tb = tb
+    int64_t hq, wq;         // rows and columns of a padded dy image in Q
+    int64_t tiles, tb, blocks;
+    int64_t k_part;         // filters per GEMM item
+    int64_t s, p, q, v, z;  // offsets: S[g][xi][k][cip], P, Q, V and Z blocks
+    int64_t total;
+};
+
+// Transformed input and dy of one block, both for all 36 points: near L2
+// on 64-channel layers, an eighth of L3 on 256-channel ones.
+constexpr int64_t kFilterBlockBytes = 8 << 20;
+
+FilterPlan make_filter_plan(const Problem &p) {
+    FilterPlan f;
+    Plan &l = f.in;
+    l.cip = round_up(p.cig, kLanes);
+    l.cop = round_up(p.cog, kLanes);
+    l.hp = p.tiles_h * kTile + 2;
+    l.wp = p.tiles_w * kTile + 2;
+    f.hq = p.tiles_h * kTile;
+    f.wq = p.tiles_w * kTile;
+    f.tiles = checked_mul(p.n, p.tiles(), "workspace");
+    const int64_t per_tile = kXi * (l.cip + l.cop) * (int64_t)sizeof(float);
+    const int64_t tb_max = std::clamp<int64_t>(kFilterBlockBytes / per_tile, kLanes, 2048);
+    f.blocks = std::max<int64_t>(ceil_div(f.tiles, tb_max), 1);
+    f.tb = std::max<int64_t>(ceil_div(f.tiles, f.blocks), 1);
+    l.tb = f.tb;
+    f.k_part = std::min<int64_t>(p.cog, 48);
+    f.s = 0;
+    f.p = align16(checked_mul(checked_mul(p.groups * kXi, p.cog, "workspace"), l.cip, "workspace"));
+    const int64_t images = p.n * p.groups;
+    f.q = checked_add(f.p, align16(checked_mul(checked_mul(images, l.hp * l.wp, "workspace"), l.cip,
+                                               "workspace")), "workspace");
+    f.v = checked_add(f.q, align16(checked_mul(checked_mul(images, f.hq * f.wq, "workspace"), l.cop,
+                                               "workspace")), "workspace");
+    f.z = checked_add(f.v, align16(checked_mul(kXi * f.tb, l.cip, "workspace")), "workspace");
+    f.total = checked_add(f.z, align16(checked_mul(kXi * f.tb, l.cop, "workspace")), "workspace");
+    return f;
+}
+
+// z (6) = A e (4): the dy tile's transform, the transpose of output_1d.
+CONV_TARGET_AVX512 inline void dy_1d(const __m512 *e, __m512 *z) {
+    const __m512 c2 = _mm512_set1_ps(2), c4 = _mm512_set1_ps(4), c8 = _mm512_set1_ps(8);
+    __m512 s02 = _mm512_add_ps(e[0], e[2]), s13 = _mm512_add_ps(e[1], e[3]);
+    __m512 a = _mm512_fmadd_ps(c4, e[2], e[0]), b = _mm512_fmadd_ps(c8, e[3], _mm512_mul_ps(c2, e[1]));
+    z[0] = e[0];
+    z[1] = _mm512_add_ps(s02, s13);
+    z[2] = _mm512_sub_ps(s02, s13);
+    z[3] = _mm512_add_ps(a, b);
+    z[4] = _mm512_sub_ps(a, b);
+    z[5] = e[3];
+}
+
+// g (3) = G^T s (6): back from the 36 points to the 3x3 taps.
+CONV_TARGET_AVX512 inline void taps_1d(const __m512 *s, __m512 *g) {
+    const __m512 q = _mm512_set1_ps(1.f / 4), six = _mm512_set1_ps(1.f / 6),
+                 tw = _mm512_set1_ps(1.f / 12), tf = _mm512_set1_ps(1.f / 24);
+    __m512 s12 = _mm512_add_ps(s[1], s[2]), s34 = _mm512_add_ps(s[3], s[4]);
+    g[0] = _mm512_fmadd_ps(q, s[0], _mm512_fmsub_ps(tf, s34, _mm512_mul_ps(six, s12)));
+    g[1] = _mm512_fmadd_ps(six, _mm512_sub_ps(s[2], s[1]), _mm512_mul_ps(tw, _mm512_sub_ps(s[3], s[4])));
+    g[2] = _mm512_add_ps(_mm512_mul_ps(six, _mm512_sub_ps(s34, s12)), s[5]);
+}
+
+// Z[xi][t - t0][k0, k0 + 16) = A e A^T for the tiles [t0, t0 + nt).
+CONV_TARGET_AVX512 void transform_dy(const Problem &p, const FilterPlan &f, const float *Q,
+                                     int64_t g, int64_t t0, int64_t nt, int64_t k0, float *Z) {
+    const int64_t cop = f.in.cop, xs = f.tb * cop;
+    for (int64_t t = 0; t < nt; ++t) {
+        TilePos tp = tile_pos(p, t0 + t);
+        const float *e = Q + (((tp.n * p.groups + g) * f.hq + tp.h0) * f.wq + tp.w0) * cop + k0;
+        __m512 rows[4][6];  // rows[i][b] = (e A^T)[i][b]
+        for (int i = 0; i < 4; ++i) {
+            __m512 x[4];
+            for (int j = 0; j < 4; ++j) x[j] = _mm512_load_ps(e + (i * f.wq + j) * cop);
+            dy_1d(x, rows[i]);
+        }
+        float *z = Z + t * cop + k0;
+        for (int b = 0; b < 6; ++b) {
+            __m512 x[4], r[6];
+            for (int i = 0; i < 4; ++i) x[i] = rows[i][b];
+            dy_1d(x, r);
+            for (int a = 0; a < 6; ++a) _mm512_store_ps(z + (a * 6 + b) * xs, r[a]);
+        }
+    }
+}
+
+constexpr int kFilterRows = 12;  // filters per kernel call: 12 x 32 = 24 accumulators
+
+// S[g][xi][k0, k1) += Z[xi][:][k0, k1)^T V[xi] over the block's nt tiles.
+void accumulate_point(const Problem &p, const FilterPlan &f, const float *Z, const float *V,
+                      int64_t nt, int64_t g, int64_t xi, int64_t k0, int64_t k1, bool accumulate,
+                      float *S) {
+    const int64_t cip = f.in.cip, cop = f.in.cop;
+    const float *z = Z + xi * f.tb * cop, *v = V + xi * f.tb * cip;
+    float *s = S + (g * kXi + xi) * p.cog * cip;
+    for (int64_t c = 0; c < cip; c += 2 * kLanes) {
+        const int nv = cip - c >= 2 * kLanes ? 2 : 1;
+        for (int64_t k = k0; k < k1;) {
+            const int rows = (int)ceil_div(k1 - k, ceil_div(k1 - k, kFilterRows));
+            kKernels[nv - 1][rows - 1](z + k, 1, cop, v + c, cip, nt, s + k * cip + c, cip,
+                                       accumulate);
+            k += rows;
+        }
+    }
+}
+
+// dW[g, k][c][3x3] = G^T S[g][:][k][c] G for every input channel of group g.
+CONV_TARGET_AVX512 void transform_gradient(const Problem &p, const FilterPlan &f, const float *S,
+                                           int64_t g, int64_t k, float *dw) {
+    const int64_t cip = f.in.cip, xs = p.cog * cip;
+    const float *s = S + (g * kXi * p.cog + k) * cip;
+    float *out = dw + (g * p.cog + k) * p.cig * 9;  // this filter's [c][3][3] or [3][3][c]
+    for (int64_t c = 0; c < p.cig; c += kLanes) {
+        const int64_t nc = std::min(kLanes, p.cig - c);
+        __m512 cols[3][6];  // cols[r][b] = (G^T s)[r][b]
+        for (int b = 0; b < 6; ++b) {
+            __m512 x[6], r[3];
+            for (int a = 0; a < 6; ++a) x[a] = _mm512_load_ps(s + (a * 6 + b) * xs + c);
+            taps_1d(x, r);
+            for (int a = 0; a < 3; ++a) cols[a][b] = r[a];
+        }
+        alignas(64) float taps[16][16];  // [tap][c]; rows 9..15 unused
+        for (int r = 0; r < 3; ++r) {
+            __m512 t[3];
+            taps_1d(cols[r], t);
+            for (int q = 0; q < 3; ++q) {
+                if (p.last)
+                    _mm512_mask_storeu_ps(out + (r * 3 + q) * p.cig + c, first_lanes(nc), t[q]);
+                else
+                    _mm512_store_ps(taps[r * 3 + q], t[q]);
+            }
+        }
+        if (!p.last) {  // per channel its 9 taps, contiguous
+            __m512 per_channel[16];
+            load_transposed(&taps[0][0], 16, 9, 0xffff, per_channel);
+            for (int64_t j = 0; j < nc; ++j)
+                _mm512_mask_storeu_ps(out + (c + j) * 9, first_lanes(9), per_channel[j]);
         }
     }
 }
@@ -475,12 +650,78 @@ void avx512_run(const Problem &p, const float *w, const float *src, const float 
         threads);
 }
 
+size_t avx512_filter_workspace_bytes(const Problem &p) {
+    return (size_t)checked_mul(make_filter_plan(p).total, (int64_t)sizeof(float), "workspace");
+}
+
+void avx512_run_filter(const Problem &p, const float *x, const float *dy, float *dw, void *ws,
+                       ThreadPool &pool, int threads) {
+    const FilterPlan f = make_filter_plan(p);
+    const Plan &l = f.in;
+    float *base = static_cast<float *>(ws);
+    float *S = base + f.s, *P = base + f.p, *Q = base + f.q, *V = base + f.v, *Z = base + f.z;
+    if (f.tiles == 0) {  // batch 0: the gradient of an empty sum
+        std::memset(dw, 0, sizeof(float) * p.co * p.cig * 9);
+        return;
+    }
+    // 1. The padded channels-last input and dy, in one region.
+    const Image dy_image{dy, p.last, p.co, 0, p.cog, p.oh, p.ow};
+    const int64_t in_rows = p.n * p.groups * l.hp, dy_rows = p.n * p.groups * f.hq;
+    pool.parallel_for(
+        in_rows + dy_rows,
+        [&](int64_t item, int) {
+            if (item < in_rows) {
+                pad_row(p, l, x, item / l.hp / p.groups, item / l.hp % p.groups, item % l.hp, P);
+                return;
+            }
+            item -= in_rows;
+            const int64_t r = item % f.hq, ng = item / f.hq, n = ng / p.groups, g = ng % p.groups;
+            Image im = dy_image;
+            im.c0 = g * p.cog;
+            pad_image_row(im, n, r, 0, 0, f.wq, l.cop, Q + ((ng * f.hq + r) * f.wq) * l.cop);
+        },
+        threads);
+    // 2. Per group and block of tiles: both transforms, then the 36 GEMMs
+    // (by point and filter range) accumulating into S.
+    const int64_t c_chunks = l.cip / kLanes, k_chunks = l.cop / kLanes;
+    const int64_t k_parts = ceil_div(p.cog, f.k_part);
+    for (int64_t g = 0; g < p.groups; ++g)
+        for (int64_t b = 0; b < f.blocks; ++b) {
+            const int64_t t0 = b * f.tb, nt = std::min(f.tb, f.tiles - t0);
+            pool.parallel_for(
+                c_chunks + k_chunks,
+                [&](int64_t item, int) {
+                    if (item < c_chunks)
+                        transform_inputs(p, l, P, g, t0, nt, item * kLanes, (item + 1) * kLanes, V);
+                    else
+                        transform_dy(p, f, Q, g, t0, nt, (item - c_chunks) * kLanes, Z);
+                },
+                threads);
+            pool.parallel_for(
+                kXi * k_parts,
+                [&](int64_t item, int) {
+                    const int64_t xi = item / k_parts, k0 = item % k_parts * f.k_part;
+                    accumulate_point(p, f, Z, V, nt, g, xi, k0, std::min(p.cog, k0 + f.k_part),
+                                     b > 0, S);
+                },
+                threads);
+        }
+    // 3. Back to 3x3 taps.
+    pool.parallel_for(
+        p.groups * p.cog,
+        [&](int64_t item, int) { transform_gradient(p, f, S, item / p.cog, item % p.cog, dw); },
+        threads);
+}
+
 #else  // no AVX-512 kernels in this build
 
 bool avx512_applies(conv_dtype_t) { return false; }
 size_t avx512_workspace_bytes(const Problem &, int) { return 0; }
 void avx512_run(const Problem &, const float *, const float *, const float *, bool, float *,
                 void *, ThreadPool &, int) {}
+size_t avx512_filter_workspace_bytes(const Problem &) { return 0; }
+void avx512_run_filter(const Problem &, const float *, const float *, float *, void *, ThreadPool &,
+                       int) {}
 
 #endif
 

@@ -15,8 +15,8 @@ public enum Algorithm {
     /** Depthwise convolutions (groups == C): a direct sum per output, vectorised. */
     DEPTHWISE_DIRECT(conv_algo_t.CONV_ALGO_DEPTHWISE_DIRECT),
     /**
-     * Winograd F(4x4, 3x3): 2-D 3x3 kernels, stride 1, no dilation, padding 0..2; forward and
-     * backward-data. 4x fewer multiplications, about 10x the rounding error of direct summation
+     * Winograd F(4x4, 3x3): 2-D 3x3 kernels, stride 1, no dilation, padding 0..2; all three
+     * passes. 4x fewer multiplications, about 10x the rounding error of direct summation
      * (not chosen under {@link MathMode#STRICT}).
      */
     WINOGRAD_4X4_3X3(conv_algo_t.CONV_ALGO_WINOGRAD_4X4_3X3),
