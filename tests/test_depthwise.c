@@ -15,21 +15,6 @@
  */
 #include "test_util.h"
 
-static conv_context_t contexts[3]; /* 1, 2 and 3 threads */
-
-static int setup(void **state)
-{
-    (void)state;
-    return tu_thread_contexts_create(contexts, 3) == CONV_STATUS_SUCCESS ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_thread_contexts_destroy(contexts, 3);
-    return 0;
-}
-
 /* Widths that straddle the kernels' 16-lane vectors and 8-pixel blocks. */
 static int64_t random_width(tu_rng *r)
 {
@@ -86,7 +71,7 @@ static void run_many(uint64_t base, int problems, int fast, int real)
         tu_problem tp;
         random_depthwise(&r, &tp, fast);
         for (int op = 0; op < 3; op++)
-            tu_check_random_pass(contexts, seed, &tp, (conv_op_t)op, &r, real);
+            tu_check_random_pass(tu_contexts, seed, &tp, (conv_op_t)op, &r, real);
     }
 }
 
@@ -138,7 +123,7 @@ static void test_mobilenet_like(void **state)
             tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
             assert_true(tu_resolve(&tp));
             for (int op = 0; op < 3; op++)
-                tu_check_random_pass(contexts, i, &tp, (conv_op_t)op, &r, 0);
+                tu_check_random_pass(tu_contexts, i, &tp, (conv_op_t)op, &r, 0);
         }
 }
 
@@ -150,5 +135,5 @@ int main(void)
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_mobilenet_like),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

@@ -18,21 +18,6 @@
 
 #include <math.h>
 
-static conv_context_t contexts[3]; /* 1, 2 and 3 threads */
-
-static int setup(void **state)
-{
-    (void)state;
-    return tu_thread_contexts_create(contexts, 3) == CONV_STATUS_SUCCESS ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_thread_contexts_destroy(contexts, 3);
-    return 0;
-}
-
 /* Channel counts that straddle the 8-row tile and the 48-column panel. */
 static int64_t random_channels(tu_rng *r, int64_t most)
 {
@@ -83,7 +68,7 @@ static void run_many(uint64_t base, int problems, int wide, int real)
         random_pointwise(&r, &tp, wide);
         assert_true(tu_resolve(&tp));
         for (int op = 0; op < 3; op++)
-            tu_check_random_pass(contexts, seed, &tp, (conv_op_t)op, &r, real);
+            tu_check_random_pass(tu_contexts, seed, &tp, (conv_op_t)op, &r, real);
     }
 }
 
@@ -128,7 +113,7 @@ static void test_resnet_like(void **state)
             tp.algo = CONV_ALGO_GEMM_1X1;
             assert_true(tu_resolve(&tp));
             for (int op = 0; op < 3; op++)
-                tu_check_random_pass(contexts, i, &tp, (conv_op_t)op, &r, 0);
+                tu_check_random_pass(tu_contexts, i, &tp, (conv_op_t)op, &r, 0);
         }
 }
 
@@ -150,11 +135,11 @@ static void test_relu_keeps_nan(void **state)
         conv_desc_t d;
         tu_rng r;
         tu_seed(&r, 99);
-        assert_ok(tu_case_make(&c, contexts[0], &tp, 0));
+        assert_ok(tu_case_make(&c, tu_contexts[0], &tp, 0));
         assert_ok(tu_make_desc(&tp, CONV_OP_FORWARD, &d));
         tu_case_fill(&c, CONV_OP_FORWARD, &r, 0);
         tu_set(&c.x, 3, NAN);
-        assert_ok(tu_case_run(&c, contexts[0], d, CONV_OP_FORWARD, NULL));
+        assert_ok(tu_case_run(&c, tu_contexts[0], d, CONV_OP_FORWARD, NULL));
         int64_t nans = 0;
         for (int64_t i = 0; i < c.y.elems; i++)
             nans += isnan(tu_get(&c.y, i)) != 0;
@@ -173,5 +158,5 @@ int main(void)
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_relu_keeps_nan),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

@@ -19,21 +19,6 @@
 
 #define PROBLEMS 400 /* per pass */
 
-static conv_context_t contexts[3]; /* 1, 2 and 3 threads */
-
-static int setup(void **state)
-{
-    (void)state;
-    return tu_thread_contexts_create(contexts, 3) == CONV_STATUS_SUCCESS ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_thread_contexts_destroy(contexts, 3);
-    return 0;
-}
-
 /* A transposed problem: u is the convolution it undoes, as the reference
  * sees it (u.p.in = T's output sizes, u.p.out = T's input sizes, u.p.c =
  * Cout, u.p.k = Cin); the descriptor takes u's settings plus out_pad. */
@@ -181,7 +166,7 @@ static void run_one(conv_op_t op, uint64_t seed)
     random_tproblem(&r, &t);
     if (op == CONV_OP_BACKWARD_DATA)
         t.u.bias = 0;
-    conv_context_t ctx = contexts[tu_range(&r, 0, 2)];
+    conv_context_t ctx = tu_contexts[tu_range(&r, 0, 2)];
     char what[1024];
     int len = snprintf(what, sizeof what,
                        "seed %" PRIu64 " transposed %s out_pad=[%" PRId64 ",%" PRId64
@@ -315,13 +300,13 @@ static void test_hand_example(void **state)
     assert_ok(conv_desc_set_output_padding(d, op));
     assert_ok(conv_output_dims(d, 3, xd, wd, got));
     assert_int_equal(got[2], 6);
-    assert_ok(conv_tensor_wrap(contexts[0], CONV_DTYPE_FLOAT64, CONV_LAYOUT_CHANNELS_FIRST, 3, xd,
+    assert_ok(conv_tensor_wrap(tu_contexts[0], CONV_DTYPE_FLOAT64, CONV_LAYOUT_CHANNELS_FIRST, 3, xd,
                                x, &tx));
-    assert_ok(conv_tensor_wrap(contexts[0], CONV_DTYPE_FLOAT64, CONV_LAYOUT_CHANNELS_FIRST, 3, wd,
+    assert_ok(conv_tensor_wrap(tu_contexts[0], CONV_DTYPE_FLOAT64, CONV_LAYOUT_CHANNELS_FIRST, 3, wd,
                                w, &tw));
-    assert_ok(conv_tensor_wrap(contexts[0], CONV_DTYPE_FLOAT64, CONV_LAYOUT_CHANNELS_FIRST, 3, yd,
+    assert_ok(conv_tensor_wrap(tu_contexts[0], CONV_DTYPE_FLOAT64, CONV_LAYOUT_CHANNELS_FIRST, 3, yd,
                                y, &ty));
-    assert_ok(conv_forward(contexts[0], d, tx, tw, NULL, ty, NULL));
+    assert_ok(conv_forward(tu_contexts[0], d, tx, tw, NULL, ty, NULL));
     /* positions: x0 -> -1,0,1; x1 -> 1,2,3; x2 -> 3,4,5 (-1 is cut by the padding) */
     const double want[6] = {2, 3 + 10, 20, 30 + 100, 200, 300};
     for (int i = 0; i < 6; i++)
@@ -331,7 +316,7 @@ static void test_hand_example(void **state)
     const int64_t bad[1] = {2};
     assert_ok(conv_desc_set_output_padding(d, bad));
     memcpy(keep, y, sizeof keep);
-    assert_status(conv_forward(contexts[0], d, tx, tw, NULL, ty, NULL),
+    assert_status(conv_forward(tu_contexts[0], d, tx, tw, NULL, ty, NULL),
                   CONV_STATUS_INVALID_ARGUMENT);
     assert_memory_equal(keep, y, sizeof keep);
     assert_true(tu_error_mentions(2));
@@ -349,5 +334,5 @@ int main(void)
         cmocka_unit_test(test_backward_data),
         cmocka_unit_test(test_backward_filter),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

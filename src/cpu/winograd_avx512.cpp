@@ -430,7 +430,7 @@ CONV_TARGET_AVX512 void transform_outputs(const Problem &p, const Plan &l, const
 // block size does not depend on the thread count, and every S element is
 // summed by one thread in tile order: results repeat bit for bit.
 struct FilterPlan {
-    Plan in;                // P's geometry (in.cip, in.hp, in.wp) and in.tb = tb
+    Plan in;                // only P's geometry (cip, cop, hp, wp) and tb; the rest zero
     int64_t hq, wq;         // rows and columns of a padded dy image in Q
     int64_t tiles, tb, blocks;
     int64_t k_part;         // filters per GEMM item
@@ -443,7 +443,7 @@ struct FilterPlan {
 constexpr int64_t kFilterBlockBytes = 8 << 20;
 
 FilterPlan make_filter_plan(const Problem &p) {
-    FilterPlan f;
+    FilterPlan f{};
     Plan &l = f.in;
     l.cip = round_up(p.cig, kLanes);
     l.cop = round_up(p.cog, kLanes);
@@ -665,7 +665,6 @@ void avx512_run_filter(const Problem &p, const float *x, const float *dy, float 
         return;
     }
     // 1. The padded channels-last input and dy, in one region.
-    const Image dy_image{dy, p.last, p.co, 0, p.cog, p.oh, p.ow};
     const int64_t in_rows = p.n * p.groups * l.hp, dy_rows = p.n * p.groups * f.hq;
     pool.parallel_for(
         in_rows + dy_rows,
@@ -676,8 +675,7 @@ void avx512_run_filter(const Problem &p, const float *x, const float *dy, float 
             }
             item -= in_rows;
             const int64_t r = item % f.hq, ng = item / f.hq, n = ng / p.groups, g = ng % p.groups;
-            Image im = dy_image;
-            im.c0 = g * p.cog;
+            const Image im{dy, p.last, p.co, g * p.cog, p.cog, p.oh, p.ow};
             pad_image_row(im, n, r, 0, 0, f.wq, l.cop, Q + ((ng * f.hq + r) * f.wq) * l.cop);
         },
         threads);

@@ -847,6 +847,21 @@ void tu_thread_contexts_destroy(conv_context_t *ctxs, int count)
         conv_context_destroy(ctxs[i]);
 }
 
+conv_context_t tu_contexts[3];
+
+int tu_contexts_setup(void **state)
+{
+    (void)state;
+    return tu_thread_contexts_create(tu_contexts, 3) == CONV_STATUS_SUCCESS ? 0 : -1;
+}
+
+int tu_contexts_teardown(void **state)
+{
+    (void)state;
+    tu_thread_contexts_destroy(tu_contexts, 3);
+    return 0;
+}
+
 double tu_now(void)
 {
     struct timespec ts;

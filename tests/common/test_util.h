@@ -209,6 +209,12 @@ int tu_check_declined(conv_context_t ctx, const tu_problem *tp, conv_op_t op, ui
 conv_status_t tu_thread_contexts_create(conv_context_t *ctxs, int count);
 void tu_thread_contexts_destroy(conv_context_t *ctxs, int count);
 
+/* cmocka group fixtures over tu_contexts: contexts of 1, 2 and 3 threads
+ * (what tu_check_random_pass draws from). */
+extern conv_context_t tu_contexts[3];
+int tu_contexts_setup(void **state);
+int tu_contexts_teardown(void **state);
+
 /* One random problem (from `seed`) of pass `op` on ctx and ws (NULL: the
  * context's pool), with an algorithm drawn from [first_algo, 3] forced where
  * it applies and `fallback` where it does not, checked exactly against the
