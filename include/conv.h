@@ -235,6 +235,16 @@ typedef CONV_ENUM(conv_algo) {
  * version does not know. Never NULL. */
 CONV_API const char *conv_algo_name(conv_algo_t algo);
 
+/* The algorithm (solver) with this name, as conv_algo_name() gives it and
+ * CONV_VERBOSE prints it ("winograd_4x4_3x3", "auto"). Every solver of every
+ * engine built into this library has a name; solvers added after this
+ * header was written have no enum value above but an id from this function,
+ * which conv_desc_set_algorithm accepts and conv_algo_name turns back into
+ * the name (such ids are stable within a library version, not across
+ * versions: store names, not those ids). INVALID_ARGUMENT for an unknown
+ * name, listing the known ones. */
+CONV_API conv_status_t conv_algo_from_name(const char *name, conv_algo_t *algo);
+
 /* --------------------------------------------------------------- handles */
 
 typedef struct conv_context_s *conv_context_t;
@@ -425,6 +435,19 @@ CONV_API conv_status_t conv_context_get_workspace_limit(conv_context_t ctx, size
  * most `capacity` bytes, NUL included (truncating). */
 CONV_API conv_status_t conv_context_get_device_name(conv_context_t ctx, char *name,
                                                     size_t capacity);
+
+/* The trace (like oneDNN's ONEDNN_VERBOSE). Level 1 prints one line per
+ * executed pass to stderr:
+ *   conv_verbose,exec,cpu,fwd,float32,channels_first,x=1x64x56x56,w=64x64x3x3,
+ *   y=1x64x56x56,s=1x1,d=1x1,p=1x1:1x1,g=1,bias,relu,solver=winograd_4x4_3x3,
+ *   plan=hit,0.412
+ * (the last field is milliseconds of host time: on a GPU the time to
+ * enqueue). Level 2 also prints, when a plan is made, each solver that was
+ * passed over and why (conv_verbose,skip,...). 0 (the default) prints
+ * nothing. A new context starts at the level in the environment variable
+ * CONV_VERBOSE, read when the context is created. */
+CONV_API conv_status_t conv_context_set_verbose(conv_context_t ctx, int level);
+CONV_API conv_status_t conv_context_get_verbose(conv_context_t ctx, int *level);
 
 /* ------------------------------------------------------------- workspace */
 
@@ -659,6 +682,73 @@ CONV_API conv_status_t conv_context_load_tuning(conv_context_t ctx, const char *
 
 /* Forgets every tuned choice of the context. */
 CONV_API conv_status_t conv_context_clear_tuning(conv_context_t ctx);
+
+/* ----------------------------------------------------------------- plans */
+/*
+ * A plan is one pass of one problem, prepared once and executed many times
+ * (oneDNN's primitive, cuDNN's execution plan, FFTW's plan): the shapes,
+ * dtype and layout are fixed when it is made, the solver chosen (forced by
+ * the descriptor, the context's tuned choice, or the heuristic), its
+ * workspace size known. Executing it validates only the tensors against the
+ * plan's shapes. The one-shot calls above (conv_forward, ...) keep plans in
+ * a per-context cache and behave exactly like executing one.
+ *
+ * A plan is immutable once created, except for its prepared weights (below),
+ * and may be executed from several threads at once. It refers to the
+ * context it was made with (its threads, workspace pool, device, math mode
+ * at creation): once that context is destroyed, executing the plan fails
+ * with INVALID_HANDLE. Settings of the context changed after the plan was
+ * made (threads, math, deterministic, workspace limit, tuning) do not
+ * change the plan; make a new one to see them. The descriptor is read only
+ * at creation.
+ */
+typedef struct conv_plan_s *conv_plan_t;
+
+/* Makes the plan of pass `op` for tensors of `dtype` and `layout` with input
+ * dims `x_dims` (N, C, spatial...; dx's for BACKWARD_DATA) and filter dims
+ * `w_dims` (dw's for BACKWARD_FILTER), `ndim` each, as for
+ * conv_output_dims. `with_bias`: the forward pass will be given a bias, or
+ * the backward-filter pass a db (0 or 1; ignored for BACKWARD_DATA). No
+ * tensor memory is read. Fails as the pass itself would for these shapes
+ * (SHAPE_MISMATCH, UNSUPPORTED for a forced algorithm that does not apply,
+ * ...). */
+CONV_API conv_status_t conv_plan_create(conv_context_t ctx, conv_desc_t desc, conv_op_t op,
+                                        conv_dtype_t dtype, conv_layout_t layout, int ndim,
+                                        const int64_t *x_dims, const int64_t *w_dims,
+                                        int with_bias, conv_plan_t *out);
+CONV_API void conv_plan_destroy(conv_plan_t plan);
+
+/* Runs the pass. Tensors in the roles of conv_workspace_size plus the bias:
+ * forward (x, w, b, y), backward-data (dx, w, NULL, dy), backward-filter
+ * (x, dw, db, dy). Their dims, dtype, layout and device must be the plan's,
+ * and `b` present exactly when the plan was made with_bias (SHAPE_MISMATCH
+ * or TYPE_MISMATCH otherwise); outputs must not overlap inputs. `ws` as for
+ * conv_forward. Same results as the one-shot call. */
+CONV_API conv_status_t conv_plan_execute(conv_plan_t plan, conv_tensor_t x, conv_tensor_t w,
+                                         conv_tensor_t b, conv_tensor_t y, conv_workspace_t ws);
+
+/* Workspace bytes an execution needs (as conv_workspace_size). */
+CONV_API conv_status_t conv_plan_get_workspace_size(conv_plan_t plan, size_t *bytes);
+/* The solver the plan runs: its id (see conv_algo_from_name) and its name,
+ * a static string. */
+CONV_API conv_status_t conv_plan_get_algorithm(conv_plan_t plan, conv_algo_t *algo);
+CONV_API conv_status_t conv_plan_get_solver_name(conv_plan_t plan, const char **name);
+
+/* Prepared weights, for inference and for any run of many passes between
+ * weight updates: the plan transforms or re-blocks the filter `w` once (the
+ * Winograd-domain filter, for one) into memory of its own, and later
+ * executions use that copy instead of transforming w's data again.
+ * THE RULE: the prepared copy is made from w's contents at this call; an
+ * execution uses it whatever the w tensor passed then holds, so after every
+ * change of the weights call conv_plan_prepare_weights again (or
+ * conv_plan_release_weights to go back to reading w). A plan whose solver
+ * has nothing to prepare (*prepared = 0) keeps reading w at every
+ * execution, so the rule is always safe to follow. Must not run while the
+ * plan is being executed by another thread. Forward and backward-data
+ * plans; `w` must have the plan's filter dims, dtype and layout. */
+CONV_API conv_status_t conv_plan_prepare_weights(conv_plan_t plan, conv_tensor_t w,
+                                                 int *prepared);
+CONV_API conv_status_t conv_plan_release_weights(conv_plan_t plan);
 
 /* ======================================================================
  * Gradient communication: data-parallel training across GPUs, processes
