@@ -73,6 +73,9 @@ public:
     virtual void check(const Problem &p) const = 0;
     // The tuning table's key for a problem (tuning files keep it: stable).
     virtual std::string tuning_key(const Problem &p) const = 0;
+    // What choices are measured on, for tuning files and device names: "cpu
+    // <model> (<isa>)", or the GPU's runtime signature (`rt`, null on the CPU).
+    virtual std::string device_signature(const DeviceRuntime *rt) const = 0;
     // The plan of a problem: `forced` when not null (UNSUPPORTED with the
     // reason when it does not apply), else `tuned` when it still applies
     // (null: none), else the engine's own choice. `skip` (may be empty)

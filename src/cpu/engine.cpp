@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 
 #include "core/dtype.h"
@@ -15,6 +16,7 @@
 #include "cpu/algorithm.h"
 #include "cpu/blas.h"
 #include "cpu/epilogue.h"
+#include "cpu/isa.h"
 
 namespace conv::cpu {
 namespace {
@@ -49,6 +51,20 @@ constexpr size_t kWorkspaceRatio = 8;
 // or the bias gradient): the engine writes them, no solver needs to.
 bool empty_reduction(const ConvGeometry &g) {
     return g.n == 0 || g.c == 0 || g.k == 0 || g.in_size() == 0 || g.out_size() == 0;
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0) {
+            size_t colon = line.find(':');
+            if (colon != std::string::npos) {
+                size_t b = line.find_first_not_of(" \t", colon + 1);
+                return b == std::string::npos ? "unknown" : line.substr(b);
+            }
+        }
+    return "unknown";
 }
 
 int64_t x_elements(const ConvGeometry &g) { return g.n * g.c * g.in_size(); }
@@ -146,6 +162,12 @@ public:
     }
 
     std::string tuning_key(const Problem &p) const override { return problem_key(p); }
+
+    // The ISA too: a choice timed with AVX-512 kernels is not one for the
+    // portable ones (CONV_CPU_ISA=baseline).
+    std::string device_signature(const DeviceRuntime *) const override {
+        return "cpu " + cpu_model() + " (" + isa_name(cpu_isa()) + ")";
+    }
 
     std::shared_ptr<const EnginePlan> plan(const Problem &p, const Solver *forced,
                                            const Solver *tuned, DeviceRuntime *,

@@ -102,6 +102,11 @@ public:
         return list;
     }
     void check(const Problem &) const override {}  // every dtype, layout and rank
+    // Its name, compute capability, cuDNN and CUDA runtime versions, so a
+    // tuning file from another GPU or library is refused, not misapplied.
+    std::string device_signature(const DeviceRuntime *rt) const override {
+        return rt ? rt->signature() : "cuda (no device)";
+    }
     std::string tuning_key(const Problem &p) const override {
         static const char *const kMath[] = {"default", "strict", "fast"};
         return problem_key(p) + format(" cuda math=%s%s", p.math >= 0 && p.math <= 2 ? kMath[p.math] : "?",

@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "cpu/isa.h"
 
 namespace conv::dispatch {
 namespace {
@@ -44,20 +43,6 @@ bool printable(const std::string &s) {
     return true;
 }
 
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind("model name", 0) == 0) {
-            size_t colon = line.find(':');
-            if (colon != std::string::npos) {
-                size_t b = line.find_first_not_of(" \t", colon + 1);
-                return b == std::string::npos ? "unknown" : line.substr(b);
-            }
-        }
-    return "unknown";
-}
-
 // The solver of the context's engine with this name, or null.
 const Solver *engine_solver(const Context &ctx, const std::string &name) {
     for (const Solver *s : ctx.engine().solvers())
@@ -72,12 +57,7 @@ const Solver *engine_solver(const Context &ctx, const std::string &name) {
 }  // namespace
 
 std::string device_signature(const Context &ctx) {
-    // A GPU's: its name, compute capability, cuDNN and CUDA runtime versions,
-    // so a file from another GPU or library is refused, not misapplied.
-    if (ctx.runtime()) return ctx.runtime()->signature();
-    // The ISA too: a choice timed with AVX-512 kernels is not one for the
-    // portable ones (CONV_CPU_ISA=baseline).
-    return "cpu " + cpu_model() + " (" + cpu::isa_name(cpu::cpu_isa()) + ")";
+    return ctx.engine().device_signature(ctx.runtime().get());
 }
 
 void save_tuning(const Context &ctx, const TuningTable &table, const std::string &path) {
