@@ -48,6 +48,7 @@ static const shape kShapes[] = {
     {"1x1", 3, 4, 1, 1, 1, 1, 0, 0},        /* gemm_1x1 */
     {"depthwise", 3, 6, 3, 3, 1, 1, 1, 1},  /* depthwise_direct, multiplier 2 */
     {"strided", 3, 4, 1, 2, 2, 2, 1, 2},    /* stride and dilation 2 */
+    {"depthwise s2", 3, 3, 3, 3, 2, 1, 1, 1}, /* depthwise_direct's stride-2 kernels */
 };
 enum { SHAPES = sizeof kShapes / sizeof kShapes[0] };
 static const int64_t kIn = 4;    /* every spatial input axis */
@@ -111,6 +112,15 @@ static int decode(int transposed, int64_t index, zcase *z)
     return z->zero < ZERO_IN + z->spatial;
 }
 
+/* The output padding that makes the transposed convolution's output the
+ * size of U's input on axis a (where the stride drops a remainder). */
+static int64_t output_padding(const tu_problem *tp, int a)
+{
+    const ref_problem *p = &tp->p;
+    const int64_t dilated = (p->kernel[a] - 1) * p->dilation[a] + 1;
+    return p->in[a] - ((p->out[a] - 1) * p->stride[a] + dilated - p->pad_begin[a] - tp->pad_end[a]);
+}
+
 /* The problem of a case as the reference sees it (for TRANSPOSED: the
  * convolution it undoes, without bias or ReLU, which T applies itself);
  * without `zero`, the base problem before its extent goes to 0. Returns 0
@@ -158,6 +168,11 @@ static int build(const zcase *z, int zero, tu_problem *tp)
         p->pad_begin[axis] = tp->pad_end[axis] = 0;
         tp->desc_pad_begin[axis] = tp->desc_pad_end[axis] = 0;
         if (p->in[axis] < 1)
+            return 0;
+    }
+    for (int a = 0; z->transposed && a < z->spatial; a++) {
+        int64_t out_pad = output_padding(tp, a); /* must be < stride or dilation */
+        if (out_pad >= p->stride[a] && out_pad >= p->dilation[a])
             return 0;
     }
     tp->bias = !z->transposed && v->bias;
@@ -405,8 +420,13 @@ static int run_case(const zcase *z, conv_context_t ctx, int wrap, int exact, tu_
     with_act.p.relu = v->relu;
     conv_desc_t d = NULL;
     assert_ok(tu_make_desc(&with_act, v->op, &d));
-    if (z->transposed)
+    if (z->transposed) {
+        int64_t out_pad[3];
+        for (int a = 0; a < tp->p.spatial; a++)
+            out_pad[a] = output_padding(tp, a);
         assert_ok(conv_desc_set_mode(d, CONV_MODE_TRANSPOSED));
+        assert_ok(conv_desc_set_output_padding(d, out_pad));
+    }
 
     tu_case_fill(&c, lowered_op(z), rng, 0);
     if (tbias.t) /* the case's own bias is filled with the case */
