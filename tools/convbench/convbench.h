@@ -12,6 +12,7 @@
  *   report.c    header line, table rows, totals, JSON
  *   peer.c      the --peer table: other libraries timed side by side
  *   peer_onednn.c  the oneDNN peer (built only where oneDNN is found)
+ *   overhead.c  --overhead: host time per call on tiny problems
  *   main.c      wiring
  */
 #ifndef CONVBENCH_H
@@ -86,6 +87,7 @@ typedef struct cb_options {
     const char *json;  /* NULL: no JSON */
     const struct cb_peer *peer; /* --peer; NULL: none */
     int list;
+    int overhead; /* --overhead: time calls on tiny problems instead of a suite */
 } cb_options;
 
 /* Fills `o` from argv. Returns 0 to go on, -1 when done (--help printed:
@@ -193,6 +195,12 @@ typedef struct cb_peer {
 extern const cb_peer cb_peers[];
 extern const int cb_n_peers;
 const cb_peer *cb_find_peer(const char *name);
+
+/* -------------------------------------------------------------- overhead */
+
+/* --overhead: the table of host time per call on tiny problems, for the
+ * passes of o->ops. Returns 0, or 1 after printing what failed. */
+int cb_run_overhead(const cb_bench *b);
 
 /* ---------------------------------------------------------------- verify */
 

@@ -144,6 +144,12 @@ int main(int argc, char **argv)
         close_bench(&b);
         return rc;
     }
+    if (o.overhead) {
+        cb_print_header(&b);
+        rc = cb_run_overhead(&b);
+        close_bench(&b);
+        return rc;
+    }
     int max_rows = 0;
     for (int s = 0; s < n_sel; s++)
         max_rows += 3 * sel[s].n;

@@ -88,6 +88,12 @@ static void usage(FILE *f)
         fprintf(f, "    %-14s %s%s\n", cb_peers[i].name, cb_peers[i].help,
                 cb_peers[i].run ? "" : "\n                   (not in this build)");
     fprintf(f,
+            "  --overhead       instead of a suite, the host's time per call on tiny\n"
+            "                   problems (1x1 8->8 on 1x8x4x4, 3x3 8->8 on 1x8x8x8), for\n"
+            "                   the passes of --op: 2000 warm-up calls, then 9 rounds of\n"
+            "                   2500, the median round's ns per call of the one-shot calls\n"
+            "                   (conv_forward & co.); 1 thread unless --threads; honours\n"
+            "                   --dtype, --layout, --algo, --math, --device\n"
             "  --list           list the suites and their layers, then exit\n"
             "  --help           this text\n\n"
             "%s\n%s\n"
@@ -226,6 +232,10 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
             o->list = 1;
             continue;
         }
+        if (strcmp(arg, "--overhead") == 0) {
+            o->overhead = 1;
+            continue;
+        }
 
         /* The rest take a value: "--opt=V" or "--opt V". */
         char name[32];
@@ -316,5 +326,11 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
     }
     if (o->suite && o->n_custom)
         return bad("give either --suite or --layer, not both");
+    if (o->overhead && (o->suite || o->n_custom || o->batch != 1 || o->tune || o->verify ||
+                        o->json || o->peer))
+        return bad("--overhead times its own tiny problems at batch 1: it does not combine "
+                   "with --suite, --layer, --batch, --tune, --verify, --json or --peer");
+    if (o->overhead && !o->threads)
+        o->threads = 1; /* the overhead of one thread's calls */
     return 0;
 }
