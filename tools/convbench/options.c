@@ -10,8 +10,9 @@
 
 #include "convbench.h"
 
-/* conv_algo_t values: the CPU's from 1, the CUDA engine's from 100; others "unknown". */
-#define CB_ALGO_SCAN 128
+/* conv_algo_t values: the CPU's from 1, the CUDA engine's from 100, solvers
+ * without an enum value from 1000; others "unknown". */
+static const int kAlgoRanges[][2] = {{0, 128}, {1000, 1128}};
 
 const char *cb_op_name(conv_op_t op)
 {
@@ -40,11 +41,12 @@ const char *cb_layout_name(conv_layout_t layout)
 
 static void print_algos(FILE *f)
 {
-    for (int a = 0; a < CB_ALGO_SCAN; a++) {
-        const char *name = conv_algo_name((conv_algo_t)a);
-        if (strcmp(name, "unknown") != 0)
-            fprintf(f, " %s", name);
-    }
+    for (size_t r = 0; r < sizeof kAlgoRanges / sizeof kAlgoRanges[0]; r++)
+        for (int a = kAlgoRanges[r][0]; a < kAlgoRanges[r][1]; a++) {
+            const char *name = conv_algo_name((conv_algo_t)a);
+            if (strcmp(name, "unknown") != 0)
+                fprintf(f, " %s", name);
+        }
 }
 
 static void usage(FILE *f)
@@ -167,17 +169,12 @@ static int parse_layout(const char *s, conv_layout_t *out)
     return -1;
 }
 
+/* Any solver's name (conv_algo_from_name), "auto" included. */
 static int parse_algo(const char *s, conv_algo_t *out)
 {
-    for (int a = 0; a < CB_ALGO_SCAN; a++) {
-        if (strcmp(conv_algo_name((conv_algo_t)a), s) == 0 && strcmp(s, "unknown") != 0) {
-            *out = (conv_algo_t)a;
-            return 0;
-        }
-    }
-    fprintf(stderr, "convbench: unknown --algo '%s'; known:", s);
-    print_algos(stderr);
-    fprintf(stderr, "\n");
+    if (conv_algo_from_name(s, out) == CONV_STATUS_SUCCESS)
+        return 0;
+    fprintf(stderr, "convbench: --algo: %s\n", conv_last_error());
     return 2;
 }
 

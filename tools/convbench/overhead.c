@@ -5,9 +5,10 @@
  * pool hand-off. Each pass is called many times in rounds; a row gives the
  * median round's nanoseconds per call.
  *
- * A column is a way of making the call (cb_way below): today the one-shot
- * calls (conv_forward & co.). Another way -- executing a plan made once --
- * is one more entry in kWays with its prepare/call/release functions.
+ * A column is a way of making the call (cb_way below): the one-shot calls
+ * (conv_forward & co., which find their plan in the context's cache) and
+ * executing a plan made once (conv_plan_execute); their difference is what
+ * the cache lookup costs.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
@@ -37,9 +38,7 @@ typedef struct tiny_run {
     int ndim;
     int64_t x_dims[CB_MAX_SPATIAL + 2], w_dims[CB_MAX_SPATIAL + 2], y_dims[CB_MAX_SPATIAL + 2];
     conv_tensor_t in, filt, out;
-#ifdef CONV_HAVE_PLAN_API
     conv_plan_t plan;
-#endif
 } tiny_run;
 
 /* A way of making the call: a column of the table. `prepare` (may be NULL)
@@ -64,7 +63,6 @@ static conv_status_t one_shot(tiny_run *r)
     }
 }
 
-#ifdef CONV_HAVE_PLAN_API
 static conv_status_t plan_create(tiny_run *r)
 {
     const cb_options *o = r->b->opt;
@@ -82,13 +80,10 @@ static void plan_destroy(tiny_run *r)
     conv_plan_destroy(r->plan);
     r->plan = NULL;
 }
-#endif
 
 static const cb_way kWays[] = {
     {"one-shot ns", NULL, one_shot, NULL, NULL},
-#ifdef CONV_HAVE_PLAN_API
     {"plan execute ns", plan_create, plan_execute, plan_destroy, "conv_plan_execute"},
-#endif
 };
 enum { kWayCount = sizeof kWays / sizeof kWays[0] };
 
