@@ -67,6 +67,11 @@ std::string cpu_model() {
     return "unknown";
 }
 
+// memset that accepts the null data of an empty tensor.
+void zero(void *p, int64_t elements, size_t size) {
+    if (elements > 0) std::memset(p, 0, (size_t)elements * size);
+}
+
 int64_t x_elements(const ConvGeometry &g) { return g.n * g.c * g.in_size(); }
 int64_t w_elements(const ConvGeometry &g) { return g.k * g.cg() * g.kernel_size(); }
 int64_t y_elements(const ConvGeometry &g) { return g.n * g.k * g.out_size(); }
@@ -112,14 +117,14 @@ private:
         const int threads = p_.threads;
         switch (p_.op) {
         case CONV_OP_FORWARD:
-            std::memset(o.y, 0, (size_t)y_elements(g) * es);
+            zero(o.y, y_elements(g), es);
             if (bias || g.activation == CONV_ACTIVATION_RELU)
                 bias_act_tensor({g.layout, g.n, g.k, g.out_size()}, p_.dtype, o.y, bias,
                                 g.activation == CONV_ACTIVATION_RELU, pool, threads);
             return;
-        case CONV_OP_BACKWARD_DATA: std::memset(o.x, 0, (size_t)x_elements(g) * es); return;
+        case CONV_OP_BACKWARD_DATA: zero(o.x, x_elements(g), es); return;
         default:
-            std::memset(o.w, 0, (size_t)w_elements(g) * es);
+            zero(o.w, w_elements(g), es);
             if (bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, p_.dtype, o.y, bias, pool, threads);
             return;
         }
