@@ -84,7 +84,7 @@ def test_library_names():
     assert libconv.algo_name(12345) == "unknown"
     assert libconv.algo_from_name("im2col_gemm") == libconv.Algo.IM2COL_GEMM
     with pytest.raises(libconv.InvalidArgumentError, match="im2col_gemm"):
-        libconv.algo_from_name("unknown")  # the message lists the known names
+        libconv.algo_from_name("no_such_solver")  # the message lists the known names
     assert libconv.status_string(libconv.Status.SHAPE_MISMATCH) == "shape mismatch"
 
 
