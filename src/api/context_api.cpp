@@ -7,7 +7,7 @@
 #include "api/guard.h"
 #include "api/handles.h"
 #include "dispatch/gpu.h"
-#include "dispatch/registry.h"
+#include "dispatch/engines.h"
 #include "dispatch/tuning_file.h"
 
 using namespace conv;
@@ -21,6 +21,20 @@ static bool env_check_numerics() {
 }
 static constexpr int kDefaultMaxThreads = 64;
 
+// CONV_VERBOSE: the trace level a new context starts at (0 when unset or not a number).
+static int env_verbose() {
+    const char *v = std::getenv("CONV_VERBOSE");
+    return v ? std::max(0, std::atoi(v)) : 0;
+}
+
+// What every new context gets besides its device: the engine, the guard and
+// trace settings from the environment.
+static void configure(Context &c) {
+    c.set_engine(dispatch::engine_for(c.device()));
+    c.set_check_numerics(env_check_numerics());
+    c.set_verbose(env_verbose());
+}
+
 extern "C" {
 
 conv_status_t conv_context_create(conv_device_t device, int device_index, conv_context_t *out) {
@@ -30,7 +44,7 @@ conv_status_t conv_context_create(conv_device_t device, int device_index, conv_c
             std::shared_ptr<DeviceRuntime> rt = dispatch::open_gpu(device_index);
             conv_context_s *c = api::make_handle<conv_context_s>(device, device_index, 1);
             c->impl.set_runtime(std::move(rt));
-            c->impl.set_check_numerics(env_check_numerics());
+            configure(c->impl);
             *out = c;
             return;
         }
@@ -39,10 +53,10 @@ conv_status_t conv_context_create(conv_device_t device, int device_index, conv_c
         if (device_index != 0)
             fail(CONV_STATUS_INVALID_ARGUMENT, "CPU device index must be 0, got %d",
                  device_index);
-        dispatch::init_cpu_engine();
+        dispatch::engine_for(device);  // prepares OpenBLAS before the first pool starts
         int threads = std::min(available_cpus(), kDefaultMaxThreads);
         conv_context_s *c = api::make_handle<conv_context_s>(device, device_index, threads);
-        c->impl.set_check_numerics(env_check_numerics());
+        configure(c->impl);
         *out = c;
     });
 }
@@ -109,6 +123,22 @@ conv_status_t conv_context_set_allocator(conv_context_t ctx, conv_alloc_fn_t all
         HostAllocator a;
         if (alloc) a = HostAllocator{alloc, free_fn, user};
         c.set_allocator(a);
+    });
+}
+
+conv_status_t conv_context_set_verbose(conv_context_t ctx, int level) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        if (level < 0 || level > 2)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "verbose level %d out of range 0..2", level);
+        c.set_verbose(level);
+    });
+}
+
+conv_status_t conv_context_get_verbose(conv_context_t ctx, int *level) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        *api::require(level, "level") = c.verbose();
     });
 }
 

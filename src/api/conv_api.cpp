@@ -8,6 +8,7 @@
 #include "core/geometry.h"
 #include "core/numerics.h"
 #include "dispatch/operation.h"
+#include "dispatch/plan.h"
 
 using namespace conv;
 
@@ -32,6 +33,10 @@ void check_op(int op) {
     if (op < CONV_OP_FORWARD || op > CONV_OP_BACKWARD_FILTER)
         fail(CONV_STATUS_INVALID_ARGUMENT, "unknown op %d", op);
 }
+
+// The tensors of a plan's execution, per pass, for messages.
+const char *const kRoleNames[3][4] = {
+    {"x", "w", "y", "b"}, {"dx", "w", "dy", "bias"}, {"x", "dw", "dy", "db"}};
 
 Workspace *optional_workspace(conv_workspace_t ws) {
     conv_workspace_s *h = api::checked_optional(ws, "ws");
@@ -151,7 +156,7 @@ conv_status_t conv_find_algorithms(conv_context_t ctx, conv_desc_t desc, conv_op
         if (capacity < 0)
             fail(CONV_STATUS_INVALID_ARGUMENT, "capacity %d must be >= 0", capacity);
         dispatch::Pass pass{op, tensor(x, "x"), tensor(w, "w"), tensor(y, "y"), nullptr};
-        std::vector<dispatch::Trial> trials =
+        std::vector<Trial> trials =
             dispatch::find_algorithms(c, p, pass, optional_workspace(ws), CONV_FIND_REPEATS);
         if (c.check_numerics()) {  // the output the search left, as run() checks it
             static const char *const kPass[] = {"forward (algorithm search)",
@@ -169,6 +174,78 @@ conv_status_t conv_find_algorithms(conv_context_t ctx, conv_desc_t desc, conv_op
         }
         *count = n;
     });
+}
+
+}  // extern "C"
+
+// Plans.
+extern "C" {
+
+conv_status_t conv_plan_create(conv_context_t ctx, conv_desc_t desc, conv_op_t op,
+                               conv_dtype_t dtype, conv_layout_t layout, int ndim,
+                               const int64_t *x_dims, const int64_t *w_dims, int with_bias,
+                               conv_plan_t *out) {
+    return api::guarded([&] {
+        Context &c = api::checked(ctx, "ctx").impl;
+        const ConvParams &p = api::checked(desc, "desc").impl;
+        api::require(x_dims, "x_dims");
+        api::require(w_dims, "w_dims");
+        api::require(out, "out");
+        check_op(op);
+        if (with_bias != 0 && with_bias != 1)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "with_bias %d must be 0 or 1", with_bias);
+        auto plan = dispatch::make_plan(c, p, op, dtype, layout, ndim, x_dims, w_dims, with_bias);
+        *out = api::make_handle<conv_plan_s>(std::move(plan));
+    });
+}
+
+void conv_plan_destroy(conv_plan_t plan) { api::destroy(plan); }
+
+conv_status_t conv_plan_execute(conv_plan_t plan, conv_tensor_t x, conv_tensor_t w,
+                                conv_tensor_t b, conv_tensor_t y, conv_workspace_t ws) {
+    return api::guarded([&] {
+        const dispatch::Plan &pl = *api::checked(plan, "plan").impl;
+        const char *const *names = pl.op == CONV_OP_FORWARD         ? kRoleNames[0]
+                                   : pl.op == CONV_OP_BACKWARD_DATA ? kRoleNames[1]
+                                                                    : kRoleNames[2];
+        dispatch::Pass pass{pl.op, tensor(x, names[0]), tensor(w, names[1]), tensor(y, names[2]),
+                            optional_tensor(b, names[3])};
+        dispatch::execute_checked(pl, pass, optional_workspace(ws));
+    });
+}
+
+conv_status_t conv_plan_get_workspace_size(conv_plan_t plan, size_t *bytes) {
+    return api::guarded([&] {
+        const dispatch::Plan &pl = *api::checked(plan, "plan").impl;
+        *api::require(bytes, "bytes") = pl.workspace_bytes();
+    });
+}
+
+conv_status_t conv_plan_get_algorithm(conv_plan_t plan, conv_algo_t *algo) {
+    return api::guarded([&] {
+        const dispatch::Plan &pl = *api::checked(plan, "plan").impl;
+        *api::require(algo, "algo") = pl.engine_plan->solver().id();
+    });
+}
+
+conv_status_t conv_plan_get_solver_name(conv_plan_t plan, const char **name) {
+    return api::guarded([&] {
+        const dispatch::Plan &pl = *api::checked(plan, "plan").impl;
+        *api::require(name, "name") = pl.engine_plan->solver().name();
+    });
+}
+
+conv_status_t conv_plan_prepare_weights(conv_plan_t plan, conv_tensor_t w, int *prepared) {
+    return api::guarded([&] {
+        dispatch::Plan &pl = *api::checked(plan, "plan").impl;
+        const Tensor *wt = tensor(w, "w");
+        api::require(prepared, "prepared");
+        *prepared = dispatch::prepare_weights(pl, *wt) ? 1 : 0;
+    });
+}
+
+conv_status_t conv_plan_release_weights(conv_plan_t plan) {
+    return api::guarded([&] { dispatch::release_weights(*api::checked(plan, "plan").impl); });
 }
 
 }  // extern "C"

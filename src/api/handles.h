@@ -20,12 +20,14 @@
 #include "core/params.h"
 #include "core/tensor.h"
 #include "core/workspace.h"
+#include "dispatch/plan.h"
 
 enum : uint32_t {
     kContextMagic = 0x31585443u,    // "CTX1"
     kWorkspaceMagic = 0x3153574bu,  // "KWS1"
     kTensorMagic = 0x3152534eu,     // "NSR1"
     kDescMagic = 0x31435344u,       // "DSC1"
+    kPlanMagic = 0x314e4c50u,       // "PLN1"
     kDeadMagic = 0xdeadbeefu,
 };
 
@@ -55,6 +57,12 @@ struct conv_desc_s {
     conv::ConvParams impl;
 };
 
+struct conv_plan_s {
+    uint32_t magic = kPlanMagic;
+    std::shared_ptr<conv::dispatch::Plan> impl;
+    explicit conv_plan_s(std::shared_ptr<conv::dispatch::Plan> p) : impl(std::move(p)) {}
+};
+
 namespace conv::api {
 
 template <class H>
@@ -63,6 +71,7 @@ template <> constexpr uint32_t magic_of<conv_context_s>() { return kContextMagic
 template <> constexpr uint32_t magic_of<conv_workspace_s>() { return kWorkspaceMagic; }
 template <> constexpr uint32_t magic_of<conv_tensor_s>() { return kTensorMagic; }
 template <> constexpr uint32_t magic_of<conv_desc_s>() { return kDescMagic; }
+template <> constexpr uint32_t magic_of<conv_plan_s>() { return kPlanMagic; }
 
 template <class H>
 constexpr const char *kind_of();
@@ -70,6 +79,7 @@ template <> constexpr const char *kind_of<conv_context_s>() { return "context"; 
 template <> constexpr const char *kind_of<conv_workspace_s>() { return "workspace"; }
 template <> constexpr const char *kind_of<conv_tensor_s>() { return "tensor"; }
 template <> constexpr const char *kind_of<conv_desc_s>() { return "descriptor"; }
+template <> constexpr const char *kind_of<conv_plan_s>() { return "plan"; }
 
 // The set of live handles and their kinds (magic values), sharded by
 // address so that threads checking handles rarely meet on one mutex. Never

@@ -3,6 +3,7 @@
 
 #include "api/guard.h"
 #include "api/handles.h"
+#include "dispatch/engines.h"
 #include "dispatch/gpu.h"
 
 namespace conv::api {
@@ -57,24 +58,25 @@ const char *conv_status_string(conv_status_t s) {
 const char *conv_last_error(void) { return api::t_last_error.c_str(); }
 
 const char *conv_algo_name(conv_algo_t algo) {
-    switch (algo) {
-    case CONV_ALGO_AUTO: return "auto";
-    case CONV_ALGO_IM2COL_GEMM: return "im2col_gemm";
-    case CONV_ALGO_GEMM_1X1: return "gemm_1x1";
-    case CONV_ALGO_DEPTHWISE_DIRECT: return "depthwise_direct";
-    case CONV_ALGO_WINOGRAD_4X4_3X3: return "winograd_4x4_3x3";
-    case CONV_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
-    case CONV_ALGO_CUDNN_IMPLICIT_GEMM: return "cudnn_implicit_gemm";
-    case CONV_ALGO_CUDNN_IMPLICIT_PRECOMP_GEMM: return "cudnn_implicit_precomp_gemm";
-    case CONV_ALGO_CUDNN_GEMM: return "cudnn_gemm";
-    case CONV_ALGO_CUDNN_DIRECT: return "cudnn_direct";
-    case CONV_ALGO_CUDNN_FFT: return "cudnn_fft";
-    case CONV_ALGO_CUDNN_FFT_TILING: return "cudnn_fft_tiling";
-    case CONV_ALGO_CUDNN_WINOGRAD: return "cudnn_winograd";
-    case CONV_ALGO_CUDNN_WINOGRAD_NONFUSED: return "cudnn_winograd_nonfused";
-    default: break;  // unknown values
-    }
-    return "unknown";
+    if (algo == CONV_ALGO_AUTO) return "auto";
+    const Solver *s = dispatch::find_solver(algo);
+    return s ? s->name() : "unknown";
+}
+
+conv_status_t conv_algo_from_name(const char *name, conv_algo_t *algo) {
+    return api::guarded([&] {
+        api::require(name, "name");
+        api::require(algo, "algo");
+        if (std::string(name) == "auto") {
+            *algo = CONV_ALGO_AUTO;
+            return;
+        }
+        const Solver *s = dispatch::find_solver(name);
+        if (!s)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "unknown algorithm name '%.80s'; known: auto, %s", name,
+                 dispatch::solver_names().c_str());
+        *algo = s->id();
+    });
 }
 
 conv_status_t conv_device_count(conv_device_t device, int *count) {

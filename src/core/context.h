@@ -13,6 +13,8 @@
 
 #include "conv.h"
 #include "core/device_runtime.h"
+#include "core/engine.h"
+#include "core/plan_cache.h"
 #include "core/thread_pool.h"
 #include "core/tuning_table.h"
 #include "core/workspace.h"
@@ -78,6 +80,21 @@ public:
     size_t workspace_limit() const { return workspace_limit_.load(std::memory_order_relaxed); }
     void set_workspace_limit(size_t b) { workspace_limit_.store(b, std::memory_order_relaxed); }
 
+    // The engine of the context's device (set once, right after construction).
+    const Engine &engine() const { return *engine_; }
+    void set_engine(const Engine &e) { engine_ = &e; }
+
+    // The plans of the one-shot calls.
+    PlanCache &plans() { return plans_; }
+
+    // The trace level (conv_context_set_verbose).
+    int verbose() const { return verbose_.load(std::memory_order_relaxed); }
+    void set_verbose(int level) { verbose_.store(level, std::memory_order_relaxed); }
+
+    // Expires when the context is destroyed: a plan made with it holds a
+    // weak reference and refuses to run after that.
+    std::weak_ptr<void> liveness() const { return alive_; }
+
 private:
     std::unique_ptr<Workspace> take_workspace();
     void give_back(std::unique_ptr<Workspace> ws) noexcept;
@@ -94,6 +111,10 @@ private:
     std::shared_ptr<DeviceRuntime> runtime_;
     std::atomic<bool> deterministic_{false};
     std::atomic<size_t> workspace_limit_{0};
+    const Engine *engine_ = nullptr;
+    PlanCache plans_;
+    std::atomic<int> verbose_{0};
+    std::shared_ptr<void> alive_ = std::make_shared<char>(0);
 };
 
 }  // namespace conv

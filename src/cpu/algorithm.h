@@ -1,5 +1,6 @@
-// The CPU engine's algorithm interface. Each algorithm is one file in cpu/
-// and one line in dispatch/registry.cpp.
+// The CPU engine's solver interface: a conv::Solver that also runs. Each
+// CPU solver is one file in cpu/ (its applicability, its measured
+// thresholds, its workspace, its name) and one line in cpu/engine.cpp.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +8,7 @@
 
 #include "conv.h"
 #include "core/geometry.h"
+#include "core/solver.h"
 #include "core/thread_pool.h"
 
 namespace conv::cpu {
@@ -14,30 +16,53 @@ namespace conv::cpu {
 // The tensors of one pass in their convolution roles: x is the input (dx for
 // BACKWARD_DATA), w the filter (dw for BACKWARD_FILTER), y the output (dy for
 // the backward passes), bias the bias (db for BACKWARD_FILTER, may be null).
+// `prepared`: weights the solver prepared earlier (prepare_weights), or null.
 struct ConvArgs {
     conv_op_t op;
     const ConvGeometry *g;
     conv_dtype_t dtype;
     void *x, *w, *y, *bias;
+    const void *prepared = nullptr;
 };
 
-class Algorithm {
+class Algorithm : public Solver {
 public:
-    virtual ~Algorithm() = default;
-    virtual conv_algo_t id() const = 0;
     // Null when the algorithm computes this problem; otherwise a static
-    // reason (the registry adds the problem's description, only when the
-    // message is needed: this runs on every call).
+    // reason.
     virtual const char *why_not(const ConvGeometry &g, conv_op_t op) const = 0;
     // Scratch bytes for a run with `threads` threads (0 when none).
     virtual size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                                    int threads) const = 0;
+    // Whether it is expected to beat the algorithms after it in the engine's
+    // list: the heuristic's thresholds, each with its measurement.
+    virtual bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const {
+        (void)g, (void)op, (void)dtype;
+        return true;
+    }
     // Computes the pass with up to `threads` threads; `ws` holds at least
-    // workspace_bytes(..., threads) bytes, 64-byte aligned.
+    // workspace_bytes(..., threads) bytes, 64-byte aligned. The engine
+    // calls it only for problems with something to sum (cpu/engine.cpp
+    // computes empty reductions itself).
     virtual void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const = 0;
-    // Sums products directly, so its error is that of a dot product: the
-    // only kind a CONV_MATH_STRICT context chooses.
-    virtual bool strict() const { return true; }
+
+    // Prepared weights (conv_plan_prepare_weights): bytes of the prepared
+    // copy of the filter for this problem, 0 when the algorithm prepares
+    // nothing; prepare_weights writes it (`out` 64-byte aligned) and run()
+    // then finds it in ConvArgs::prepared.
+    virtual size_t prepared_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const {
+        (void)g, (void)op, (void)dtype;
+        return 0;
+    }
+    virtual void prepare_weights(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
+                                 const void *w, void *out, ThreadPool &pool, int threads) const {
+        (void)g, (void)op, (void)dtype, (void)w, (void)out, (void)pool, (void)threads;
+    }
+
+    // conv::Solver, from the above.
+    const char *why_not(const Problem &p) const final { return why_not(p.g, p.op); }
+    Estimate estimate(const Problem &p) const final {
+        return {workspace_bytes(p.g, p.op, p.dtype, p.threads), competitive(p.g, p.op, p.dtype)};
+    }
 };
 
 const Algorithm &im2col_gemm_algorithm();

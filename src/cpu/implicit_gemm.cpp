@@ -529,6 +529,7 @@ void run_filter(const Problem &p, const ConvGeometry &g, const T *dy, T *dw, con
 
 class ImplicitGemm final : public Algorithm {
 public:
+    const char *name() const override { return "implicit_gemm"; }
     conv_algo_t id() const override { return CONV_ALGO_IMPLICIT_GEMM; }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
         if (!g.is_planar()) return "it computes 1-D and 2-D convolutions only";
@@ -536,6 +537,34 @@ public:
             return "it computes backward-data at stride 1 only";
         if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";
         return nullptr;
+    }
+    // Implicit GEMM beats unfolding + OpenBLAS with its AVX-512 tiles (fp32;
+    // the portable tiles are not a fast path) on kernels wider than 1x1:
+    // 1.1-1.4x single-threaded on ResNet-50's 3x3 and 7x7 layers. 1x1
+    // layers are faster as OpenBLAS GEMMs (the input read once per channel
+    // gives the tiles no reuse). Backward-data reads the filters across
+    // their rows, which loses once they outgrow the caches (512x512x3x3).
+    bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
+        if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
+        if (g.kernel_size() == 1) return false;
+        // Channels-last filters ([k][r][s][c]) put each tap's weights a
+        // channel row apart: the tiles' weight reads spread over 9x the
+        // lines, and unfolding wins again (75 vs 85 GFLOP/s on 3x3 layers)
+        // except where the unfolded rows are short (conv1: 1.5x).
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST && g.reduction() > 256) return false;
+        // Backward-filter reduces over positions, one vector of 16 at a
+        // time per tile: it wins on large output planes (56x56 3x3 1.5x at
+        // batch 1 and 1.35x at batch 8, conv1 1.3x), and on 28x28 planes at
+        // stride 1 once the batch brings 2048 positions (128->128 at batch
+        // 3: 7.4 vs 8.9 ms, batch 8: 19.3 vs 23.3; batch 1 even); it loses
+        // when the reduction is short (14x14: 0.45x at batch 1, even at 8),
+        // and at stride 2 onto 28x28 or 14x14 at batch 8 (0.55x, 0.9x).
+        if (op == CONV_OP_BACKWARD_FILTER) {
+            const int64_t plane = g.out_size();
+            const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
+            return plane >= 2048 || (unit_stride && plane >= 784 && g.n * plane >= 2048);
+        }
+        return op != CONV_OP_BACKWARD_DATA || g.k * g.reduction() * 4 <= (4 << 20);
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int) const override {

@@ -356,6 +356,7 @@ void run_avx512(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
 
 class Winograd4x4 final : public Algorithm {
 public:
+    const char *name() const override { return "winograd_4x4_3x3"; }
     conv_algo_t id() const override { return CONV_ALGO_WINOGRAD_4X4_3X3; }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
         bool shape = g.is_planar() && g.kernel[1] == 3 && g.kernel[2] == 3 &&
@@ -367,6 +368,43 @@ public:
             if (g.pad_begin[a] > 2 || g.pad_end[a] > 2 || g.pad_end[a] < 0)
                 return "it needs padding 0..2 on each side";
         return nullptr;
+    }
+    // Winograd transforms every filter on every call into a 36 x K x C array
+    // (4x the weights), which only pays when enough 4x4 output tiles share
+    // it. The AVX-512 fp32 path puts tiles of all images in one block, so
+    // what counts is the batch's tile count: it wins from 16 tiles with <=
+    // 64x64 channels, but the filter transform grows with C x K (37 MB at
+    // 512x512, beyond the caches): from 256x256 forward needs 32 tiles (res4
+    // 14x14 from batch 2: 1.8 vs 2.9 ms; at batch 1 about even with implicit
+    // GEMM), and backward-data 16 (res4 14x14 at batch 1 too), and C x K /
+    // 8192 beyond (res5 7x7 from batch 8, forced A/B: backward-data
+    // 12.5-16.9 vs 17.1-18.8 ms, forward about even; at batch 2 it loses
+    // 2x). The portable path (fp64, or no AVX-512) keeps tile blocks within
+    // one image, so small planes also make its GEMMs narrow: 56x56 and 28x28
+    // planes win once the batch brings >= 128 tiles; 14x14 loses even at
+    // batch 8, 7x7 always. Its transforms cost per channel what its GEMMs
+    // save per channel pair, so it also needs enough channels on both sides
+    // (docs/algorithms.md).
+    bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
+        int64_t per_image = ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4), tiles = g.n * per_image;
+        if (g.cg() < 16 || g.kg() < 16) return false;
+        if (avx512_applies(dtype)) {
+            const int64_t pairs = g.cg() * g.kg();
+            // Backward-filter sums 36 K x C products over the tiles, then
+            // reads them once more: with two threads it wins from 16 tiles
+            // up to 256x256 channels (14x14 at batch 1: 1.13 vs 1.36 ms for
+            // im2col + GEMM; batch 8: 6.2 vs 12.2 for implicit GEMM), while
+            // 512x512 on 7x7 at batch 8 (32 tiles, 37 MB of products) is
+            // 0.92x im2col + GEMM (1.4x single-threaded).
+            if (op == CONV_OP_BACKWARD_FILTER) return tiles >= std::max<int64_t>(16, pairs / 4096);
+            // From 256x256 channel pairs forward needs 32 tiles; backward-data
+            // wins from 16 (14x14 at batch 1, one thread: 2.17-2.40 vs
+            // implicit GEMM's 2.62-2.72 ms; with two threads even).
+            const int64_t wide = op == CONV_OP_BACKWARD_DATA ? 16 : 32;
+            return tiles >= std::max<int64_t>(pairs >= 256 * 256 ? wide : 16, pairs / 8192);
+        }
+        // The portable path has no backward-filter tuned for speed.
+        return op != CONV_OP_BACKWARD_FILTER && per_image >= 49 && tiles >= 128;
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {

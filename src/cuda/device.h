@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/device_runtime.h"
+#include "core/plan_cache.h"
 #include "cuda/cuda_check.h"
 
 namespace conv::cuda {
@@ -20,23 +21,6 @@ struct Plan;
 
 // Everything that decides a plan, as integers (cheap to hash and compare
 // on every call, unlike the tuning table's readable string).
-struct PlanKey {
-    static constexpr int kMax = 48;
-    int64_t v[kMax];
-    int n = 0;
-    void push(int64_t x) { v[n++] = x; }
-    bool operator==(const PlanKey &o) const {
-        return n == o.n && std::memcmp(v, o.v, sizeof(int64_t) * (size_t)n) == 0;
-    }
-};
-struct PlanKeyHash {
-    size_t operator()(const PlanKey &k) const noexcept {
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (int i = 0; i < k.n; ++i) h = (h ^ (uint64_t)k.v[i]) * 0x100000001b3ull;
-        return (size_t)h;
-    }
-};
-
 class Device final : public DeviceRuntime {
 public:
     explicit Device(int index);

@@ -629,7 +629,6 @@ std::shared_ptr<DeviceRuntime> open(int index) {
 void set_stream(DeviceRuntime &rt, void *stream) { device_of(rt).set_stream(stream); }
 void *get_stream(DeviceRuntime &rt) { return device_of(rt).stream(); }
 
-bool is_cuda_algo(conv_algo_t a) { return algo_map(a) != nullptr; }
 
 Prepared prepare(DeviceRuntime &rt, const Call &c, const Settings &s, conv_algo_t forced,
                  const std::function<conv_algo_t()> &tuned) {

@@ -14,6 +14,7 @@
 
 #include "conv.h"
 #include "core/device_runtime.h"
+#include "core/engine.h"
 #include "core/geometry.h"
 #include "core/workspace.h"
 
@@ -95,7 +96,11 @@ struct Trial {
 // forced) so that the output holds its result. UNSUPPORTED when none ran.
 std::vector<Trial> find(DeviceRuntime &rt, const Call &c, const Settings &s, Workspace &ws);
 
-// The algorithm ids of the engine (for tuning-file validation).
+// The algorithm ids of the engine (cuda/solvers.cpp).
 bool is_cuda_algo(conv_algo_t a);
+
+// The CUDA engine as dispatch sees it: cuDNN's families as solvers, plans
+// over prepare() and run() (cuda/solvers.cpp).
+const Engine &engine();
 
 }  // namespace conv::cuda

@@ -30,6 +30,5 @@ void run(DeviceRuntime &, const Call &, const Prepared &, void *) {
 std::vector<Trial> find(DeviceRuntime &, const Call &, const Settings &, Workspace &) {
     fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda);
 }
-bool is_cuda_algo(conv_algo_t a) { return a >= CONV_ALGO_CUDNN_IMPLICIT_GEMM && a <= CONV_ALGO_CUDNN_WINOGRAD_NONFUSED; }
 
 }  // namespace conv::cuda

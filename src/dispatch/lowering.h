@@ -1,40 +1,24 @@
-// How a user's pass becomes an engine pass, and which algorithm runs it.
-// Shared by the pass runner and the algorithm search.
+// How a user's pass becomes an engine pass: a transposed convolution's
+// forward is a backward-data pass, its backward-data a forward pass and its
+// backward-filter a backward-filter pass with x and dy exchanged; its bias
+// and activation are applied around them (by the engine's plan).
 #pragma once
 
-#include <string>
-
-#include "core/context.h"
+#include "core/engine.h"
 #include "core/geometry.h"
-#include "core/params.h"
-#include "cpu/algorithm.h"
 #include "dispatch/operation.h"
 
 namespace conv::dispatch {
 
-// A pass as the convolution pass that computes it, tensors in that pass's
-// roles. A transposed convolution's forward is a backward-data pass, its
-// backward-data a forward pass and its backward-filter a backward-filter pass
-// with x and dy exchanged; its bias and activation are applied around them.
 struct Lowered {
     conv_op_t op;
-    const Tensor *x, *w, *y, *bias;
     ConvGeometry g;
 };
 
-Lowered lower(const Pass &pass, const ConvGeometry &g);
+// The engine's pass and geometry for the user's pass of geometry `g`.
+Lowered lower(conv_op_t op, const ConvGeometry &g);
 
-// The tuning key of a lowered pass: everything that decides the choice.
-std::string problem_key(const Lowered &l, conv_dtype_t dtype);
-
-// Forced by the descriptor for the user's pass, else the context's tuned
-// choice, else the heuristic's.
-const cpu::Algorithm &select_algorithm(Context &ctx, const ConvParams &params, const Pass &pass,
-                                       const Lowered &l);
-
-// Runs one lowered pass with a given algorithm and workspace memory, then
-// the epilogue of a transposed convolution.
-void execute(const ConvParams &params, const Pass &pass, const Lowered &l,
-             const cpu::Algorithm &algo, void *scratch, ThreadPool &pool, int threads);
+// The user's tensors in the engine pass's roles (x, w, y), the bias as given.
+Operands lower_operands(const Pass &pass, bool transposed);
 
 }  // namespace conv::dispatch

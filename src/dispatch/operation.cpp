@@ -6,8 +6,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/numerics.h"
-#include "dispatch/gpu.h"
-#include "dispatch/lowering.h"
+#include "dispatch/plan.h"
 
 namespace conv::dispatch {
 namespace {
@@ -38,40 +37,6 @@ void check_same_kind(const Context &ctx, const Tensor &ref, const char *ref_name
              layout_name(t.layout()), ref_name, layout_name(ref.layout()));
 }
 
-// The CPU engine hands GEMM sizes and leading dimensions to OpenBLAS as
-// 32-bit integers. Refused here, before anything is written, rather than by
-// the GEMM wrapper half way through a pass.
-void check_engine_limits(const ConvGeometry &g) {
-    constexpr int64_t kMax = 0x7fffffff;
-    struct Size {
-        const char *what;
-        int64_t value;
-    } sizes[] = {{"input channels", g.c},
-                 {"output channels", g.k},
-                 {"input positions per image", g.in_size()},
-                 {"output positions per image", g.out_size()},
-                 {"channels x kernel positions per group", g.reduction()}};
-    for (const Size &s : sizes)
-        if (s.value > kMax)
-            fail(CONV_STATUS_OVERFLOW,
-                 "%s %lld exceed what the CPU engine can index (2^31 - 1 = %lld): %s", s.what,
-                 (long long)s.value, (long long)kMax, g.describe().c_str());
-}
-
-// The numerical guard: every output of the user's pass, after it ran.
-void check_outputs(const Pass &pass) {
-    static const char *const kPass[] = {"forward", "backward-data", "backward-filter"};
-    const char *name = kPass[pass.op];
-    switch (pass.op) {
-    case CONV_OP_FORWARD: check_finite(*pass.y, name, "y"); return;
-    case CONV_OP_BACKWARD_DATA: check_finite(*pass.x, name, "dx"); return;
-    default:
-        check_finite(*pass.w, name, "dw");
-        if (pass.bias) check_finite(*pass.bias, name, "db");
-        return;
-    }
-}
-
 bool overlaps(const Tensor &a, const Tensor &b) {
     if (a.bytes() == 0 || b.bytes() == 0) return false;
     auto a0 = reinterpret_cast<uintptr_t>(a.data()), b0 = reinterpret_cast<uintptr_t>(b.data());
@@ -87,16 +52,10 @@ ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &
     check_same_kind(ctx, x, names.x, w, names.w);
     check_same_kind(ctx, x, names.x, y, names.y);
     if (pass.bias) check_same_kind(ctx, x, names.x, *pass.bias, names.bias);
-    if (ctx.device() == CONV_DEVICE_CPU && x.dtype() != CONV_DTYPE_FLOAT32 &&
-        x.dtype() != CONV_DTYPE_FLOAT64)
-        fail(CONV_STATUS_UNSUPPORTED,
-             "the CPU engine computes float32 and float64; %s tensors are storage only",
-             dtype_name(x.dtype()));
     if (w.ndim() != x.ndim())
         fail(CONV_STATUS_SHAPE_MISMATCH, "%s has rank %d but %s has rank %d", names.w, w.ndim(),
              names.x, x.ndim());
     ConvGeometry g = make_pass_geometry(params, x.layout(), x.ndim(), x.dims(), w.dims());
-    if (ctx.device() == CONV_DEVICE_CPU) check_engine_limits(g);
     int64_t expect[kMaxDims];
     if (g.transposed)
         input_dims(g, expect);  // the user's output is the lowered convolution's input
@@ -112,6 +71,17 @@ ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &
     if (pass.bias && pass.bias->elements() != out_channels)
         fail(CONV_STATUS_SHAPE_MISMATCH, "%s has %lld elements but there are %lld output channels",
              names.bias, (long long)pass.bias->elements(), (long long)out_channels);
+    check_tensors(ctx, pass);
+    return g;
+}
+
+void check_tensors(const Context &ctx, const Pass &pass) {
+    RoleNames names = role_names(pass.op);
+    const Tensor &x = *pass.x;
+    check_same_kind(ctx, x, names.x, x, names.x);
+    check_same_kind(ctx, x, names.x, *pass.w, names.w);
+    check_same_kind(ctx, x, names.x, *pass.y, names.y);
+    if (pass.bias) check_same_kind(ctx, x, names.x, *pass.bias, names.bias);
     // The pass's output must not overlap what it reads.
     const Tensor *out = pass.op == CONV_OP_FORWARD         ? pass.y
                         : pass.op == CONV_OP_BACKWARD_DATA ? pass.x
@@ -128,43 +98,31 @@ ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &
         for (const Tensor *t : all)
             if (t && t != pass.bias && overlaps(*pass.bias, *t))
                 fail(CONV_STATUS_INVALID_ARGUMENT, "output db overlaps another tensor of the call");
-    return g;
+}
+
+void check_workspace(const Context &ctx, const Workspace *ws) {
+    if (ws && (ws->device() != ctx.device() || ws->device_index() != ctx.device_index()))
+        fail(CONV_STATUS_TYPE_MISMATCH,
+             "workspace ws was made with a %s:%d context but the context is %s:%d",
+             device_name(ws->device()), ws->device_index(), device_name(ctx.device()),
+             ctx.device_index());
 }
 
 size_t workspace_size(Context &ctx, const ConvParams &params, const Pass &pass) {
-    Lowered l = lower(pass, validate(ctx, params, pass));
-    if (ctx.device() == CONV_DEVICE_CUDA) return gpu_workspace_size(ctx, params, pass, l);
-    const cpu::Algorithm &algo = select_algorithm(ctx, params, pass, l);
-    size_t bytes = algo.workspace_bytes(l.g, l.op, pass.x->dtype(), ctx.threads());
-    // Slack so that caller memory at any alignment can be aligned to 64.
-    return bytes ? bytes + 64 : 0;
+    bool hit;
+    return cached_plan(ctx, params, pass, &hit)->workspace_bytes();
 }
 
 conv_algo_t chosen_algorithm(Context &ctx, const ConvParams &params, const Pass &pass) {
-    Lowered l = lower(pass, validate(ctx, params, pass));
-    if (ctx.device() == CONV_DEVICE_CUDA) return gpu_chosen_algorithm(ctx, params, pass, l);
-    return select_algorithm(ctx, params, pass, l).id();
+    bool hit;
+    return cached_plan(ctx, params, pass, &hit)->engine_plan->solver().id();
 }
 
-void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *user_ws) {
-    Lowered l = lower(pass, validate(ctx, params, pass));
-    if (ctx.device() == CONV_DEVICE_CUDA) {  // the CUDA engine (dispatch/gpu.cpp)
-        gpu_run(ctx, params, pass, l, user_ws);
-        if (ctx.check_numerics()) check_outputs(pass);
-        return;
-    }
-    check_workspace(ctx, user_ws);  // a device workspace is no host memory
-    const cpu::Algorithm &algo = select_algorithm(ctx, params, pass, l);
-    std::shared_ptr<ThreadPool> pool = ctx.pool();
-    int threads = pool->threads();
-    size_t bytes = algo.workspace_bytes(l.g, l.op, pass.x->dtype(), threads);
-
-    Context::Lease lease(ctx, user_ws);  // the caller's, or one from the pool
-    Workspace *ws = &lease.get();
-    std::lock_guard<std::mutex> hold(ws->mutex());
-    void *scratch = ws->reserve(bytes);  // may throw: nothing written yet
-    execute(params, pass, l, algo, scratch, *pool, threads);
-    if (ctx.check_numerics()) check_outputs(pass);
+void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *ws) {
+    bool hit;
+    std::shared_ptr<const Plan> plan = cached_plan(ctx, params, pass, &hit);
+    if (hit) check_tensors(ctx, pass);  // a miss was validated whole
+    execute(*plan, pass, ws, hit ? "hit" : "miss");
 }
 
 }  // namespace conv::dispatch

@@ -1,12 +1,12 @@
 // One convolution pass from start to end: validate every argument (before
-// anything is written), resolve the geometry, choose the algorithm, take a
-// workspace, run.
+// anything is written), find or make its plan, take a workspace, run.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 #include "core/context.h"
+#include "core/engine.h"
 #include "core/geometry.h"
 #include "core/params.h"
 #include "core/tensor.h"
@@ -24,21 +24,19 @@ struct Pass {
 // Validates the pass and returns its geometry; throws with the numbers.
 ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &pass);
 
+// The checks that depend on the tensors themselves rather than their shapes:
+// the context's device, and outputs that overlap inputs.
+void check_tensors(const Context &ctx, const Pass &pass);
+
 // Workspace bytes the pass needs with this context (0 when none).
 size_t workspace_size(Context &ctx, const ConvParams &params, const Pass &pass);
 
 // The algorithm run() would use.
 conv_algo_t chosen_algorithm(Context &ctx, const ConvParams &params, const Pass &pass);
 
-// Runs the pass; `ws` null means a workspace from the context's pool.
+// Runs the pass through the context's plan cache; `ws` null means a
+// workspace from the context's pool.
 void run(Context &ctx, const ConvParams &params, const Pass &pass, Workspace *ws);
-
-// One benchmarked candidate of find_algorithms.
-struct Trial {
-    conv_algo_t algo;
-    double ms;
-    size_t workspace_bytes;
-};
 
 // Times every algorithm that applies (sorted fastest first), remembers the
 // fastest in the context's tuning table, and leaves the pass's result,
@@ -46,5 +44,9 @@ struct Trial {
 // small for are skipped.
 std::vector<Trial> find_algorithms(Context &ctx, const ConvParams &params, const Pass &pass,
                                    Workspace *ws, int repeats);
+
+// A workspace belongs to the device of the context it was made with:
+// TYPE_MISMATCH when `ws` (nullable) is another device's.
+void check_workspace(const Context &ctx, const Workspace *ws);
 
 }  // namespace conv::dispatch

@@ -13,7 +13,6 @@
 
 #include "core/error.h"
 #include "cpu/isa.h"
-#include "dispatch/registry.h"
 
 namespace conv::dispatch {
 namespace {
@@ -59,13 +58,11 @@ std::string cpu_model() {
     return "unknown";
 }
 
-conv_algo_t algo_by_name(const std::string &name) {
-    // CPU ids are 1.., the CUDA engine's 100..: every id below 256.
-    for (int id = CONV_ALGO_IM2COL_GEMM; id < 256; ++id) {
-        const char *n = conv_algo_name((conv_algo_t)id);
-        if (name == n && name != "unknown") return (conv_algo_t)id;
-    }
-    return CONV_ALGO_AUTO;
+// The solver of the context's engine with this name, or null.
+const Solver *engine_solver(const Context &ctx, const std::string &name) {
+    for (const Solver *s : ctx.engine().solvers())
+        if (name == s->name()) return s;
+    return nullptr;
 }
 
 [[noreturn]] void bad(const std::string &path, int line, const std::string &what) {
@@ -163,10 +160,9 @@ void load_tuning(const Context &ctx, TuningTable &table, const std::string &path
             bad(path, n, "malformed entry");
         std::string key = e.substr(0, tab), name = e.substr(tab + 1);
         if (!printable(key)) bad(path, n, "malformed problem key");
-        conv_algo_t algo = algo_by_name(name);
-        bool known = ctx.device() == CONV_DEVICE_CUDA ? is_cuda_algorithm(algo) : find_cpu(algo) != nullptr;
-        if (algo == CONV_ALGO_AUTO || !known) bad(path, n, "unknown algorithm '" + name + "'");
-        loaded[key] = algo;
+        const Solver *solver = engine_solver(ctx, name);
+        if (!solver) bad(path, n, "unknown algorithm '" + name + "'");
+        loaded[key] = solver->id();
     }
     const std::string &sum = next("the checksum line");
     std::string want = "checksum " + hex64(fnv1a(data, line_start));
