@@ -72,6 +72,7 @@ public final class Plan extends NativeObject implements AutoCloseable {
      * @return the pass
      */
     public Op op() {
+        ensureOpen();
         return op;
     }
 
@@ -81,6 +82,7 @@ public final class Plan extends NativeObject implements AutoCloseable {
      * @return the dtype
      */
     public DType dtype() {
+        ensureOpen();
         return dtype;
     }
 
@@ -90,6 +92,7 @@ public final class Plan extends NativeObject implements AutoCloseable {
      * @return the layout
      */
     public Layout layout() {
+        ensureOpen();
         return layout;
     }
 
@@ -99,6 +102,7 @@ public final class Plan extends NativeObject implements AutoCloseable {
      * @return true if so
      */
     public boolean hasBias() {
+        ensureOpen();
         return bias;
     }
 
