@@ -295,6 +295,14 @@ def test_verbose_trace_names_the_solver(capfd, rng):
         assert capfd.readouterr().err == ""
 
 
+def test_verbose_levels_out_of_range_are_refused(ctx):
+    ctx.verbose = 2
+    for level in (-1, 3):
+        with pytest.raises(libconv.InvalidArgumentError, match="0..2"):
+            ctx.verbose = level
+    assert ctx.verbose == 2  # unchanged
+
+
 def test_contexts_start_at_the_level_of_conv_verbose(monkeypatch):
     monkeypatch.setenv("CONV_VERBOSE", "1")
     with libconv.Context() as ctx:

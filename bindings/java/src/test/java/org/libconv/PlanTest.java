@@ -340,6 +340,15 @@ public class PlanTest {
         try (Context c = Context.cpu()) {
             if (System.getenv("CONV_VERBOSE") == null) assertEquals(0, c.verbose());
             for (int level : new int[] {2, 1, 0}) assertEquals(level, c.setVerbose(level).verbose());
+            for (int bad : new int[] {-1, 3}) {
+                try {
+                    c.setVerbose(bad);
+                    fail("verbose level " + bad + " was accepted");
+                } catch (InvalidArgumentException e) {
+                    assertTrue(e.getMessage(), e.getMessage().contains("0..2"));
+                }
+            }
+            assertEquals("unchanged", 0, c.verbose());
         }
     }
 
