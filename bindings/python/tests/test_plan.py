@@ -67,12 +67,16 @@ def test_plans_give_the_one_shot_results(seed):
 
 
 def test_plan_writes_into_out_and_takes_a_workspace(ctx, rng):
-    conv = libconv.Conv(2, padding=1)
+    conv = libconv.Conv(2, padding=1, algorithm="im2col_gemm")  # needs a column buffer
     x = ref.integers(rng, (2, 4, 9, 9), np.float32)
     w = ref.integers(rng, (6, 4, 3, 3), np.float32)
     plan = conv.plan(x.shape, w.shape, ctx=ctx)
     out = np.full(plan.shapes[2], np.nan, np.float32)
-    ws = libconv.Workspace(plan.workspace_size, ctx=ctx)
+    assert plan.workspace_size > 0
+    with pytest.raises(libconv.WorkspaceTooSmallError):
+        plan(x, w, out=out, workspace=libconv.Workspace(plan.workspace_size - 1, ctx=ctx))
+    assert np.isnan(out).all()  # a refused call wrote nothing
+    ws = libconv.Workspace(plan.workspace_size, ctx=ctx)  # exactly what it said is enough
     assert plan(x, w, out=out, workspace=ws) is out
     assert np.array_equal(out, conv.forward(x, w, ctx=ctx))
     xt = libconv.Tensor(x, ctx=ctx)

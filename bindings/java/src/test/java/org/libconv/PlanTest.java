@@ -333,6 +333,32 @@ public class PlanTest {
         }
     }
 
+    @Test
+    public void theWorkspaceSizeIsExactlyEnough() {
+        long[] xd = {2, 4, 9, 9}, wd = {6, 4, 3, 3}, yd = {2, 6, 9, 9};
+        Random r = new Random(4);
+        try (Conv conv = new Conv(2).setPadding(1, 1).setAlgorithm(Op.FORWARD, "im2col_gemm");
+             Plan plan = conv.plan(ctx, Op.FORWARD, DType.FLOAT32, Layout.CHANNELS_FIRST, xd, wd, false);
+             Tensor x = Problems.tensor(ctx, DType.FLOAT32, Layout.CHANNELS_FIRST, xd, Problems.data(r, xd, true), false);
+             Tensor w = Problems.tensor(ctx, DType.FLOAT32, Layout.CHANNELS_FIRST, wd, Problems.data(r, wd, true), false);
+             Tensor y1 = Problems.nanTensor(ctx, DType.FLOAT32, Layout.CHANNELS_FIRST, yd, false);
+             Tensor y2 = Problems.nanTensor(ctx, DType.FLOAT32, Layout.CHANNELS_FIRST, yd, false)) {
+            long bytes = plan.workspaceSize();
+            assertTrue("im2col needs a column buffer", bytes > 0);
+            try (Workspace small = Workspace.wrap(ctx, java.nio.ByteBuffer.allocateDirect((int) bytes - 1))) {
+                plan.forward(x, w, null, y2, small);
+                fail("a workspace one byte short was taken");
+            } catch (WorkspaceTooSmallException expected) {
+                for (double v : Problems.read(y2)) assertTrue("a refused call wrote nothing", Double.isNaN(v));
+            }
+            try (Workspace exact = Workspace.wrap(ctx, java.nio.ByteBuffer.allocateDirect((int) bytes))) {
+                plan.forward(x, w, null, y2, exact);
+            }
+            conv.forward(ctx, x, w, null, y1);
+            assertSame("with a workspace of its size", y1, y2);
+        }
+    }
+
     // ------------------------------------------------------------------ trace
 
     @Test
