@@ -39,9 +39,16 @@ Problem make_problem(const ConvGeometry &g, conv_op_t op);
 // The AVX-512 fp32 path: whether this process uses it for `dtype`.
 bool avx512_applies(conv_dtype_t dtype);
 size_t avx512_workspace_bytes(const Problem &p, int threads);
-// dst = winograd(src, w) (+ bias, ReLU); `ws` is 64-byte aligned.
+// dst = winograd(src, w) (+ bias, ReLU); `ws` is 64-byte aligned. With
+// `prepared` (from avx512_prepare_filters) the filters are not transformed.
 void avx512_run(const Problem &p, const float *w, const float *src, const float *bias, bool relu,
-                float *dst, void *ws, ThreadPool &pool, int threads);
+                float *dst, void *ws, ThreadPool &pool, int threads,
+                const float *prepared = nullptr);
+// The Winograd-domain filters of forward and backward-data, made once for
+// many runs (prepared weights): their bytes, and the transform into `U`.
+size_t avx512_prepared_bytes(const Problem &p);
+void avx512_prepare_filters(const Problem &p, const float *w, float *U, ThreadPool &pool,
+                            int threads);
 // Backward-filter: dw = the filter gradient of x and dy (no bias gradient).
 size_t avx512_filter_workspace_bytes(const Problem &p);
 void avx512_run_filter(const Problem &p, const float *x, const float *dy, float *dw, void *ws,

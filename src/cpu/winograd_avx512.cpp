@@ -581,22 +581,37 @@ size_t avx512_workspace_bytes(const Problem &p, int threads) {
     return (size_t)checked_mul(make_plan(p, threads).total, (int64_t)sizeof(float), "workspace");
 }
 
+size_t avx512_prepared_bytes(const Problem &p) {
+    return (size_t)checked_mul(make_plan(p, 1).pimg, (int64_t)sizeof(float), "prepared weights");
+}
+
+void avx512_prepare_filters(const Problem &p, const float *w, float *U, ThreadPool &pool,
+                            int threads) {
+    const Plan l = make_plan(p, 1);  // U's layout does not depend on the threads
+    const int64_t o_blocks = ceil_div(p.cog, kLanes);
+    pool.parallel_for(
+        p.groups * o_blocks,
+        [&](int64_t item, int) { transform_filters(p, l, w, item / o_blocks, item % o_blocks * kLanes, U); },
+        threads);
+}
+
 void avx512_run(const Problem &p, const float *w, const float *src, const float *bias, bool relu,
-                float *dst, void *ws, ThreadPool &pool, int threads) {
+                float *dst, void *ws, ThreadPool &pool, int threads, const float *prepared) {
     const Plan l = make_plan(p, threads);
     if (l.tiles == 0) return;  // batch 0
     float *base = static_cast<float *>(ws);
-    float *U = base + l.u, *P = base + l.pimg;
+    const float *U = prepared ? prepared : base + l.u;
+    float *P = base + l.pimg;
     auto slot_v = [&](int64_t s) { return base + l.slots + s * l.slot; };
 
-    // 1. Filters and the padded input, in one region.
-    const int64_t o_blocks = ceil_div(p.cog, kLanes), filter_items = p.groups * o_blocks;
+    // 1. Filters (unless prepared) and the padded input, in one region.
+    const int64_t o_blocks = ceil_div(p.cog, kLanes), filter_items = prepared ? 0 : p.groups * o_blocks;
     const int64_t rows = p.n * p.groups * l.hp;
     pool.parallel_for(
         filter_items + rows,
         [&](int64_t item, int) {
             if (item < filter_items)
-                transform_filters(p, l, w, item / o_blocks, item % o_blocks * kLanes, U);
+                transform_filters(p, l, w, item / o_blocks, item % o_blocks * kLanes, base + l.u);
             else
                 pad_row(p, l, src, (item - filter_items) / l.hp / p.groups,
                         (item - filter_items) / l.hp % p.groups, (item - filter_items) % l.hp, P);
@@ -716,7 +731,9 @@ void avx512_run_filter(const Problem &p, const float *x, const float *dy, float 
 bool avx512_applies(conv_dtype_t) { return false; }
 size_t avx512_workspace_bytes(const Problem &, int) { return 0; }
 void avx512_run(const Problem &, const float *, const float *, const float *, bool, float *,
-                void *, ThreadPool &, int) {}
+                void *, ThreadPool &, int, const float *) {}
+size_t avx512_prepared_bytes(const Problem &) { return 0; }
+void avx512_prepare_filters(const Problem &, const float *, float *, ThreadPool &, int) {}
 size_t avx512_filter_workspace_bytes(const Problem &) { return 0; }
 void avx512_run_filter(const Problem &, const float *, const float *, float *, void *, ThreadPool &,
                        int) {}
