@@ -614,9 +614,11 @@ CONV_API conv_status_t conv_workspace_size(conv_context_t ctx, conv_desc_t desc,
  * fp32 and fp64; fp16/bf16 tensors are refused with UNSUPPORTED. The CUDA
  * engine computes fp32, fp64, fp16 and bf16 and enqueues the pass on the
  * context's stream (see "context: CUDA devices"). Tensors
- * must share dtype, layout and the context's device. Outputs must not
- * overlap inputs. Before any element is written every argument is checked;
- * a failed call leaves every output untouched.
+ * must share dtype, layout and the context's device. An output must not be
+ * the same tensor as, nor share memory with, any other tensor of the call
+ * (an input, or the other output): INVALID_ARGUMENT naming both roles; this
+ * holds for conv_find_algorithms too. Before any element is written every
+ * argument is checked; a failed call leaves every output untouched.
  */
 
 /* y = act(conv(x, w) + b). x: (N, C, in...), w: (K, C/G, kernel...),

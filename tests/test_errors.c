@@ -348,13 +348,126 @@ static void test_overlap(void **state)
     free(before);
 }
 
+/* The same handle in an input role and an output role (or in both output
+ * roles) is refused by role, whatever the shapes: each case below has shapes
+ * under which the shared tensor is valid in both roles, so only the aliasing
+ * check can refuse it. Before, the overlap check skipped a tensor identical
+ * to the output, and these calls returned SUCCESS with wrong results (the
+ * search even overwrote its input). The message names both roles; the
+ * shared tensor is byte for byte as before. */
+typedef struct alias_case {
+    const char *what;
+    conv_op_t op;
+    int find;                  /* conv_find_algorithms instead of the pass */
+    int64_t pad;               /* on every side */
+    int64_t dims[SLOTS][4];    /* X, W, B, Y (0 dims: no bias) */
+    int shared_a, shared_b;    /* slots given the same handle */
+    const char *role_a, *role_b;
+} alias_case;
+
+static conv_tensor_t alias_tensor(const int64_t *dims, int salt)
+{
+    conv_tensor_t t;
+    assert_ok(conv_tensor_create(ctx, CONV_DTYPE_FLOAT32, CONV_LAYOUT_CHANNELS_FIRST, 4, dims, &t));
+    int64_t n = dims[0] * dims[1] * dims[2] * dims[3];
+    float *v = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)((i * 3 + salt) % 7 - 3);
+    assert_ok(conv_tensor_copy_from(t, v, (size_t)n * sizeof(float)));
+    free(v);
+    return t;
+}
+
+static void expect_alias(const alias_case *c)
+{
+    conv_desc_t d;
+    const int64_t pad[2] = {c->pad, c->pad};
+    assert_ok(conv_desc_create(2, &d));
+    assert_ok(conv_desc_set_padding(d, pad, pad));
+    conv_tensor_t t[SLOTS] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < SLOTS; i++)
+        if (i != c->shared_b && c->dims[i][0]) t[i] = alias_tensor(c->dims[i], i);
+    t[c->shared_b] = t[c->shared_a];
+    const int64_t *sd = c->dims[c->shared_a];
+    size_t bytes = (size_t)(sd[0] * sd[1] * sd[2] * sd[3]) * sizeof(float);
+    float *before = malloc(bytes), *after = malloc(bytes);
+    assert_ok(conv_tensor_copy_to(t[c->shared_a], before, bytes));
+    conv_status_t st;
+    if (c->find) {
+        conv_algo_t algos[8];
+        int count = -1;
+        st = conv_find_algorithms(ctx, d, c->op, t[X], t[W], t[Y], NULL, 8, algos, NULL, NULL,
+                                  &count); /* the roles of conv_workspace_size */
+        if (count != -1) fail_msg("%s: *count written (%d)", c->what, count);
+    } else {
+        st = call(c->op, d, t, NULL);
+    }
+    if (st != CONV_STATUS_INVALID_ARGUMENT)
+        fail_msg("%s: got %s, want INVALID_ARGUMENT (%s)", c->what, conv_status_string(st),
+                 conv_last_error());
+    const char *msg = conv_last_error();
+    char a[16], b[16];
+    snprintf(a, sizeof a, "%s ", c->role_a);
+    snprintf(b, sizeof b, "%s ", c->role_b);
+    if (!strstr(msg, "same tensor") || !strstr(msg, a) || !strstr(msg, b))
+        fail_msg("%s: message \"%s\" should say the same tensor and name %s and %s", c->what,
+                 msg, c->role_a, c->role_b);
+    assert_ok(conv_tensor_copy_to(t[c->shared_a], after, bytes));
+    if (memcmp(before, after, bytes) != 0) fail_msg("%s: the shared tensor changed", c->what);
+    for (int i = 0; i < SLOTS; i++)
+        if (i != c->shared_b) conv_tensor_destroy(t[i]);
+    conv_desc_destroy(d);
+    free(before);
+    free(after);
+}
+
+static void test_same_handle(void **state)
+{
+    (void)state;
+    const alias_case cases[] = {
+        /* forward w = y: x 2x2x3x3, w = y 2x2x2x2 */
+        {"forward w = y", CONV_OP_FORWARD, 0, 0,
+         {{2, 2, 3, 3}, {2, 2, 2, 2}, {0}, {2, 2, 2, 2}}, W, Y, "y", "w"},
+        /* forward b = y: b of K = 2 elements, y 1x2x1x1 */
+        {"forward b = y", CONV_OP_FORWARD, 0, 0,
+         {{1, 3, 2, 2}, {2, 3, 2, 2}, {1, 2, 1, 1}, {1, 2, 1, 1}}, B, Y, "y", "b"},
+        /* forward x = y: same dims with a 3x3 kernel, padding 1 */
+        {"forward x = y", CONV_OP_FORWARD, 0, 1,
+         {{2, 3, 5, 5}, {3, 3, 3, 3}, {0}, {2, 3, 5, 5}}, X, Y, "y", "x"},
+        /* backward-data dx = dy */
+        {"backward-data dx = dy", CONV_OP_BACKWARD_DATA, 0, 1,
+         {{2, 3, 5, 5}, {3, 3, 3, 3}, {0}, {2, 3, 5, 5}}, X, Y, "dx", "dy"},
+        /* backward-data dx = w: x 3x3x3x3 */
+        {"backward-data dx = w", CONV_OP_BACKWARD_DATA, 0, 1,
+         {{3, 3, 3, 3}, {3, 3, 3, 3}, {0}, {3, 3, 3, 3}}, X, W, "dx", "w"},
+        /* backward-filter dw = x: x = w 2x2x3x3, dy 2x2x1x1 */
+        {"backward-filter dw = x", CONV_OP_BACKWARD_FILTER, 0, 0,
+         {{2, 2, 3, 3}, {2, 2, 3, 3}, {0}, {2, 2, 1, 1}}, W, X, "dw", "x"},
+        /* backward-filter db = dy: dy 1x2x1x1, db 2 elements */
+        {"backward-filter db = dy", CONV_OP_BACKWARD_FILTER, 0, 0,
+         {{1, 2, 3, 3}, {2, 2, 3, 3}, {1, 2, 1, 1}, {1, 2, 1, 1}}, B, Y, "db", "dy"},
+        /* backward-filter dw = db: dw 2x1x1x1 has K = 2 elements */
+        {"backward-filter dw = db", CONV_OP_BACKWARD_FILTER, 0, 0,
+         {{1, 1, 3, 3}, {2, 1, 1, 1}, {2, 1, 1, 1}, {1, 2, 3, 3}}, W, B, "dw", "db"},
+        /* the search: forward y = x, backward-data dx = dy, backward-filter dw = x */
+        {"find forward y = x", CONV_OP_FORWARD, 1, 1,
+         {{2, 3, 5, 5}, {3, 3, 3, 3}, {0}, {2, 3, 5, 5}}, X, Y, "y", "x"},
+        {"find backward-data dx = dy", CONV_OP_BACKWARD_DATA, 1, 1,
+         {{2, 3, 5, 5}, {3, 3, 3, 3}, {0}, {2, 3, 5, 5}}, X, Y, "dx", "dy"},
+        {"find backward-filter dw = x", CONV_OP_BACKWARD_FILTER, 1, 0,
+         {{2, 2, 3, 3}, {2, 2, 3, 3}, {0}, {2, 2, 1, 1}}, W, X, "dw", "x"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_alias(&cases[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_base_is_valid),    cmocka_unit_test(test_shape_mismatches),
         cmocka_unit_test(test_type_mismatches),  cmocka_unit_test(test_handles),
         cmocka_unit_test(test_workspace_too_small), cmocka_unit_test(test_algorithm_refused),
-        cmocka_unit_test(test_overlap),
+        cmocka_unit_test(test_overlap),          cmocka_unit_test(test_same_handle),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -5,13 +5,19 @@
 // A collective is: publish my call; barrier; check that every rank called
 // the same collective with the same count/dtype/op/root and that no two
 // ranks' buffers overlap (every rank reaches the same verdict); do my share
-// of the work; barrier. For all_reduce, rank r owns slice r of the elements:
+// of the work; finish. For all_reduce, rank r owns slice r of the elements:
 // it reads that slice of every rank's send buffer (in rank order), sums,
 // divides for AVERAGE, and writes the result into every rank's recv buffer,
-// so the work and the memory traffic are spread over the N threads. The
-// second barrier makes every slice visible to every rank before it returns.
-// A timeout or an abort on any rank aborts the whole group: every rank's
-// waiting call wakes and fails, and later calls fail at once.
+// so the work and the memory traffic are spread over the N threads.
+//
+// The opening barrier is where ranks wait for each other: it has the
+// timeout, and an abort wakes it. A timeout or an abort on any rank aborts
+// the whole group: every rank's waiting call wakes and fails, and later
+// calls fail at once. Once it has passed, every rank is doing its share,
+// which never waits, so the closing `finish` waits for all of them with no
+// deadline and through an abort: no rank returns -- and lets its caller free
+// its buffers -- while another rank may still read or write them
+// (docs/comm.md, "Memory and failures").
 #include "comm/backends.h"
 
 #include <algorithm>
@@ -19,6 +25,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <vector>
 
@@ -62,7 +69,7 @@ public:
     }
     const Call &call(int rank) const { return calls_[rank]; }  // between the two barriers
 
-    // The barrier. Returns OK, or the group's failure (its state, and the
+    // The opening barrier. Returns OK, or the group's failure (its state, and the
     // reason in *why). A rank that waits longer than `timeout` aborts the
     // group as TIMED_OUT, naming the ranks that did not arrive.
     conv_comm_state_t arrive(int rank, double timeout, const std::string &where,
@@ -117,6 +124,26 @@ public:
         return state_;
     }
 
+    // The closing barrier of a collective (see the top of the file): waits,
+    // with no deadline and whatever the group's state, until every rank has
+    // done its share. Returns the group's state when the last one had: an
+    // abort (or a destroyed peer) during the work fails every rank's call.
+    conv_comm_state_t finish(std::string *why) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        const uint64_t gen = gen_;
+        if (++arrived_ == n_) {
+            arrived_ = 0;
+            finished_state_ = state_;
+            finished_reason_ = reason_;
+            ++gen_;
+            cv_.notify_all();
+        } else {
+            cv_.wait(lock, [&] { return gen_ != gen; });
+        }
+        *why = finished_reason_;
+        return finished_state_;
+    }
+
     void abort(conv_comm_state_t state, const std::string &why) {
         std::lock_guard<std::mutex> lock(mutex_);
         abort_locked(state, why);
@@ -153,6 +180,9 @@ private:
     int live_;
     conv_comm_state_t state_ = CONV_COMM_STATE_OK;
     std::string reason_;
+    // the state the last rank to finish the latest collective saw
+    conv_comm_state_t finished_state_ = CONV_COMM_STATE_OK;
+    std::string finished_reason_;
 };
 
 namespace {
@@ -241,9 +271,17 @@ private:
         group_->publish(rank(), c);
         conv_comm_state_t s = group_->arrive(rank(), timeout(), here, &why);
         if (s != CONV_COMM_STATE_OK) fail_with(s, why);
-        std::string mismatch = check_calls();
-        if (mismatch.empty()) work();
-        s = group_->arrive(rank(), timeout(), here, &why);
+        // Past the barrier the other ranks use this rank's buffers: whatever
+        // happens here, reach finish before returning or throwing (a failure
+        // aborts the group first, so that every rank's call fails).
+        std::string mismatch;
+        try {
+            mismatch = check_calls();
+            if (mismatch.empty()) work();
+        } catch (const std::exception &e) {
+            group_->abort(CONV_COMM_STATE_FAILED, here + ": " + e.what());
+        }
+        s = group_->finish(&why);
         if (s != CONV_COMM_STATE_OK) fail_with(s, why);
         if (!mismatch.empty())
             fail(CONV_STATUS_INVALID_ARGUMENT, "%s: %s", here.c_str(), mismatch.c_str());

@@ -97,7 +97,27 @@ void Reducer::set_stream(void *stream) {
     stream_ = stream;
 }
 
+void Reducer::check_size() const {
+    // Each count is below 2^62 / elem (add_param), but up to 2^30 of them add
+    // up past int64: bound the buffer -- every slot padded to its alignment,
+    // plus the flag block -- in 128 bits, once, so that no offset or byte
+    // size of the layout below can wrap.
+    const int64_t align = (int64_t)(kSlotAlign / elem_);
+    unsigned __int128 elements = 0, bound = 2 * (unsigned __int128)align;
+    for (const Param &p : params_) {
+        elements += (uint64_t)p.count;
+        bound += (uint64_t)p.count + (uint64_t)align;
+    }
+    if (bound * elem_ > (unsigned __int128)INT64_MAX)
+        fail(CONV_STATUS_OVERFLOW,
+             "conv_reducer_setup: %zu parameters of %.6g elements in all (%zu bytes each) need a "
+             "gradient buffer of about %.6g bytes, more than int64 can index (%lld)",
+             params_.size(), (double)elements, elem_, (double)(bound * elem_),
+             (long long)INT64_MAX);
+}
+
 Reducer::Layout Reducer::plan() const {
+    check_size();  // below, nothing overflows
     Layout l;
     l.params = params_;
     const int64_t align = (int64_t)(kSlotAlign / elem_);
@@ -157,12 +177,14 @@ void Reducer::setup() {
     std::lock_guard<std::mutex> lock(mutex_);
     const char *what = "conv_reducer_setup";
     if (is_setup_) fail(CONV_STATUS_INVALID_ARGUMENT, "%s: the reducer is already set up", what);
-    Layout l = plan();
-    // Allocate first, so that a rank short of memory fails every rank below.
+    // Lay out and allocate first, so that a rank whose buffer overflows or
+    // does not fit in memory fails every rank below (none waits for it).
+    Layout l;
     void *grads = nullptr;
     std::string alloc_error;
     conv_status_t alloc_status = CONV_STATUS_SUCCESS;
     try {
+        l = plan();
         if (!l.params.empty()) grads = comm_->alloc((size_t)l.total * elem_);
     } catch (const Error &e) {
         alloc_status = e.status();
@@ -184,15 +206,19 @@ void Reducer::setup() {
     mine[0] = (double)l.params.size();
     mine[1] = (double)elements;
     mine[2] = (double)(signature(l) & ((uint64_t(1) << 52) - 1));
-    mine[3] = alloc_status == CONV_STATUS_SUCCESS ? 0.0 : 1.0;
+    mine[3] = (double)alloc_status;
     comm_->control_sum(table.data(), n * 4);
 
     if (alloc_status != CONV_STATUS_SUCCESS) throw Error(alloc_status, alloc_error);
-    for (int r = 0; r < n; ++r)
-        if (table[(size_t)r * 4 + 3] != 0)
-            fail(CONV_STATUS_OUT_OF_MEMORY,
-                 "%s: rank %d could not allocate its gradient buffer (%lld bytes)", what, r,
-                 (long long)(l.total * (int64_t)elem_));
+    for (int r = 0; r < n; ++r) {
+        const auto failed = (conv_status_t)(int)table[(size_t)r * 4 + 3];
+        if (failed == CONV_STATUS_OVERFLOW)
+            fail(failed, "%s: rank %d's gradient buffer would overflow int64 (its parameters add "
+                 "up to more bytes than int64 can index)", what, r);
+        if (failed != CONV_STATUS_SUCCESS)
+            fail(failed, "%s: rank %d could not allocate its gradient buffer (%lld bytes here)",
+                 what, r, (long long)(l.total * (int64_t)elem_));
+    }
     std::string diff;
     for (int r = 1; r < n; ++r) {
         const double *a = &table[0], *b = &table[(size_t)r * 4];

@@ -68,6 +68,7 @@ private:
         int64_t flag = 0;   // offset of the flag element
     };
 
+    void check_size() const;  // OVERFLOW when the flat buffer's bytes exceed int64
     Layout plan() const;
     uint64_t signature(const Layout &l) const;
     void require_setup(const char *what) const;

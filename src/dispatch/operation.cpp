@@ -43,6 +43,42 @@ bool overlaps(const Tensor &a, const Tensor &b) {
     return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
 }
 
+// No output may be the same tensor as, or share a byte with, any other
+// tensor of the call, by role: the same handle passed as input and output
+// (forward w = y, backward-data dx = dy, backward-filter dw = x or db = dy)
+// is refused like any overlap, and so are two outputs sharing memory.
+void check_no_aliasing(const Pass &pass, const RoleNames &names) {
+    struct Role {
+        const Tensor *t;
+        const char *name;
+        bool output;
+    };
+    const bool fwd = pass.op == CONV_OP_FORWARD, bwd_data = pass.op == CONV_OP_BACKWARD_DATA;
+    const bool bwd_filter = pass.op == CONV_OP_BACKWARD_FILTER;
+    const Role roles[] = {{pass.x, names.x, bwd_data},
+                          {pass.w, names.w, bwd_filter},
+                          {pass.y, names.y, fwd},
+                          {pass.bias, names.bias, bwd_filter}};
+    for (const Role &out : roles) {
+        if (!out.t || !out.output) continue;
+        for (const Role &other : roles) {
+            if (!other.t || &other == &out || (other.output && &other < &out)) continue;
+            const char *kind = other.output ? "output" : "input";
+            if (other.t == out.t)
+                fail(CONV_STATUS_INVALID_ARGUMENT,
+                     "output %s and %s %s are the same tensor: an output must not be any other "
+                     "tensor of the call",
+                     out.name, kind, other.name);
+            if (overlaps(*out.t, *other.t))
+                fail(CONV_STATUS_INVALID_ARGUMENT,
+                     "output %s (%zu bytes at %p) overlaps %s %s (%zu bytes at %p): an output "
+                     "must not share memory with any other tensor of the call",
+                     out.name, out.t->bytes(), out.t->data(), kind, other.name, other.t->bytes(),
+                     other.t->data());
+        }
+    }
+}
+
 }  // namespace
 
 ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &pass) {
@@ -82,22 +118,7 @@ void check_tensors(const Context &ctx, const Pass &pass) {
     check_same_kind(ctx, x, names.x, *pass.w, names.w);
     check_same_kind(ctx, x, names.x, *pass.y, names.y);
     if (pass.bias) check_same_kind(ctx, x, names.x, *pass.bias, names.bias);
-    // The pass's output must not overlap what it reads.
-    const Tensor *out = pass.op == CONV_OP_FORWARD         ? pass.y
-                        : pass.op == CONV_OP_BACKWARD_DATA ? pass.x
-                                                           : pass.w;
-    const char *out_name = pass.op == CONV_OP_FORWARD         ? names.y
-                           : pass.op == CONV_OP_BACKWARD_DATA ? names.x
-                                                              : names.w;
-    const Tensor *all[] = {pass.x, pass.w, pass.y, pass.bias};
-    for (const Tensor *t : all)
-        if (t && t != out && overlaps(*out, *t))
-            fail(CONV_STATUS_INVALID_ARGUMENT, "output %s overlaps another tensor of the call",
-                 out_name);
-    if (pass.op == CONV_OP_BACKWARD_FILTER && pass.bias)
-        for (const Tensor *t : all)
-            if (t && t != pass.bias && overlaps(*pass.bias, *t))
-                fail(CONV_STATUS_INVALID_ARGUMENT, "output db overlaps another tensor of the call");
+    check_no_aliasing(pass, names);
 }
 
 void check_workspace(const Context &ctx, const Workspace *ws) {

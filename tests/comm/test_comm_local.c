@@ -363,6 +363,75 @@ static void test_abort(void **state)
     group_free(&f.g);
 }
 
+/* A rank whose call fails (its timeout, or an abort) while the others still
+ * reduce must not return before they are done with its buffers: the caller
+ * frees them at once, and AddressSanitizer (or, for these 4 MB blocks that
+ * malloc unmaps, a SIGSEGV) sees any later touch. The last of 4 ranks
+ * arrives last with a timeout of 1e-9 s, so it starts its share first and
+ * times out at the closing barrier when any other rank is still at work
+ * (or, with an abort from another thread, every rank done early returns).
+ * Whatever the verdict, a rank that returns SUCCESS holds the exact sum. */
+enum { kFreedRanks = 4, kFreedCount = 1 << 20 };
+
+typedef struct freeing {
+    group g;
+    int mode;       /* 0: timeout; 1: conv_comm_abort from another thread */
+    int started;    /* atomic: ranks inside the call */
+} freeing;
+
+static void freeing_rank(int rank, int n, void *user)
+{
+    freeing *f = (freeing *)user;
+    conv_comm_t c = f->g.comms[rank];
+    const int64_t count = kFreedCount;
+    float *send = malloc((size_t)count * sizeof(float));
+    float *recv = malloc((size_t)count * sizeof(float));
+    CT_TRUE(send && recv, "rank %d: out of memory", rank);
+    ct_fill(CONV_DTYPE_FLOAT32, send, count, rank, 5);
+    const int last = rank == n - 1;
+    CT_OK(conv_comm_set_timeout(c, last && f->mode == 0 ? 1e-9 : 60.0));
+    if (last) ct_sleep(0.05); /* arrive last: the first barrier does not wait */
+    __atomic_add_fetch(&f->started, 1, __ATOMIC_SEQ_CST);
+    conv_status_t s =
+        conv_comm_all_reduce(c, send, recv, count, CONV_DTYPE_FLOAT32, CONV_REDUCE_SUM);
+    int64_t bad = s == CONV_STATUS_SUCCESS ? ct_check(CONV_DTYPE_FLOAT32, recv, count, n, 5, 0)
+                                           : 0;
+    free(send); /* at once: no other rank may touch these any more */
+    free(recv);
+    CT_TRUE(s == CONV_STATUS_SUCCESS || s == CONV_STATUS_BACKEND_ERROR,
+            "rank %d: all_reduce -> %s: %s", rank, conv_status_string(s), conv_last_error());
+    CT_TRUE(bad == 0, "rank %d: element %lld of a successful all_reduce is wrong", rank,
+            (long long)bad - 1);
+}
+
+static void *freeing_aborter(void *p)
+{
+    freeing *f = (freeing *)p;
+    while (__atomic_load_n(&f->started, __ATOMIC_SEQ_CST) < f->g.n) ct_sleep(0.0001);
+    ct_sleep(0.05); /* the last rank's wait: then all reduce, with luck still */
+    conv_comm_abort(f->g.comms[f->g.n - 1]);
+    return NULL;
+}
+
+static void run_freeing(int mode)
+{
+    for (int round = 0; round < 6; ++round) {
+        freeing f;
+        memset(&f, 0, sizeof f);
+        f.mode = mode;
+        group_make(&f.g, kFreedRanks);
+        pthread_t t;
+        if (mode == 1) assert_int_equal(pthread_create(&t, NULL, freeing_aborter, &f), 0);
+        assert_int_equal(ct_run_ranks(kFreedRanks, freeing_rank, &f), 0);
+        if (mode == 1) pthread_join(t, NULL);
+        assert_no_failure();
+        group_free(&f.g);
+    }
+}
+
+static void test_timeout_buffers_freed(void **state) { (void)state; run_freeing(0); }
+static void test_abort_buffers_freed(void **state) { (void)state; run_freeing(1); }
+
 /* conv_comm_abort from a thread that is no rank, while ranks wait. */
 static void waiting_rank(int rank, int n, void *user)
 {
@@ -569,6 +638,8 @@ int main(void)
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_abort),
         cmocka_unit_test(test_abort_from_other_thread),
+        cmocka_unit_test(test_timeout_buffers_freed),
+        cmocka_unit_test(test_abort_buffers_freed),
         cmocka_unit_test(test_destroyed_peer),
         cmocka_unit_test(test_busy),
     };

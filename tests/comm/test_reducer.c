@@ -438,6 +438,69 @@ static void test_mark_twice_and_misuse(void **state)
     net_free(&n, 1);
 }
 
+/* The flat buffer's size in bytes is checked: parameters each accepted by
+ * add_param (up to 2^62 / element bytes) can add up past int64, which once
+ * wrapped to a tiny buffer that setup took as SUCCESS. Setup fails with
+ * OVERFLOW naming the numbers, on every rank (also when only one rank's
+ * parameters overflow: none waits), and leaves the reducer as it was. */
+typedef struct huge {
+    conv_comm_t comms[2];
+    conv_dtype_t dtype;
+    int bucket_count;
+    char message[2][512];
+} huge;
+
+static void huge_rank(int r, int ranks, void *user)
+{
+    huge *h = (huge *)user;
+    (void)ranks;
+    conv_reducer_t red = NULL;
+    int nparams = r == 0 && h->comms[1] ? 1 : 8; /* with 2 ranks, rank 0's are small */
+    const int64_t count = r == 0 && h->comms[1] ? 100 : (INT64_MAX / 4) / (int64_t)ct_size(h->dtype);
+    CT_OK(conv_comm_set_timeout(h->comms[r], 30.0));
+    CT_OK(conv_reducer_create(h->comms[r], h->dtype, &red));
+    if (h->bucket_count) CT_OK(conv_reducer_set_bucket_count(red, h->bucket_count));
+    for (int p = 0; p < nparams; ++p) CT_OK(conv_reducer_add_param(red, NULL, count, NULL));
+    conv_status_t s = conv_reducer_setup(red);
+    snprintf(h->message[r], sizeof h->message[r], "%s", conv_last_error());
+    void *buf = NULL;
+    int got = -1;
+    conv_status_t after = conv_reducer_get_buffer(red, &buf, NULL);
+    conv_status_t added = conv_reducer_add_param(red, NULL, 1, &got); /* still configurable */
+    conv_reducer_destroy(red);
+    CT_STATUS(s, CONV_STATUS_OVERFLOW);
+    CT_STATUS(after, CONV_STATUS_INVALID_ARGUMENT); /* not set up */
+    CT_STATUS(added, CONV_STATUS_SUCCESS);
+    CT_TRUE(got == nparams, "rank %d: the parameter after a failed setup is %d, want %d", r, got,
+            nparams);
+}
+
+static void test_size_overflow(void **state)
+{
+    (void)state;
+    for (int d = 0; d < 4; ++d)
+        for (int ranks = 1; ranks <= 2; ++ranks) {
+            huge h;
+            memset(&h, 0, sizeof h);
+            h.dtype = ct_dtypes[d];
+            h.bucket_count = d % 2 ? 3 : 0; /* the even-bucket rule sums the bytes too */
+            assert_ok(conv_comm_create_local(ranks, h.comms));
+            ct_reset();
+            double t0 = ct_now();
+            assert_int_equal(ct_run_ranks(ranks, huge_rank, &h), 0);
+            assert_no_failure();
+            assert_true(ct_now() - t0 < 10.0); /* no rank waited for a timeout */
+            /* the overflowing rank names its numbers; the other names it */
+            const char *own = h.message[ranks - 1];
+            if (!strstr(own, "8 parameters") || !strstr(own, "int64"))
+                fail_msg("%s, %d rank(s): message \"%s\"", ct_dtype_name(h.dtype), ranks, own);
+            if (ranks == 2 && !strstr(h.message[0], "rank 1"))
+                fail_msg("%s: rank 0's message \"%s\" should name rank 1",
+                         ct_dtype_name(h.dtype), h.message[0]);
+            for (int r = 0; r < ranks; ++r) conv_comm_destroy(h.comms[r]);
+        }
+}
+
 /* ------------------------------------------------ layouts that differ */
 
 static void mismatch_rank(int r, int ranks, void *user)
@@ -676,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_unused),
         cmocka_unit_test(test_unmarked),
         cmocka_unit_test(test_mark_twice_and_misuse),
+        cmocka_unit_test(test_size_overflow),
         cmocka_unit_test(test_layout_mismatch),
         cmocka_unit_test(test_abort_step),
         cmocka_unit_test(test_timeout_step),

@@ -122,6 +122,40 @@ def test_non_contiguous_and_read_only_arrays_are_refused(ctx):
         libconv.Tensor(nhwc, layout="channels_first", ctx=ctx)
 
 
+def test_an_output_that_is_an_input_is_refused(ctx):
+    """The same Tensor (or array) as an input and the output is refused by
+    role, with nothing written: shapes are picked so that only the aliasing
+    check can refuse each call (before, these returned with wrong results)."""
+    def t(shape, salt=0):
+        n = int(np.prod(shape))
+        return libconv.Tensor(((np.arange(n) * 3 + salt) % 7 - 3).astype(np.float32)
+                              .reshape(shape), ctx=ctx)
+
+    def refused(call, shared, roles):
+        before = shared.copy_to().copy()
+        with pytest.raises(libconv.InvalidArgumentError,
+                           match="output %s and input %s are the same tensor" % roles):
+            call()
+        assert np.array_equal(shared.copy_to(), before)
+
+    plain, padded = libconv.Conv(2), libconv.Conv(2, padding=1)
+    x, w = t((2, 2, 3, 3)), t((2, 2, 2, 2), 1)  # y has w's shape (2, 2, 2, 2)
+    refused(lambda: plain.forward(x, w, out=w), w, ("y", "w"))
+    sq, k3 = t((2, 3, 5, 5)), t((3, 3, 3, 3), 2)  # padding 1: dy and dx of one shape
+    refused(lambda: padded.backward_data(k3, sq, out=sq), sq, ("dx", "dy"))
+    refused(lambda: padded.find_algorithms(sq, k3, sq), sq, ("y", "x"))
+    xw = t((2, 2, 3, 3))  # dw = x: a 3x3 filter over a 3x3 input, dy (2, 2, 1, 1)
+    refused(lambda: plain.backward_filter(xw, t((2, 2, 1, 1)), out=xw), xw, ("dw", "x"))
+    dy = t((1, 2, 1, 1))  # db = dy: K = 2 elements either way
+    refused(lambda: plain.backward_filter(t((1, 2, 3, 3)), dy, (2, 2, 3, 3), bias_out=dy), dy,
+            ("db", "dy"))
+    # NumPy arrays: each wrap is a handle of its own over the same memory.
+    a = np.ones((2, 2, 2, 2), np.float32)
+    with pytest.raises(libconv.InvalidArgumentError, match="output y .* overlaps input w"):
+        plain.forward(np.ones((2, 2, 3, 3), np.float32), a, out=a, ctx=ctx)
+    assert np.array_equal(a, np.ones_like(a))
+
+
 def test_unsupported(ctx):
     with pytest.raises(libconv.UnsupportedError, match="float16 tensors are storage only"):
         libconv.conv2d(np.zeros((1, 1, 3, 3), np.float16), np.zeros((1, 1, 1, 1), np.float16),

@@ -106,6 +106,50 @@ public class ErrorsTest {
         }
     }
 
+    private static Tensor filled(long... dims) {
+        Tensor t = Tensor.create(ctx, DType.FLOAT32, Layout.CHANNELS_FIRST, dims);
+        float[] v = new float[(int) t.elements()];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = (i * 3) % 7 - 3;
+        }
+        t.copyFrom(v);
+        return t;
+    }
+
+    /** Runs a call given the same tensor as an input and the output: refused, nothing written. */
+    private static void refusedAlias(String function, String roles, Tensor shared, Runnable call) {
+        float[] before = shared.toFloatArray();
+        expect(InvalidArgumentException.class, Status.INVALID_ARGUMENT, function,
+                roles + " are the same tensor", call);
+        assertArrayEquals("the shared tensor is unchanged", before, shared.toFloatArray(), 0);
+    }
+
+    @Test
+    public void anOutputThatIsAnInputIsRefused() {
+        // Shapes under which the shared tensor fits both roles: only the aliasing check refuses.
+        try (Conv plain = new Conv(2);
+             Conv padded = new Conv(2).setPadding(1, 1);
+             Tensor x = filled(2, 2, 3, 3);
+             Tensor w = filled(2, 2, 2, 2); // y's shape
+             Tensor sq = filled(2, 3, 5, 5);
+             Tensor k3 = filled(3, 3, 3, 3);
+             Tensor dy1 = filled(2, 2, 1, 1);
+             Tensor xb = filled(1, 2, 3, 3);
+             Tensor dwb = filled(2, 2, 3, 3);
+             Tensor dyb = filled(1, 2, 1, 1)) {
+            refusedAlias("conv_forward", "output y and input w", w,
+                    () -> plain.forward(ctx, x, w, null, w));
+            refusedAlias("conv_backward_data", "output dx and input dy", sq,
+                    () -> padded.backwardData(ctx, k3, sq, sq));
+            refusedAlias("conv_backward_filter", "output dw and input x", dwb,
+                    () -> plain.backwardFilter(ctx, dwb, dy1, dwb, null));
+            refusedAlias("conv_backward_filter", "output db and input dy", dyb,
+                    () -> plain.backwardFilter(ctx, xb, dyb, dwb, dyb));
+            refusedAlias("conv_find_algorithms", "output y and input x", sq,
+                    () -> padded.findAlgorithms(ctx, Op.FORWARD, sq, k3, sq, null));
+        }
+    }
+
     @Test
     public void typeMismatch() {
         try (Conv conv = new Conv(1);
