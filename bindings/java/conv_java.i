@@ -30,6 +30,8 @@
  *   enum values                        int (constants: CONV_DTYPE_FLOAT32, ...)
  *   const char * (returned)            String (decoded as UTF-8)
  *   const char * (argument)            String (encoded as UTF-8)
+ *   const char **name                  String[]: element 0 receives the
+ *                                      library's (static, ASCII) string
  *   void *data, const void *send, ...  Object: a direct java.nio.Buffer (the
  *                                      address of its position()) or a Long
  *                                      holding an address
@@ -438,6 +440,33 @@ CONV_JAVA_ARRAY(enum SWIGTYPE, jint, int, jintArray, Int)
   $1 = ($1_ltype)str;
 }
 %typemap(freearg) const char * %{ free(str$argnum); %}
+
+/* const char **name: a static string of the library (a solver's name), out
+ * through element 0 of a String[]. Such names are ASCII identifiers, which
+ * NewStringUTF takes as they are; any other byte becomes '?', so that the
+ * string stays valid modified UTF-8 whatever C returns. */
+%typemap(jni) const char **name "jobjectArray"
+%typemap(jtype) const char **name "String[]"
+%typemap(jstype) const char **name "String[]"
+%typemap(javain) const char **name "$javainput"
+%typemap(in) const char **name (const char *str = NULL) %{ $1 = ($1_ltype)&str; %}
+%typemap(freearg) const char **name ""
+%typemap(argout) const char **name {
+  if ($input && str$argnum && JCALL1(GetArrayLength, jenv, $input) > 0) {
+    size_t i, n = strlen(str$argnum);
+    char *ascii = (char *)malloc(n + 1);
+    jstring text;
+    if (!ascii) {
+      SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "out of memory");
+      return $null;
+    }
+    for (i = 0; i < n; ++i) ascii[i] = (str$argnum[i] & 0x80) ? '?' : str$argnum[i];
+    ascii[n] = 0;
+    text = JCALL1(NewStringUTF, jenv, ascii);
+    free(ascii);
+    if (text) JCALL3(SetObjectArrayElement, jenv, $input, 0, text);
+  }
+}
 
 /* ------------------------------------------------------------- raw memory */
 

@@ -21,6 +21,9 @@ The objects under the functional API:
   activation, transposed mode, forced algorithms) with ``forward``,
   ``backward_data``, ``backward_filter``, shape and cost inference,
   workspace sizes and algorithm search.
+- :class:`Plan` (``Conv.plan(x_shape, w_shape, op)``): one pass of one
+  problem made once and called many times; tells its solver, keeps prepared
+  weights for inference.
 - :class:`Workspace`: scratch memory, library-owned or the caller's.
 - :class:`Communicator` and :class:`Reducer`: collectives and bucketed
   gradient averaging for data-parallel training (threads, MPI, NCCL).
@@ -29,6 +32,8 @@ Every failure raises a subclass of :class:`ConvError` carrying the C status
 and the library's message. The GIL is released while the library computes.
 Shapes are always (N, C, spatial...), whatever the memory layout.
 """
+
+from typing import Union
 
 try:
     from . import _libconv
@@ -55,6 +60,8 @@ from ._conv import (
 )
 from ._comm import Bucket, Communicator, Reducer
 from ._core import Context, Tensor, Workspace, default_context, device_count, from_dlpack
+from ._plan import Plan
+from . import _enums
 from ._enums import (
     Activation,
     Algo,
@@ -111,6 +118,14 @@ def algo_name(algo: int) -> str:
     return _libconv.conv_algo_name(int(algo))
 
 
+def algo_from_name(name: str) -> Union[Algo, int]:
+    """The algorithm of a solver name (``conv_algo_from_name``): an :class:`Algo`, or an int id
+    for a solver that has no member. Raises :class:`InvalidArgumentError` (a ``ValueError``)
+    listing the known names for an unknown one. Ids are stable within a library version only:
+    store names."""
+    return _enums.to_enum(Algo, name, "algorithm")
+
+
 def last_error() -> str:
     """``conv_last_error()``: the message of the calling thread's last failed C call.
 
@@ -124,7 +139,7 @@ __version__ = version()
 
 __all__ = [
     # objects
-    "Context", "Tensor", "Workspace", "Conv", "Cost", "AlgoResult",
+    "Context", "Tensor", "Workspace", "Conv", "Plan", "Cost", "AlgoResult",
     "default_context", "device_count", "from_dlpack",
     # functional API
     "conv", "conv1d", "conv2d", "conv3d",
@@ -141,5 +156,5 @@ __all__ = [
     "SizeOverflowError", "NotAvailableError", "BackendError", "FileIOError", "BadFileError",
     "InternalError", "NumericalError", "error_class",
     # library information
-    "version", "version_info", "status_string", "algo_name", "last_error",
+    "version", "version_info", "status_string", "algo_name", "algo_from_name", "last_error",
 ]

@@ -449,6 +449,21 @@ class Conv(_Resource):
         rows = _C.conv_find_algorithms(h[0], h[1], int(op), *h[2:], int(capacity))
         return [AlgoResult(from_c(Algo, a), ms, nbytes) for a, ms, nbytes in rows]
 
+    def plan(self, x_shape: Shape, w_shape: Shape, op: OpLike = "forward", *,
+             dtype: DTypeLike = "float32", layout: LayoutLike = "channels_first", bias: bool = False,
+             ctx: Optional[Context] = None) -> Any:
+        """A :class:`Plan` of one pass for these shapes (``conv_plan_create``): made once,
+        called many times.
+
+        ``x_shape`` is the input's (dx's for backward_data), ``w_shape`` the
+        filter's (dw's for backward_filter); ``bias``: the forward calls will
+        pass a bias, or backward_filter will compute db. No data is read; the
+        descriptor's settings are copied, later changes do not reach the plan.
+        """
+        from ._plan import Plan
+
+        return Plan(self, x_shape, w_shape, op, dtype=dtype, layout=layout, bias=bias, ctx=ctx)
+
     def __repr__(self) -> str:
         if self._h is None:
             return "<libconv.Conv closed>"

@@ -227,6 +227,22 @@ class Context(_Resource):
     def check_numerics(self, on: bool) -> None:
         _C.conv_context_set_check_numerics(self._handle().ptr, 1 if on else 0)
 
+    @property
+    def verbose(self) -> int:
+        """The trace level (settable), like oneDNN's ``ONEDNN_VERBOSE``.
+
+        0 (the default) prints nothing; 1 prints one line per executed pass
+        to stderr (``conv_verbose,exec,cpu,fwd,...,solver=<name>,plan=hit,<ms>``);
+        2 also, when a plan is made, each solver passed over and why
+        (``conv_verbose,skip,...``). A new context starts at the level in the
+        environment variable ``CONV_VERBOSE``.
+        """
+        return _C.conv_context_get_verbose(self._handle().ptr)
+
+    @verbose.setter
+    def verbose(self, level: int) -> None:
+        _C.conv_context_set_verbose(self._handle().ptr, int(level))
+
     def set_allocator(self, alloc: Any, free: Any, user: Any = None) -> None:
         """Sets the host allocator of a CPU context (``conv_context_set_allocator``).
 

@@ -4,7 +4,8 @@ Their values are the header's, which are explicit and never renumbered; a
 test checks that every ``CONV_<ENUM>_*`` value of conv.h has its member here
 (so a new value fails it until added). Wherever the API takes one of these it also takes
 the member's name as a string, case-insensitively (``"channels_last"``,
-``"relu"``), and for algorithms any name the library knows.
+``"relu"``), and for algorithms any solver name the library knows
+(``conv_algo_from_name``), also of solvers that have no member here.
 """
 
 from __future__ import annotations
@@ -194,6 +195,8 @@ def to_enum(cls: Type[E], value: Union[E, int, str], what: str) -> Union[E, int]
     """
     if isinstance(value, cls):
         return value
+    if cls is Algo and isinstance(value, str):
+        return _algo_from_name(value)  # type: ignore[return-value]
     if isinstance(value, str):
         key = value.strip().upper().replace("-", "_")
         key = _ALIASES.get(cls, {}).get(key, key)
@@ -209,8 +212,23 @@ def to_enum(cls: Type[E], value: Union[E, int, str], what: str) -> Union[E, int]
             prefix = _C_PREFIX.get(cls)
             if prefix and any(getattr(_C, n) == value for n in dir(_C) if n.startswith(prefix)):
                 return int(value)
+            if cls is Algo and _C.conv_algo_name(int(value)) != "unknown":
+                return int(value)  # a solver with no enum value, by its id
     names = ", ".join(repr(n.lower()) for n in cls.__members__)
     raise InvalidArgumentError("%s %r is not one of %s" % (what, value, names))
+
+
+def _algo_from_name(name: str) -> Union[Algo, int]:
+    """An algorithm by the library's name of its solver (``conv_algo_from_name``),
+    or by its member's name in any case. Unknown names raise
+    :class:`InvalidArgumentError` with the library's list of the known ones."""
+    try:
+        return from_c(Algo, _C.conv_algo_from_name(name.strip()))
+    except InvalidArgumentError:
+        key = name.strip().upper().replace("-", "_")
+        if key in Algo.__members__:
+            return Algo.__members__[key]
+        raise
 
 
 def from_c(cls: Type[E], value: int) -> Union[E, int]:

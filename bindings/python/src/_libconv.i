@@ -20,6 +20,8 @@
  *   address out    void **               returned as an int
  *   string out     (char *name, size_t capacity)
  *                                        nothing in, a str out
+ *                  const char **name     nothing in, a str out (a static
+ *                                        string of the library)
  *   functions in   conv_alloc_fn_t, conv_free_fn_t
  *                                        an int address (of a ctypes function), or None
  *   search results (int capacity, conv_algo_t *algos, double *milliseconds,
@@ -160,6 +162,13 @@ static PyObject *conv_py_handle_list(void **handles, int n, swig_type_info *type
 }
 %typemap(argout) (char *name, size_t capacity) {
     $result = SWIG_Python_AppendOutput($result, PyUnicode_DecodeUTF8($1, (Py_ssize_t)strlen($1), "replace"));
+}
+
+/* const char **name: the library's own (static) string, returned as a str. */
+%typemap(in, numinputs=0) const char **name (const char *temp = NULL) "$1 = ($1_ltype)&temp;"
+%typemap(argout) const char **name {
+    const char *s = *$1 ? *$1 : "";
+    $result = SWIG_Python_AppendOutput($result, PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace"));
 }
 
 /* --------------------------------------------------- function pointers */

@@ -33,7 +33,8 @@ def header_enumerators(text):
 
 
 def package_calls():
-    """Every `x.conv_*` attribute the public package's own files use."""
+    """Every `x.conv_*` attribute the public package's own files use (every
+    libconv/*.py: a new module such as _plan.py counts by itself)."""
     used = set()
     for path in PACKAGE_DIR.glob("*.py"):
         if path.name == "_libconv.py":  # SWIG's proxy, generated
@@ -81,6 +82,9 @@ def test_version_matches_the_header(header_text):
 def test_library_names():
     assert libconv.algo_name(libconv.Algo.IM2COL_GEMM) == "im2col_gemm" == str(libconv.Algo.IM2COL_GEMM)
     assert libconv.algo_name(12345) == "unknown"
+    assert libconv.algo_from_name("im2col_gemm") == libconv.Algo.IM2COL_GEMM
+    with pytest.raises(libconv.InvalidArgumentError, match="im2col_gemm"):
+        libconv.algo_from_name("no_such_solver")  # the message lists the known names
     assert libconv.status_string(libconv.Status.SHAPE_MISMATCH) == "shape mismatch"
 
 
@@ -130,6 +134,6 @@ def test_pytorch_style_defaults():
                                         "groups", "dilation"]
 
 
-@pytest.mark.parametrize("name", ["Context", "Tensor", "Conv", "Workspace"])
+@pytest.mark.parametrize("name", ["Context", "Tensor", "Conv", "Workspace", "Plan"])
 def test_core_objects_exist(name):
     assert inspect.isclass(getattr(libconv, name))

@@ -3,7 +3,9 @@ package org.libconv;
 /**
  * A convolution algorithm. {@link #AUTO} lets libconv choose per problem; forcing one that does
  * not apply to a problem makes the call fail with {@link UnsupportedException}.
- * The values are those of C's {@code conv_algo_t}.
+ * The values are those of C's {@code conv_algo_t}. Solvers are also known by name
+ * ({@link #fromName}, {@link Conv#setAlgorithm(Op, String)}, {@link Plan#solverName()}), which
+ * reaches those that have no constant here.
  */
 public enum Algorithm {
     /** Let libconv choose (the default). */
@@ -71,9 +73,45 @@ public enum Algorithm {
      * @throws IllegalArgumentException if this version does not know the value
      */
     public static Algorithm fromValue(int value) {
+        Algorithm a = find(value);
+        if (a == null) throw new IllegalArgumentException("unknown conv_algo_t value " + value);
+        return a;
+    }
+
+    /** The constant with a C value, or null. */
+    static Algorithm find(int value) {
         for (Algorithm v : VALUES)
             if (v.value == value) return v;
-        throw new IllegalArgumentException("unknown conv_algo_t value " + value);
+        return null;
+    }
+
+    /**
+     * The constant of a solver name, as {@link #libraryName()} and the verbose trace give it
+     * ({@code "winograd_4x4_3x3"}, {@code "auto"}).
+     *
+     * @param name the name
+     * @return its constant
+     * @throws InvalidArgumentException for a name libconv does not know (the message lists the
+     *     known ones)
+     * @throws IllegalArgumentException for a solver that has no constant in this version of the
+     *     Java API (force it by name: {@link Conv#setAlgorithm(Op, String)})
+     */
+    @CFunction("conv_algo_from_name")
+    public static Algorithm fromName(String name) {
+        int id = idOf(name);
+        Algorithm a = find(id);
+        if (a == null)
+            throw new IllegalArgumentException("solver \"" + name + "\" (id " + id + ") has no Algorithm constant in "
+                    + "this version of the Java API: use it by name");
+        return a;
+    }
+
+    /** The id of a solver name (conv_algo_from_name). */
+    static int idOf(String name) {
+        if (name == null) throw new NullPointerException("name is null");
+        int[] id = new int[1];
+        ConvNative.conv_algo_from_name(name, id);
+        return id[0];
     }
 
     /**

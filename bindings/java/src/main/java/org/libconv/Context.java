@@ -147,6 +147,40 @@ public final class Context extends NativeObject implements AutoCloseable {
     }
 
     /**
+     * Sets the level of the trace (like oneDNN's {@code ONEDNN_VERBOSE}), written by the native
+     * library to the process's standard error (file descriptor 2, not {@code System.err}): 0
+     * prints nothing; 1 one line per executed pass, naming the solver that ran
+     * ({@code conv_verbose,exec,cpu,fwd,...,solver=winograd_4x4_3x3,plan=hit,0.412}); 2 also,
+     * when a plan is made, each solver passed over and why ({@code conv_verbose,skip,...}). A
+     * new context starts at the level of the environment variable {@code CONV_VERBOSE}.
+     *
+     * @param level 0, 1 or 2
+     * @return this context
+     * @throws InvalidArgumentException if out of range
+     */
+    @CFunction("conv_context_set_verbose")
+    public Context setVerbose(int level) {
+        try (Pins p = new Pins()) {
+            ConvNative.conv_context_set_verbose(p.pin(this), level);
+        }
+        return this;
+    }
+
+    /**
+     * The level of the trace.
+     *
+     * @return 0 (silent), 1 or 2
+     */
+    @CFunction("conv_context_get_verbose")
+    public int verbose() {
+        int[] level = new int[1];
+        try (Pins p = new Pins()) {
+            ConvNative.conv_context_get_verbose(p.pin(this), level);
+        }
+        return level[0];
+    }
+
+    /**
      * Sets the host allocator of a CPU context to a pair of NATIVE functions, given by address
      * (from native code of the application: JNI, JNA or the foreign function API):
      * {@code void *alloc(void *user, size_t bytes, size_t alignment)} and

@@ -364,6 +364,40 @@ public final class Conv extends NativeObject implements AutoCloseable {
     }
 
     /**
+     * Forces an algorithm for one pass by the name of its solver, as {@link Algorithm#libraryName()}
+     * and the verbose trace give it ({@code "winograd_4x4_3x3"}; {@code "auto"} restores
+     * libconv's choice). Also names solvers that have no {@link Algorithm} constant.
+     *
+     * @param op the pass
+     * @param name the solver's name
+     * @return this descriptor
+     * @throws InvalidArgumentException for an unknown name (the message lists the known ones)
+     */
+    @CFunction({"conv_algo_from_name", "conv_desc_set_algorithm"})
+    public Conv setAlgorithm(Op op, String name) {
+        ensureOpen();
+        int o = op.value();
+        int a = Algorithm.idOf(name);
+        return set(d -> ConvNative.conv_desc_set_algorithm(d, o, a));
+    }
+
+    /**
+     * The name of the solver forced for a pass ({@code "auto"} when none is), also for solvers
+     * that have no {@link Algorithm} constant.
+     *
+     * @param op the pass
+     * @return the name
+     */
+    @CFunction({"conv_desc_get_algorithm", "conv_algo_name"})
+    public String getAlgorithmName(Op op) {
+        ensureOpen();
+        int[] v = new int[1];
+        int o = op.value();
+        get(d -> ConvNative.conv_desc_get_algorithm(d, o, v));
+        return ConvNative.conv_algo_name(v[0]);
+    }
+
+    /**
      * The algorithm forced for a pass.
      *
      * @param op the pass
@@ -646,6 +680,39 @@ public final class Conv extends NativeObject implements AutoCloseable {
         for (int i = 0; i < count[0]; ++i)
             results.add(new AlgorithmTiming(Algorithm.fromValue(algos[i]), ms[i], bytes[i]));
         return results;
+    }
+
+    // ------------------------------------------------------------------ plans
+
+    /**
+     * Makes a {@link Plan} of one pass for tensors of these dims, dtype and layout: the solver
+     * is chosen and the workspace sized once, for many executions. No tensor data is read; the
+     * descriptor's settings are copied (later changes do not reach the plan).
+     *
+     * @param ctx the context the plan computes with
+     * @param op the pass
+     * @param dtype the element type of every tensor
+     * @param layout the layout of every tensor
+     * @param xDims input dims (N, C, spatial...): dx's for {@link Op#BACKWARD_DATA}
+     * @param wDims filter dims: dw's for {@link Op#BACKWARD_FILTER}
+     * @param bias whether forward executions pass a bias, or backward-filter ones a bias
+     *     gradient (ignored for backward-data)
+     * @return the plan; close it when done
+     * @throws ShapeMismatchException if the dims do not fit together
+     * @throws UnsupportedException if a forced algorithm does not apply, or the dtype is not
+     *     computed on the device
+     */
+    @CFunction("conv_plan_create")
+    public Plan plan(Context ctx, Op op, DType dtype, Layout layout, long[] xDims, long[] wDims, boolean bias) {
+        sameRank(xDims, wDims);
+        boolean withBias = bias && op != Op.BACKWARD_DATA;
+        long[] out = new long[1];
+        int o = op.value();
+        int t = dtype.value();
+        int l = layout.value();
+        pass((p, d) -> ConvNative.conv_plan_create(p.pin(ctx, "ctx"), d, o, t, l, xDims.length, xDims, wDims,
+                withBias ? 1 : 0, out));
+        return new Plan(out[0], ctx, op, dtype, layout, withBias);
     }
 
     @Override

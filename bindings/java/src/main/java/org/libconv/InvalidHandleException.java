@@ -1,7 +1,7 @@
 package org.libconv;
 
 /**
- * {@link Status#INVALID_HANDLE}: a handle is NULL, of the wrong kind, or destroyed. The Java classes never pass such a handle (a closed object throws {@link IllegalStateException} first), so this shows only through misuse of the native layer.
+ * {@link Status#INVALID_HANDLE}: a handle is NULL, of the wrong kind, or destroyed. The Java classes never pass such a handle (a closed object throws {@link IllegalStateException} first); this shows when a {@link Plan} is used after its context was closed (a plan outlives its context, as in C, but can no longer run).
  */
 public class InvalidHandleException extends ConvException {
     private static final long serialVersionUID = 1L;

@@ -24,12 +24,13 @@
  * </pre>
  *
  * <h2>Handles</h2>
- * {@link org.libconv.Context}, {@link org.libconv.Tensor}, {@link org.libconv.Conv} and
- * {@link org.libconv.Workspace} own native handles and are {@link java.lang.AutoCloseable}:
+ * {@link org.libconv.Context}, {@link org.libconv.Tensor}, {@link org.libconv.Conv},
+ * {@link org.libconv.Plan} and {@link org.libconv.Workspace} own native handles and are
+ * {@link java.lang.AutoCloseable}:
  * {@code close()} frees the handle at once (there are no finalizers), every other method of a
  * closed object throws {@link java.lang.IllegalStateException}, and closing is safe from any
  * thread: it waits for calls running on the object. Closing a context also closes the tensors
- * and workspaces created with it.
+ * and workspaces created with it (a plan stays open, and refuses to run).
  *
  * <h2>Memory without copies</h2>
  * {@link org.libconv.Tensor#wrap(Context, java.nio.FloatBuffer, Layout, long...) Tensor.wrap}

@@ -51,6 +51,7 @@ public class LifecycleTest {
         if (type == Tensor.class) return tensor;
         if (type == Workspace.class) return ws;
         if (type == Path.class) return Paths.get("unused");
+        if (type == String.class) return nulls ? null : "auto";
         if (type == ByteBuffer.class) return ByteBuffer.allocateDirect(32).order(ByteOrder.nativeOrder());
         if (type == FloatBuffer.class) return Problems.directFloats(8);
         if (type == DoubleBuffer.class) return Problems.directDoubles(8);
@@ -99,17 +100,19 @@ public class LifecycleTest {
             Tensor t = Tensor.create(ctx, DType.FLOAT32, Layout.CHANNELS_FIRST, 1, 1, 8);
             Workspace w = Workspace.create(ctx);
             Conv conv = new Conv(2);
+            Plan plan = conv.plan(live, Op.FORWARD, DType.FLOAT32, Layout.CHANNELS_FIRST, new long[] {1, 1, 4, 4},
+                    new long[] {1, 1, 1, 1}, false);
             Communicator comm = Communicator.createLocal(1)[0];
             Reducer reducer = Reducer.create(comm, DType.FLOAT32);
-            for (AutoCloseable c : new AutoCloseable[] {t, w, conv, ctx, reducer, comm}) {
+            for (AutoCloseable c : new AutoCloseable[] {t, w, conv, plan, ctx, reducer, comm}) {
                 c.close();
                 c.close(); // twice is fine
             }
             assertTrue(t.isClosed() && w.isClosed() && conv.isClosed() && ctx.isClosed());
-            assertTrue(reducer.isClosed() && comm.isClosed());
+            assertTrue(reducer.isClosed() && comm.isClosed() && plan.isClosed());
             assertEquals("Tensor(closed)", t.toString());
             int calls = 0;
-            for (Object closed : new Object[] {t, w, conv, ctx, reducer, comm})
+            for (Object closed : new Object[] {t, w, conv, plan, ctx, reducer, comm})
                 calls += callEverything(closed, live, tensor, ws);
             assertTrue(calls > 200);
             // A closed object as an argument of a live one.
