@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "cuda/engine.h"
+#include "cuda/graph.h"
 
 namespace conv::cuda {
 namespace {
@@ -97,6 +98,7 @@ public:
         static const std::vector<const Solver *> list = [] {
             std::vector<const Solver *> v;
             for (const Family &f : kFamilies) v.push_back(&f);
+            v.push_back(&graph::solver());  // never AUTO's choice unless opted in (cuda/graph.h)
             return v;
         }();
         return list;
@@ -116,6 +118,14 @@ public:
                                            const Solver *tuned, DeviceRuntime *rt,
                                            const SkipReport &) const override {
         if (!rt) fail(CONV_STATUS_INTERNAL_ERROR, "a CUDA plan without its device");
+        if (forced == &graph::solver()) return graph::plan(p, *rt, nullptr);
+        if (!forced && graph::opted_in() && !graph::why_not(p)) {
+            try {
+                return graph::plan(p, *rt, nullptr);
+            } catch (const Error &e) {
+                if (e.status() != CONV_STATUS_UNSUPPORTED) throw;  // else the legacy choice
+            }
+        }
         if (forced && !is_cuda_algo(forced->id()))
             fail(CONV_STATUS_UNSUPPORTED, "algorithm %s (%d) is not available on a CUDA device",
                  forced->name(), (int)forced->id());
@@ -151,7 +161,7 @@ const Engine &engine() {
 bool is_cuda_algo(conv_algo_t a) {
     for (const Family &f : kFamilies)
         if (f.id() == a) return true;
-    return false;
+    return a == graph::solver().id();
 }
 
 }  // namespace conv::cuda
