@@ -321,6 +321,17 @@ static conv_status_t pass_on(conv_context_t ctx, conv_dtype_t dt, const gu_probl
 
 static double *alloc_d(int64_t n) { return calloc((size_t)(n ? n : 1), sizeof(double)); }
 
+conv_algo_t gu_gpu_algo(void)
+{
+    const char *name = getenv("CONV_TEST_GPU_ALGO");
+    conv_algo_t algo = CONV_ALGO_AUTO;
+    if (name && *name && conv_algo_from_name(name, &algo) != CONV_STATUS_SUCCESS) {
+        fprintf(stderr, "CONV_TEST_GPU_ALGO=%s: %s\n", name, conv_last_error());
+        exit(1);
+    }
+    return algo;
+}
+
 int gu_compare(conv_context_t gpu, conv_context_t cpu, const gu_problem *p, conv_op_t op,
                uint64_t seed, gu_tolerance tol, gu_check *out)
 {
@@ -351,6 +362,8 @@ int gu_compare(conv_context_t gpu, conv_context_t cpu, const gu_problem *p, conv
         out->ok = 0;
         snprintf(out->msg, sizeof out->msg, "CPU reference failed: %s", err);
     } else {
+        if (gu_gpu_algo() != CONV_ALGO_AUTO)
+            conv_desc_set_algorithm(d, op, gu_gpu_algo());
         st = pass_on(gpu, p->dtype, p, d, op, &in, &got, err, sizeof err);
         if (st != CONV_STATUS_SUCCESS) {
             out->ok = 0;

@@ -66,6 +66,10 @@ typedef struct gu_tolerance {
 } gu_tolerance;
 gu_tolerance gu_tol(conv_dtype_t dt, conv_math_t math);
 
+/* The algorithm the GPU runs in gu_compare: CONV_ALGO_AUTO (default), or
+ * the one named by CONV_TEST_GPU_ALGO (e.g. cudnn_graph), forced. */
+conv_algo_t gu_gpu_algo(void);
+
 /* Runs pass `op` of p on the GPU context (its dtype) and on the CPU
  * context (fp64) and compares every output element. Returns 0, or the
  * failing status of a GPU call (msg says which). */
