@@ -89,8 +89,10 @@ if(_conv_have_cuda)
     ${PROJECT_SOURCE_DIR}/src/cuda/engine.cpp
     ${PROJECT_SOURCE_DIR}/src/cuda/device.cpp
     ${PROJECT_SOURCE_DIR}/src/cuda/handles.cpp
-    ${PROJECT_SOURCE_DIR}/src/cuda/kernels.cu)
-  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/cuda/kernels.cu PROPERTIES
+    ${PROJECT_SOURCE_DIR}/src/cuda/kernels.cu
+    ${PROJECT_SOURCE_DIR}/src/cuda/sgd.cu)
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/cuda/kernels.cu
+    ${PROJECT_SOURCE_DIR}/src/cuda/sgd.cu PROPERTIES
     COMPILE_OPTIONS "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fvisibility=hidden>")
   set_target_properties(conv PROPERTIES
     CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"

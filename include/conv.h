@@ -1141,8 +1141,13 @@ CONV_API conv_status_t conv_reducer_finish(conv_reducer_t r);
  * where g is the averaged gradient (left unchanged), w the weights given to
  * add_param and h a momentum history of the reducer's own (zero at first).
  * Arithmetic in float (double for FLOAT64), rounded once to the dtype. Needs
- * every parameter's weights; on the host only for now (NCCL reducers fail
- * with UNSUPPORTED until libconv's CUDA engine exists). Not during a step. */
+ * every parameter's weights. On an NCCL reducer (device memory) the step is
+ * a kernel enqueued on the communicator's stream (conv_comm_set_stream),
+ * needing libconv's CUDA engine (else UNSUPPORTED); FLOAT16 and BFLOAT16
+ * weights are kept in an fp32 master copy of the reducer between steps (an
+ * element the application rewrote is taken from its new value), so from the
+ * second step on they may differ from the host's step by its roundings.
+ * Not during a step. */
 CONV_API conv_status_t conv_reducer_apply_sgd(conv_reducer_t r, double learning_rate,
                                               double momentum, double weight_decay);
 

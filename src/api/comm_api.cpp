@@ -6,6 +6,7 @@
 #include "api/comm_handles.h"
 #include "api/guard.h"
 #include "comm/backends.h"
+#include "dispatch/gpu.h"
 #include "core/dtype.h"
 
 using namespace conv;
@@ -97,7 +98,9 @@ conv_status_t conv_comm_create_nccl(const void *id, size_t id_bytes, int nranks,
         if (rank < 0 || rank >= nranks)
             fail(CONV_STATUS_INVALID_ARGUMENT, "rank %d is outside 0..%d", rank, nranks - 1);
         if (device < 0) fail(CONV_STATUS_INVALID_ARGUMENT, "device %d < 0", device);
-        *out = wrap(comm::make_nccl(id, nranks, rank, device));
+        std::unique_ptr<comm::Communicator> c = comm::make_nccl(id, nranks, rank, device);
+        c->set_device_sgd(dispatch::gpu_sgd());
+        *out = wrap(std::move(c));
     });
 }
 
@@ -105,7 +108,9 @@ conv_status_t conv_comm_create_nccl_all(int ndevices, const int *devices, conv_c
     return api::guarded([&] {
         api::require(comms, "comms");
         if (ndevices < 1) fail(CONV_STATUS_INVALID_ARGUMENT, "ndevices %d < 1", ndevices);
-        wrap_all(comm::make_nccl_all(ndevices, devices), comms);
+        std::vector<std::unique_ptr<comm::Communicator>> all = comm::make_nccl_all(ndevices, devices);
+        for (auto &c : all) c->set_device_sgd(dispatch::gpu_sgd());
+        wrap_all(std::move(all), comms);
     });
 }
 

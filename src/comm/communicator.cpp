@@ -222,8 +222,8 @@ void Communicator::copy(void *dst, const void *src, size_t bytes, void *) {
     if (bytes) std::memcpy(dst, src, bytes);
 }
 
-void Communicator::sgd(conv_dtype_t dtype, void *w, const void *g, void *h, int64_t n, double lr,
-                       double momentum, double decay) {
+void Communicator::sgd(conv_dtype_t dtype, void *w, const void *g, void *h, float *, int64_t n,
+                       double lr, double momentum, double decay) {
     sgd_update(dtype, w, g, h, n, lr, momentum, decay);
 }
 

@@ -37,6 +37,15 @@ double now_seconds();
 
 class CommQueue;
 
+// The fused SGD step on device memory (cuda::sgd_update): comm has no
+// kernels of its own and does not depend on the CUDA engine, so the API
+// hands a device communicator this when the engine is built
+// (dispatch::gpu_sgd). Arguments as Communicator::sgd, then the stream and
+// device to run on.
+using DeviceSgd = void (*)(conv_dtype_t dtype, void *w, const void *g, void *h, float *master,
+                           int64_t n, double lr, double momentum, double decay, void *stream,
+                           int device);
+
 class Communicator {
 public:
     Communicator(int rank, int size);
@@ -85,8 +94,15 @@ public:
     virtual void release(void *p) noexcept;
     virtual void zero(void *p, size_t bytes, void *stream);
     virtual void copy(void *dst, const void *src, size_t bytes, void *stream);
-    virtual void sgd(conv_dtype_t dtype, void *w, const void *g, void *h, int64_t n, double lr,
-                     double momentum, double decay);
+    // The fused SGD step over n elements (kernels.h's sgd_update). `master`:
+    // an fp32 copy of half-precision weights on a device (the reducer's, or
+    // null), which the device step keeps the weights in between steps.
+    virtual void sgd(conv_dtype_t dtype, void *w, const void *g, void *h, float *master, int64_t n,
+                     double lr, double momentum, double decay);
+    // Whether sgd() wants a master copy for half-precision weights.
+    virtual bool sgd_keeps_master() const { return false; }
+    // Device communicators: the kernel their sgd() runs (null: UNSUPPORTED).
+    virtual void set_device_sgd(DeviceSgd) {}
     // The stream collectives run on (NCCL), for copies ordered with them;
     // nullptr on the host.
     virtual void *collective_stream() { return nullptr; }

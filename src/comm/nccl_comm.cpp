@@ -277,12 +277,17 @@ public:
     void copy(void *dst, const void *src, size_t bytes, void *stream) override {
         copy(dst, src, bytes, static_cast<cudaStream_t>(stream), cudaMemcpyDeviceToDevice);
     }
-    void sgd(conv_dtype_t, void *, const void *, void *, int64_t, double, double,
-             double) override {
-        fail(CONV_STATUS_UNSUPPORTED,
-             "conv_reducer_apply_sgd on GPU memory needs libconv's CUDA engine (its update "
-             "kernel), which this build does not have");
+    // On the communicator's stream, by the CUDA engine's kernel.
+    void sgd(conv_dtype_t dtype, void *w, const void *g, void *h, float *master, int64_t n,
+             double lr, double momentum, double decay) override {
+        if (!device_sgd_)
+            fail(CONV_STATUS_UNSUPPORTED,
+                 "conv_reducer_apply_sgd on GPU memory needs libconv's CUDA engine (its update "
+                 "kernel), which this build does not have");
+        if (n > 0) device_sgd_(dtype, w, g, h, master, n, lr, momentum, decay, stream(), device_);
     }
+    bool sgd_keeps_master() const override { return true; }
+    void set_device_sgd(DeviceSgd f) override { device_sgd_ = f; }
     bool queue_on_thread() const override { return false; }
     void *collective_stream() override { return stream(); }
 
@@ -472,6 +477,7 @@ private:
     int device_;
     cudaStream_t own_stream_ = nullptr;
     cudaStream_t stream_ = nullptr;
+    DeviceSgd device_sgd_ = nullptr;
     void *scratch_ = nullptr;
     // watchdog
     std::mutex wd_mutex_;

@@ -36,6 +36,7 @@ Reducer::~Reducer() {
     if (comm_) {
         comm_->release(grads_);
         comm_->release(history_);
+        comm_->release(master_);
     }
 }
 
@@ -501,14 +502,19 @@ void Reducer::apply_sgd(double lr, double momentum, double decay) {
              "%s: learning rate %g, momentum %g and weight decay %g must be finite", what, lr,
              momentum, decay);
     require_weights(what);
-    comm_->sgd(dtype_, nullptr, nullptr, nullptr, 0, lr, momentum, decay);  // supported here?
+    comm_->sgd(dtype_, nullptr, nullptr, nullptr, nullptr, 0, lr, momentum, decay);  // supported here?
     if (!history_) history_ = comm_->alloc((size_t)total_ * elem_);
+    const bool half = dtype_ == CONV_DTYPE_FLOAT16 || dtype_ == CONV_DTYPE_BFLOAT16;
+    if (half && comm_->sgd_keeps_master() && !master_)  // zeros: the kernel seeds it from w
+        master_ = comm_->alloc((size_t)total_ * sizeof(float));
     char *h = static_cast<char *>(history_);
+    float *m = static_cast<float *>(master_);
     for (const Bucket &b : buckets_)
         for (int i : b.params) {
             const Param &p = params_[(size_t)i];
             size_t off = (size_t)p.offset * elem_;
-            comm_->sgd(dtype_, p.weights, at(p.offset), h + off, p.count, lr, momentum, decay);
+            comm_->sgd(dtype_, p.weights, at(p.offset), h + off, m ? m + p.offset : nullptr, p.count,
+                       lr, momentum, decay);
         }
 }
 

@@ -100,6 +100,8 @@ private:
     int64_t flag_ = 0;
     void *grads_ = nullptr;
     void *history_ = nullptr;
+    // fp32 copy of fp16/bf16 weights for a device SGD step (Communicator::sgd).
+    void *master_ = nullptr;
     std::unique_ptr<CommQueue> queue_;
     // the step
     bool in_step_ = false;

@@ -96,6 +96,13 @@ struct Trial {
 // forced) so that the output holds its result. UNSUPPORTED when none ran.
 std::vector<Trial> find(DeviceRuntime &rt, const Call &c, const Settings &s, Workspace &ws);
 
+// The reducer's fused SGD step on device memory (comm::DeviceSgd, cuda/sgd.cu):
+// comm/kernels.h's sgd_update over n elements of GPU `device`, enqueued on
+// `stream`; fp16/bf16 weights kept in the fp32 `master` copy when given
+// (zeros at first: an element whose rounded master is not w is taken from w).
+void sgd_update(conv_dtype_t dtype, void *w, const void *g, void *h, float *master, int64_t n,
+                double lr, double momentum, double decay, void *stream, int device);
+
 // The algorithm ids of the engine (cuda/solvers.cpp).
 bool is_cuda_algo(conv_algo_t a);
 

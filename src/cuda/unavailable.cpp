@@ -30,5 +30,9 @@ void run(DeviceRuntime &, const Call &, const Prepared &, void *) {
 std::vector<Trial> find(DeviceRuntime &, const Call &, const Settings &, Workspace &) {
     fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda);
 }
+void sgd_update(conv_dtype_t, void *, const void *, void *, float *, int64_t, double, double, double,
+                void *, int) {
+    fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda);
+}
 
 }  // namespace conv::cuda

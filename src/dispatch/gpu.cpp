@@ -20,4 +20,6 @@ std::shared_ptr<DeviceRuntime> open_gpu(int index) { return cuda::open(index); }
 void set_gpu_stream(Context &ctx, void *stream) { cuda::set_stream(runtime(ctx), stream); }
 void *gpu_stream(Context &ctx) { return cuda::get_stream(runtime(ctx)); }
 
+comm::DeviceSgd gpu_sgd() noexcept { return cuda::built() ? &cuda::sgd_update : nullptr; }
+
 }  // namespace conv::dispatch

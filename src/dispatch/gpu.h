@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "comm/communicator.h"
 #include "core/context.h"
 #include "core/device_runtime.h"
 
@@ -19,5 +20,8 @@ std::shared_ptr<DeviceRuntime> open_gpu(int index);
 // The context's stream (a cudaStream_t); set: NULL for its own.
 void set_gpu_stream(Context &ctx, void *stream);
 void *gpu_stream(Context &ctx);
+
+// The CUDA engine's SGD kernel for device communicators, null without the engine.
+comm::DeviceSgd gpu_sgd() noexcept;
 
 }  // namespace conv::dispatch

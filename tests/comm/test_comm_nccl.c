@@ -4,7 +4,10 @@
  * case in CI. With one GPU: a 1-rank NCCL communicator (from a unique id,
  * and from conv_comm_create_nccl_all) agrees bit for bit with the in-process
  * backend on all-reduce (sum, average) and broadcast in the four dtypes; a
- * 1-rank reducer runs a step on device memory; abort and the error query.
+ * 1-rank reducer runs a step on device memory; its fused SGD step agrees bit
+ * for bit with the host's (first step; fp32/fp64 every step) and keeps
+ * fp16/bf16 weights in an fp32 master copy that follows writes to w (checked
+ * against a model of it); abort and the error query.
  * With two GPUs or more: a 2-rank all-reduce from two threads.
  *
  * Device memory comes from the CUDA runtime, opened with dlopen like
@@ -143,10 +146,106 @@ static void test_reducer(conv_comm_t gpu)
         CHECK(!ct_check(CONV_DTYPE_FLOAT32, h, sizes[p], 1, p, 1), "reducer parameter %d", p);
         free(h);
     }
-    CHECK(conv_reducer_apply_sgd(r, 0.1, 0.9, 0.0) == CONV_STATUS_UNSUPPORTED, "apply_sgd: %s",
-          conv_last_error());
     conv_reducer_destroy(r);
     for (int p = 0; p < 3; ++p) cuda_free(w[p]);
+}
+
+/* One SGD step of a 1-parameter reducer whose gradient slot gets g. */
+static void sgd_step(conv_reducer_t r, const void *g, size_t bytes, int device)
+{
+    void *slot;
+    OK(conv_reducer_get_grad(r, 0, &slot));
+    if (device)
+        cuda_memcpy(slot, g, bytes, H2D);
+    else
+        memcpy(slot, g, bytes);
+    OK(conv_reducer_mark_ready(r, 0));
+    OK(conv_reducer_finish(r));
+    OK(conv_reducer_apply_sgd(r, 0.05, 0.9, 1e-3));
+}
+
+/* The device step's fp32 master copy, modelled: w and h in the dtype, m the
+ * master (float), one element. */
+static void master_model(conv_dtype_t dt, void *w, void *h, float *m, const void *g, int64_t i)
+{
+    unsigned char r[2];
+    ct_set(dt, r, 0, *m);
+    float wi = memcmp(r, (unsigned char *)w + 2 * i, 2) == 0 ? *m : (float)ct_get(dt, w, i);
+    float hi = 0.9f * (float)ct_get(dt, h, i) + 0.05f * ((float)ct_get(dt, g, i) + 1e-3f * wi);
+    float wn = wi - hi;
+    ct_set(dt, h, i, hi);
+    ct_set(dt, w, i, wn);
+    *m = wn;
+}
+
+/* conv_reducer_apply_sgd on device memory against the host's step. */
+static void test_sgd(conv_comm_t gpu, conv_dtype_t dt)
+{
+    const int64_t n = 100003;
+    const size_t bytes = (size_t)n * ct_size(dt);
+    const int half = dt == CONV_DTYPE_FLOAT16 || dt == CONV_DTYPE_BFLOAT16;
+    unsigned char *w0 = malloc(bytes), *g = malloc(bytes), *wc = malloc(bytes), *got = malloc(bytes);
+    unsigned char *mw = malloc(bytes), *mh = calloc(1, bytes);
+    float *mm = calloc((size_t)n, sizeof(float));
+    void *dw = NULL;
+    conv_comm_t local = NULL;
+    conv_reducer_t rc = NULL, rg = NULL;
+    if (!w0 || !g || !wc || !got || !mw || !mh || !mm || cuda_malloc(&dw, bytes)) {
+        CHECK(0, "out of memory");
+        goto out;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        ct_set(dt, w0, i, ct_value(0, i, 5) * 0.37 + 0.013 * (double)(i % 11));
+        ct_set(dt, g, i, ct_value(0, i, 6) * 0.21 - 0.007 * (double)(i % 5));
+    }
+    memcpy(wc, w0, bytes);
+    memcpy(mw, w0, bytes);
+    cuda_memcpy(dw, w0, bytes, H2D);
+    OK(conv_comm_create_local(1, &local));
+    OK(conv_reducer_create(local, dt, &rc));
+    OK(conv_reducer_add_param(rc, wc, n, NULL));
+    OK(conv_reducer_setup(rc));
+    OK(conv_reducer_create(gpu, dt, &rg));
+    OK(conv_reducer_add_param(rg, dw, n, NULL));
+    OK(conv_reducer_setup(rg));
+    if (g_failed) goto out;
+    for (int step = 0; step < 3; ++step) {
+        if (step == 2) { /* the application writes w: the master follows */
+            cuda_memcpy(dw, w0, bytes, H2D);
+            memcpy(mw, w0, bytes);
+            memcpy(wc, w0, bytes);
+        }
+        sgd_step(rc, g, bytes, 0);
+        sgd_step(rg, g, bytes, 1);
+        OK(conv_comm_synchronize(gpu));
+        cuda_memcpy(got, dw, bytes, D2H);
+        if (half)
+            for (int64_t i = 0; i < n; ++i) master_model(dt, mw, mh, &mm[i], g, i);
+        const unsigned char *want = half && step > 0 ? mw : wc;
+        int64_t bad = -1;
+        for (int64_t i = 0; i < n && bad < 0; ++i)
+            if (memcmp(got + (size_t)i * ct_size(dt), want + (size_t)i * ct_size(dt), ct_size(dt)))
+                bad = i;
+        CHECK(bad < 0, "%s SGD step %d: w[%lld] = %.9g on the GPU, %.9g %s", ct_dtype_name(dt),
+              step, (long long)bad, bad < 0 ? 0.0 : ct_get(dt, got, bad),
+              bad < 0 ? 0.0 : ct_get(dt, want, bad),
+              half && step > 0 ? "by the master-copy model" : "by the host's step");
+        if (half && step == 0)  /* the model agrees with the host on the first step */
+            CHECK(memcmp(mw, wc, bytes) == 0, "%s: the master-copy model's first step is not the host's",
+                  ct_dtype_name(dt));
+    }
+out:
+    if (rg) conv_reducer_destroy(rg);
+    if (rc) conv_reducer_destroy(rc);
+    if (local) conv_comm_destroy(local);
+    if (dw) cuda_free(dw);
+    free(w0);
+    free(g);
+    free(wc);
+    free(got);
+    free(mw);
+    free(mh);
+    free(mm);
 }
 
 typedef struct pair {
@@ -196,6 +295,7 @@ int main(void)
     if (!g_failed) {
         test_one_rank(gpu);
         test_reducer(gpu);
+        for (int d = 0; d < 4; ++d) test_sgd(gpu, ct_dtypes[d]);
     }
     conv_comm_state_t st;
     OK(conv_comm_abort(gpu));
