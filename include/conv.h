@@ -699,7 +699,9 @@ CONV_API conv_status_t conv_context_clear_tuning(conv_context_t ctx);
  * and may be executed from several threads at once. It refers to the
  * context it was made with (its threads, workspace pool, device, math mode
  * at creation): once that context is destroyed, executing the plan fails
- * with INVALID_HANDLE. Settings of the context changed after the plan was
+ * with INVALID_HANDLE (as for every handle, the context must not be destroyed
+ * while a call -- a plan's execution included -- is using it). Settings of
+ * the context changed after the plan was
  * made (threads, math, deterministic, workspace limit, tuning) do not
  * change the plan; make a new one to see them. The descriptor is read only
  * at creation.
