@@ -911,6 +911,10 @@ def _take_dlpack(obj: Any, what: str, expect: Any) -> Tuple[Any, int, Tuple[int,
             device = obj.__dlpack_device__()
         except AttributeError:
             raise TypeMismatchError("%s (%s) does not support DLPack" % (what, type(obj).__name__)) from None
+        if getattr(obj, "requires_grad", False) is True:  # torch refuses to export these
+            raise TypeMismatchError(
+                "%s requires grad, which DLPack cannot carry: pass %s.detach(), or use "
+                "libconv.torch, whose functions and modules are autograd-aware" % (what, what))
         device = _dl_device(device[0], device[1], what)
         stream = expect(device)
         kwargs = {} if stream is None else {"stream": stream}

@@ -13,7 +13,7 @@ import enum
 from typing import Type, TypeVar, Union
 
 from . import _libconv as _C
-from ._errors import InvalidArgumentError
+from ._errors import InvalidArgumentError, TypeMismatchError, describe
 
 __all__ = ["Status", "Device", "DType", "Layout", "AutoPad", "Activation", "Mode", "Math", "Op",
            "Algo", "CommBackend", "ReduceOp", "CommState"]
@@ -189,8 +189,9 @@ def to_enum(cls: Type[E], value: Union[E, int, str], what: str) -> Union[E, int]
     """``value`` (a member, an int or a name) as a member of ``cls``.
 
     An int the Python enum does not know yet but the header does (a newer
-    algorithm, say) is passed through as an int; anything else raises
-    :class:`InvalidArgumentError` naming ``what`` and the accepted values.
+    algorithm, say) is passed through as an int; another name or number raises
+    :class:`InvalidArgumentError`, another type :class:`TypeMismatchError`,
+    both naming ``what`` and every accepted name (aliases included).
     """
     if isinstance(value, cls):
         return value
@@ -209,8 +210,10 @@ def to_enum(cls: Type[E], value: Union[E, int, str], what: str) -> Union[E, int]
             prefix = _C_PREFIX.get(cls)
             if prefix and any(getattr(_C, n) == value for n in dir(_C) if n.startswith(prefix)):
                 return int(value)
-    names = ", ".join(repr(n.lower()) for n in cls.__members__)
-    raise InvalidArgumentError("%s %r is not one of %s" % (what, value, names))
+    names = ", ".join(repr(n.lower()) for n in list(cls.__members__) + list(_ALIASES.get(cls, {})))
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise TypeMismatchError("%s must be one of %s, not %s" % (what, names, describe(value)))
+    raise InvalidArgumentError("%s %s is not one of %s" % (what, describe(value), names))
 
 
 def from_c(cls: Type[E], value: int) -> Union[E, int]:
