@@ -7,6 +7,7 @@ or against an installed package (no PYTHONPATH). Tests marked `slow`
 """
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,21 @@ HEADER = SOURCE_DIR / "include" / "conv.h"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: minutes-long tests (pip install into a fresh venv)")
+    config.addinivalue_line("markers", "torch: needs PyTorch (ctest python_torch runs these with "
+                                       "an interpreter that has it)")
+
+
+def import_torch():
+    """torch; a skip where it is not installed, but a failure under
+    CONV_REQUIRE_TORCH=1 (ctest python_torch, whose interpreter has torch)."""
+    try:
+        import torch
+    except ImportError as e:
+        if os.environ.get("CONV_REQUIRE_TORCH") == "1":
+            pytest.fail("CONV_REQUIRE_TORCH=1 but torch cannot be imported by %s: %s"
+                        % (sys.executable, e), pytrace=False)
+        pytest.skip("torch is not installed for %s" % sys.executable, allow_module_level=True)
+    return torch
 
 
 def pytest_report_header(config):

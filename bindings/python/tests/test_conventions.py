@@ -139,3 +139,10 @@ def test_mypy_strict_catches_a_misspelled_keyword(tmp_path):
     assert 'snippet.py:7: error: Unexpected keyword argument "strde" for "conv2d"' in out, out
     assert 'snippet.py:8: error: Unexpected keyword argument "output_paddng"' in out, out
     assert r.returncode == 1, out
+
+
+def test_import_libconv_does_not_import_torch():
+    code = ("import sys, libconv; libconv.conv2d; "
+            "assert 'torch' not in sys.modules, 'import libconv imported torch'; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
