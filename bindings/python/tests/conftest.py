@@ -26,22 +26,25 @@ def pytest_configure(config):
                                        "an interpreter that has it)")
 
 
-def import_torch():
-    """torch; a skip where it is not installed, but a failure under
-    CONV_REQUIRE_TORCH=1 (ctest python_torch, whose interpreter has torch)."""
+def require(module):
+    """``import module``; a skip where it is not installed, but a failure under
+    CONV_REQUIRE_TORCH=1 (ctest python_torch, whose interpreter must have torch
+    and what the torch tests and examples use)."""
+    import importlib
+
     try:
-        import torch
+        return importlib.import_module(module)
     except ImportError as e:
         if os.environ.get("CONV_REQUIRE_TORCH") == "1":
-            pytest.fail("CONV_REQUIRE_TORCH=1 but torch cannot be imported by %s: %s"
-                        % (sys.executable, e), pytrace=False)
-        pytest.skip("torch is not installed for %s" % sys.executable, allow_module_level=True)
-    return torch
+            pytest.fail("CONV_REQUIRE_TORCH=1 but %s cannot import %s: %s"
+                        % (sys.executable, module, e), pytrace=False)
+        pytest.skip("%s is not installed for %s" % (module, sys.executable),
+                    allow_module_level=True)
 
 
-def pytest_report_header(config):
-    return ["libconv %s from %s" % (libconv.version(), os.path.dirname(libconv.__file__)),
-            "numpy %s" % np.__version__]
+def import_torch():
+    """torch, or a skip / failure as :func:`require` says."""
+    return require("torch")
 
 
 @pytest.fixture
