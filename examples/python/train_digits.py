@@ -10,8 +10,9 @@ python3-torch python3-sklearn python3-matplotlib).
 
 Run from the build tree:
     PYTHONPATH=build/bindings/python python3 examples/python/train_digits.py
-Options: --epochs N, --plot PATH, --time-convs REPS (times the model's
-convolutions, forward and backward, under both).
+Options: --epochs N, --plot PATH, --math MODE (libconv's accuracy mode:
+strict, the default, or default/fast, which allow Winograd), --time-convs
+REPS (times the model's convolutions, forward and backward, under both).
 """
 
 import argparse
@@ -132,15 +133,17 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plot", default="train_digits.png", help="where to save the loss plot")
+    ap.add_argument("--math", default="strict", choices=["strict", "default", "fast"],
+                    help="libconv's math mode (default: strict, as libconv.torch's)")
     ap.add_argument("--time-convs", type=int, default=0, metavar="REPS",
                     help="also time the convolutions (forward + backward, median of REPS)")
     args = ap.parse_args(argv)
 
     data = load_data(args.seed)
     torch_model = make_model(args.seed)
-    libconv_model = lt.convert(copy.deepcopy(torch_model))  # the same initial weights
-    print("torch %s, %d threads; train %d, test %d digits" % (
-        torch.__version__, torch.get_num_threads(), len(data[0]), len(data[2])))
+    libconv_model = lt.convert(copy.deepcopy(torch_model), math=args.math)  # same initial weights
+    print("torch %s, %d threads; libconv math %s; train %d, test %d digits" % (
+        torch.__version__, torch.get_num_threads(), args.math, len(data[0]), len(data[2])))
 
     histories = {}
     for name, model in (("torch.nn", torch_model), ("libconv", libconv_model)):
