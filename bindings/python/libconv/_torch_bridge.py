@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ._conv import Conv, PaddingLike
-from ._core import Context, Tensor, _layout_candidates, _physical_order
+from ._core import Context, Tensor, _from_dlpack, _layout_candidates, _physical_order
 from ._enums import Layout, Math, to_enum
 
 MathLike = Union[Math, int, str]
@@ -137,9 +137,10 @@ class Pass:
         self.ctx = context(like.device, math)
         self.layout = layout
 
-    def wrap(self, t: torch.Tensor) -> Tensor:
-        """A zero-copy libconv view of ``t`` (dense in the pass's layout)."""
-        return Tensor.from_dlpack(t.detach(), ctx=self.ctx, layout=self.layout)
+    def wrap(self, t: torch.Tensor, what: str) -> Tensor:
+        """A zero-copy libconv view of ``t`` (dense in the pass's layout); ``what`` names
+        it in error messages."""
+        return _from_dlpack(t.detach(), self.ctx, self.layout, what, writable=False)
 
 
 def forward(desc: Conv, x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor],
@@ -149,7 +150,8 @@ def forward(desc: Conv, x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tens
     p = Pass(x, math, layout)
     y = empty(desc.output_shape(tuple(x.shape), tuple(w.shape)), x, layout)
     bias = b.detach().contiguous() if b is not None else None
-    desc.forward(p.wrap(x), p.wrap(w), bias, out=p.wrap(y), ctx=p.ctx)
+    desc.forward(p.wrap(x, "input"), p.wrap(w, "weight"), bias, out=p.wrap(y, "output"),
+                 ctx=p.ctx)
     return y
 
 
@@ -159,7 +161,8 @@ def backward_data(desc: Conv, w: torch.Tensor, dy: torch.Tensor, x_shape: Sequen
     w, dy = in_layout(w, layout), in_layout(dy, layout)
     p = Pass(dy, math, layout)
     dx = empty(x_shape, dy, layout)
-    desc.backward_data(p.wrap(w), p.wrap(dy), out=p.wrap(dx), ctx=p.ctx)
+    desc.backward_data(p.wrap(w, "weight"), p.wrap(dy, "grad_output"),
+                       out=p.wrap(dx, "grad_input"), ctx=p.ctx)
     return dx
 
 
@@ -172,6 +175,8 @@ def backward_filter(desc: Conv, x: torch.Tensor, dy: torch.Tensor, w_shape: Sequ
     dw = empty(w_shape, x, layout)
     db = torch.empty(dy.shape[1], dtype=dy.dtype, device=dy.device) if bias else None
     # db as a (1, K, 1...) Tensor: libconv's own type, so nothing waits for the GPU.
-    db_view = p.wrap(db.view((1, -1) + (1,) * (dy.dim() - 2))) if db is not None else None
-    desc.backward_filter(p.wrap(x), p.wrap(dy), out=p.wrap(dw), bias_out=db_view, ctx=p.ctx)
+    db_view = (p.wrap(db.view((1, -1) + (1,) * (dy.dim() - 2)), "grad_bias")
+               if db is not None else None)
+    desc.backward_filter(p.wrap(x, "input"), p.wrap(dy, "grad_output"),
+                         out=p.wrap(dw, "grad_weight"), bias_out=db_view, ctx=p.ctx)
     return dw, db

@@ -10,7 +10,6 @@ it and fails if it has not (CONV_REQUIRE_TORCH=1).
 
 import itertools
 
-import numpy as np
 import pytest
 
 from conftest import import_torch
@@ -273,9 +272,9 @@ def test_zero_copy_both_ways():
     assert layout == libconv.Layout.CHANNELS_LAST
     assert bridge.in_layout(x, layout) is x  # no copy of a tensor already in its layout
     p = bridge.Pass(x, libconv.Math.STRICT, layout)
-    assert p.wrap(x).data_ptr == x.data_ptr()      # torch -> libconv: the same memory
+    assert p.wrap(x, "x").data_ptr == x.data_ptr()      # torch -> libconv: the same memory
     y = bridge.empty((2, 6, 5, 5), x, layout)
-    t = p.wrap(y)
+    t = p.wrap(y, "y")
     assert t.data_ptr == y.data_ptr()             # libconv writes into torch's tensor
     back = torch.from_dlpack(t)                   # libconv -> torch: the same memory
     assert back.data_ptr() == y.data_ptr()
@@ -309,6 +308,8 @@ def test_argument_errors():
         lt.conv2d(x, w, strde=2)
     with pytest.raises(libconv.ShapeMismatchError, match="input channels 4 != filter channels 3"):
         lt.conv2d(x, torch.randn(6, 3, 3, 3, dtype=f64))
+    with pytest.raises(TypeError, match="input has DLPack dtype int32"):
+        lt.conv2d(x.int(), w)
 
 
 def test_a_requires_grad_tensor_in_libconv_conv_gets_a_clear_message():
