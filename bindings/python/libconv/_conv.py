@@ -153,9 +153,6 @@ def _parse_padding(value: PaddingLike, n: int):
 
 
 def _op(value: OpLike) -> Op:
-    if isinstance(value, str):
-        value = {"backward_input": "backward_data", "backward_weight": "backward_filter"}.get(
-            value.lower(), value)
     return to_enum(Op, value, "op")  # type: ignore[return-value]
 
 

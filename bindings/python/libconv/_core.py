@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _libconv as _C
 from ._enums import DType, Device, Layout, Math, from_c, to_enum
-from ._errors import InvalidArgumentError, InvalidHandleError, TypeMismatchError
+from ._errors import InvalidArgumentError, InvalidHandleError, TypeMismatchError, describe
 
 __all__ = [
     "Context",
@@ -434,7 +434,7 @@ def _dtype(value: DTypeLike, what: str = "dtype") -> DType:
     try:
         dt = np.dtype(value)
     except TypeError:
-        raise TypeMismatchError("%s %r is not a dtype" % (what, value)) from None
+        raise TypeMismatchError("%s %s is not a dtype" % (what, describe(value))) from None
     return _dtype_from_numpy(dt, what)
 
 

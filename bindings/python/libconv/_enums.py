@@ -182,6 +182,7 @@ _ALIASES = {
         "ODHWI": "CHANNELS_LAST",
     },
     Device: {"GPU": "CUDA"},
+    Op: {"BACKWARD_INPUT": "BACKWARD_DATA", "BACKWARD_WEIGHT": "BACKWARD_FILTER"},
 }
 
 

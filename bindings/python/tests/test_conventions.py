@@ -88,6 +88,11 @@ def test_misplaced_arguments_name_shape_and_dtype_not_contents(rng):
          "dim, or one of 'same', 'valid', 'same_upper', 'same_lower', 'notset'"),
         (lambda: libconv.conv2d(x, w, padding=[(1, 1, 1), (1, 1, 1)]), ValueError,
          "padding must give one (begin, end) pair per spatial dim (2)"),
+        (lambda: libconv.Conv(2).get_algorithm("sideways"), ValueError,
+         "op 'sideways' is not one of 'forward', 'backward_data', 'backward_filter', "
+         "'backward_input', 'backward_weight'"),
+        (lambda: libconv.Tensor.zeros((1, 1, 2), dtype=x), TypeError,
+         "dtype ndarray of shape (2, 4, 9, 9) and dtype float32 is not a dtype"),
         (lambda: libconv.conv2d(x, w, layout="nchwc"), ValueError,
          "layout 'nchwc' is not one of 'channels_first', 'channels_last', 'ncw', 'nchw'"),
     ]
