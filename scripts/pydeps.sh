@@ -4,6 +4,9 @@
 # missing: a machine that has them all runs no pip at all.
 #   numpy >= 1.22  (the binding's one runtime dependency; np.from_dlpack)
 #   pytest
+#   mypy           (a test runs mypy --strict on a snippet: the type hints catch typos)
+# PyTorch, scikit-learn and matplotlib (the libconv.torch tests and the training
+# example) come from Debian for /usr/bin/python3: scripts/deps.sh.
 # No python3 on PATH: nothing to do (CONV_WITH_PYTHON=AUTO then skips the binding).
 set -euo pipefail
 
@@ -19,8 +22,9 @@ try:
         missing.append("numpy>=1.22")
 except Exception:
     missing.append("numpy>=1.22")
-if importlib.util.find_spec("pytest") is None:
-    missing.append("pytest")
+for name in ("pytest", "mypy"):
+    if importlib.util.find_spec(name) is None:
+        missing.append(name)
 print(" ".join(missing))
 PY
 )

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _libconv as _C
 from ._enums import DType, Device, Layout, Math, from_c, to_enum
-from ._errors import InvalidArgumentError, InvalidHandleError, TypeMismatchError
+from ._errors import InvalidArgumentError, InvalidHandleError, TypeMismatchError, describe
 
 __all__ = [
     "Context",
@@ -450,7 +450,7 @@ def _dtype(value: DTypeLike, what: str = "dtype") -> DType:
     try:
         dt = np.dtype(value)
     except TypeError:
-        raise TypeMismatchError("%s %r is not a dtype" % (what, value)) from None
+        raise TypeMismatchError("%s %s is not a dtype" % (what, describe(value))) from None
     return _dtype_from_numpy(dt, what)
 
 
@@ -927,6 +927,10 @@ def _take_dlpack(obj: Any, what: str, expect: Any) -> Tuple[Any, int, Tuple[int,
             device = obj.__dlpack_device__()
         except AttributeError:
             raise TypeMismatchError("%s (%s) does not support DLPack" % (what, type(obj).__name__)) from None
+        if getattr(obj, "requires_grad", False) is True:  # torch refuses to export these
+            raise TypeMismatchError(
+                "%s requires grad, which DLPack cannot carry: pass %s.detach(), or use "
+                "libconv.torch, whose functions and modules are autograd-aware" % (what, what))
         device = _dl_device(device[0], device[1], what)
         stream = expect(device)
         kwargs = {} if stream is None else {"stream": stream}
