@@ -7,7 +7,8 @@
 #   bindings:  swig; default-jdk-headless and junit4 (Java); the Python side's pip
 #              packages come from scripts/pydeps.sh
 #   comm:      openmpi-bin libopenmpi-dev (the MPI backend and its mpirun tests)
-#   benchmark: libdnnl-dev (oneDNN, the peer convbench compares with; optional)
+# oneDNN, the peer convbench compares with, is not a Debian package here:
+# scripts/onednn.sh fetches oneDNN 3.x from PyPI for benchmarking.
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make pkg-config libopenblas-dev libcmocka-dev
