@@ -11,7 +11,8 @@
 #              3.11 ABI as the binding's interpreter), and python3-sklearn
 #              python3-matplotlib for examples/python/train_digits.py
 #   comm:      openmpi-bin libopenmpi-dev (the MPI backend and its mpirun tests)
-#   benchmark: libdnnl-dev (oneDNN, the peer convbench compares with; optional)
+# oneDNN, the peer convbench compares with, is not a Debian package here:
+# scripts/onednn.sh fetches oneDNN 3.x from PyPI for benchmarking.
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make pkg-config libopenblas-dev libcmocka-dev
