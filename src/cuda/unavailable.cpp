@@ -12,7 +12,13 @@ const char kNoCuda[] =
 }
 
 bool built() noexcept { return false; }
-int device_count() noexcept { return 0; }
+int device_count(std::string *why) noexcept {
+    try {
+        if (why) *why = kNoCuda;
+    } catch (...) {  // no memory for the text: the count alone
+    }
+    return 0;
+}
 std::string build_versions() { return "none"; }
 
 std::shared_ptr<DeviceRuntime> open(int index) {

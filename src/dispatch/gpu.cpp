@@ -54,7 +54,7 @@ cuda::Prepared prepare(Context &ctx, const ConvParams &params, const Pass &pass,
 
 }  // namespace
 
-int gpu_count() noexcept { return cuda::device_count(); }
+int gpu_count(std::string *why) noexcept { return cuda::device_count(why); }
 
 std::shared_ptr<DeviceRuntime> open_gpu(int index) { return cuda::open(index); }
 
