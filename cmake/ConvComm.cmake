@@ -79,6 +79,10 @@ if(NOT _conv_mpi_mode STREQUAL "OFF")
   endif()
 endif()
 set(CONV_MPI_ENABLED "${_conv_mpi_summary}" CACHE INTERNAL "MPI backend summary")
+if(NOT _conv_have_mpi)
+  set(_conv_mpi_soname "")
+endif()
+set(CONV_MPI_SONAME "${_conv_mpi_soname}" CACHE INTERNAL "the MPI library the backend opens (tests)")
 set(CONV_COMM_MPIEXEC "${MPIEXEC_EXECUTABLE}" CACHE INTERNAL "mpirun for the MPI tests")
 
 # --------------------------------------------------------------------- NCCL
