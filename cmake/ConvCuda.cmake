@@ -118,6 +118,9 @@ if(_conv_have_cuda)
   string(REGEX MATCH "^[0-9]+" _conv_cudnn_major "${_conv_cudnn_version}")
   set(CONV_CUDNN_SONAME "libcudnn.so.${_conv_cudnn_major}" CACHE INTERNAL
       "the cuDNN library the engine opens (tests)")
+  # NVIDIA's Debian package of that cuDNN for this CUDA (the .deb suggests it).
+  set(CONV_CUDNN_DEB_PACKAGE "libcudnn${_conv_cudnn_major}-cuda-${CUDAToolkit_VERSION_MAJOR}"
+      CACHE INTERNAL "cuDNN's runtime package in NVIDIA's repository")
   string(REPLACE ";" " " _conv_archs "${CMAKE_CUDA_ARCHITECTURES}")
   set(_conv_cuda_summary
       "ON (CUDA ${CUDAToolkit_VERSION}, cuDNN ${_conv_cudnn_version} from ${CONV_CUDNN_INCLUDE_DIR}, loaded at run time; GPU targets ${_conv_archs})")

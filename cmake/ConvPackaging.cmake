@@ -304,7 +304,9 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/convConfig.cmake
 
 set(CPACK_PACKAGE_NAME "libconv")
 set(CPACK_PACKAGE_VENDOR "libconv")
-set(CPACK_PACKAGE_CONTACT "libconv maintainers <libconv@localhost>")
+set(CONV_PACKAGE_CONTACT "libconv maintainers <libconv@example.org>" CACHE STRING
+    "Maintainer of the packages (CPack's Debian Maintainer field): set your own")
+set(CPACK_PACKAGE_CONTACT "${CONV_PACKAGE_CONTACT}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_GENERATOR "TGZ;DEB")
@@ -339,11 +341,43 @@ if(CONV_DPKG_SHLIBDEPS AND CONV_FILE_PROGRAM)
 else()
   set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libc6, libstdc++6, libgcc-s1, libopenblas0")
 endif()
+# libconv0 loads anywhere: cuDNN, the NVIDIA driver, NCCL and MPI are opened
+# at run time when asked for, so they are only suggested -- under the names
+# of NVIDIA's repository (cuDNN) and Debian's (the driver's libcuda1, and
+# the package that owns the MPI library found at configure time).
+set(_conv_suggests "")
+if(CONV_CUDA_BUILT)
+  list(APPEND _conv_suggests "${CONV_CUDNN_DEB_PACKAGE}" "libcuda1 | cuda-drivers")
+endif()
+if(CONV_NCCL_ENABLED MATCHES "^ON")
+  list(APPEND _conv_suggests "libnccl2")
+endif()
+if(CONV_MPI_SONAME)
+  find_program(CONV_DPKG_QUERY dpkg-query)
+  mark_as_advanced(CONV_DPKG_QUERY)
+  set(_conv_mpi_deb "")
+  if(CONV_DPKG_QUERY AND CMAKE_LIBRARY_ARCHITECTURE)
+    execute_process(COMMAND "${CONV_DPKG_QUERY}" -S "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/${CONV_MPI_SONAME}"
+                    OUTPUT_VARIABLE _conv_mpi_deb ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    string(REGEX REPLACE "[:,].*" "" _conv_mpi_deb "${_conv_mpi_deb}")
+  endif()
+  if(_conv_mpi_deb)
+    list(APPEND _conv_suggests "${_conv_mpi_deb}")
+  endif()
+endif()
+list(JOIN _conv_suggests ", " CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS)
+# ldconfig through dpkg's trigger (CPack also writes postinst/postrm calling
+# it: lintian's maintscript-calls-ldconfig, harmless).
+file(WRITE "${PROJECT_BINARY_DIR}/debian/triggers" "activate-noawait ldconfig\n")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA "${PROJECT_BINARY_DIR}/debian/triggers")
 set(CPACK_COMPONENT_RUNTIME_DISPLAY_NAME "libconv shared library")
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-  "N-d convolution with a stable C ABI: the shared library.")
+  "N-d convolution with a stable C ABI: the shared library.
+It runs on any x86-64 machine with OpenBLAS; the CUDA engine (cuDNN 9 and
+an NVIDIA driver), NCCL and MPI are used when installed.")
 set(CPACK_COMPONENT_DEVELOPMENT_DISPLAY_NAME "libconv development files")
 set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
-  "N-d convolution with a stable C ABI: conv.h, the static library, pkg-config and CMake files.")
+  "N-d convolution with a stable C ABI: development files.
+conv.h, the static library (CPU engine), the pkg-config and CMake files.")
 set(CPACK_COMPONENT_DEVELOPMENT_DEPENDS runtime)
 include(CPack)
