@@ -159,6 +159,10 @@ examples)
   rm -rf "$WORK/examples" && mkdir -p "$WORK/examples"
   cp -r "$CONV_SOURCE_DIR/examples/c/." "$WORK/examples/"
   make -C "$WORK/examples" CC="$CC" run
+  # PKG_CONFIG_PATH on make's command line only (README's form; GNU Make
+  # 4.3 does not pass it to $(shell) by itself).
+  make -C "$WORK/examples" clean
+  (unset PKG_CONFIG_PATH; make -C "$WORK/examples" CC="$CC" PKG_CONFIG_PATH="$prefix/$PKGCONFIGDIR" run)
   if [ "$STATIC" = ON ]; then
     make -C "$WORK/examples" clean
     make -C "$WORK/examples" CC="$CC" STATIC=1 run
