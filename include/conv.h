@@ -766,9 +766,8 @@ typedef CONV_ENUM(conv_comm_state) {
 
 /* Whether a backend can be used here: *available = 1 when it is built into
  * this library and usable on this machine (LOCAL: always; MPI: built in
- * and its library loads;
- * NCCL: built in, libnccl.so.2 and the CUDA runtime load, and at least one
- * GPU is present), else 0. An unknown backend is INVALID_ARGUMENT. */
+ * and its library loads; NCCL: built in, libnccl.so.2 and the CUDA runtime
+ * load, and at least one GPU is present), else 0. An unknown backend is INVALID_ARGUMENT. */
 CONV_API conv_status_t conv_comm_backend_available(conv_comm_backend_t backend, int *available);
 
 /* Creates the `nranks` communicators (1..1024) of one in-process group:

@@ -10,6 +10,8 @@
 #   MODE=example  JAVA, JAR, SOURCE: copy the jar alone into a fresh directory
 #                 under the system's temporary directory and run the example
 #                 there with only that jar on the class path.
+#   MODE=smoke    JAVA, JAR, NO_GPU_BECAUSE, SOURCE: `java -jar JAR` must say
+#                 "CUDA devices: 0 (...NO_GPU_BECAUSE...)", then MODE=example.
 #   MODE=maven-install  JAR, POM, VERSION, CLASSIFIER, REPOSITORY, [JAVA,
 #                 SOURCE]: lay the jar and its POM out in the local Maven
 #                 repository REPOSITORY as org.libconv:libconv:VERSION with
@@ -89,6 +91,22 @@ elseif(MODE STREQUAL "example")
     WORKING_DIRECTORY "${dir}"
     RESULT_VARIABLE result)
   file(REMOVE_RECURSE "${dir}")
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "the example failed (${result})")
+  endif()
+
+elseif(MODE STREQUAL "smoke")
+  execute_process(COMMAND "${JAVA}" -jar "${JAR}" OUTPUT_VARIABLE out RESULT_VARIABLE result)
+  message(STATUS "java -jar ${JAR}:\n${out}")
+  string(FIND "${out}" "CUDA devices: 0 (" at)
+  string(FIND "${out}" "${NO_GPU_BECAUSE}" why)
+  if(NOT result EQUAL 0 OR at LESS 0 OR why LESS at)
+    message(FATAL_ERROR "java -jar failed (${result}) or did not say \"CUDA devices: 0\" "
+                        "because of ${NO_GPU_BECAUSE}")
+  endif()
+  execute_process(COMMAND "${CMAKE_COMMAND}" -DMODE=example "-DJAVA=${JAVA}" "-DJAR=${JAR}"
+                          "-DSOURCE=${SOURCE}" -P "${CMAKE_CURRENT_LIST_FILE}"
+                  RESULT_VARIABLE result)
   if(NOT result EQUAL 0)
     message(FATAL_ERROR "the example failed (${result})")
   endif()
