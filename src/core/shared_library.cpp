@@ -28,10 +28,12 @@ SharedLibrary::SharedLibrary(const char *what, const char *env_var,
             tried += (tried.empty() ? "" : "; ") + std::string(why ? why : n);
         }
     }
+    // The hint to set the variable only when it was not set.
+    const bool hint = env_var && !(chosen && *chosen);
     if (!handle_)
         error_ = format("%s (%s) could not be loaded (%s)%s%s%s", what, name_.c_str(),
-                        tried.c_str(), env_var ? "; set " : "", env_var ? env_var : "",
-                        env_var ? " to its path if it is installed elsewhere" : "");
+                        tried.c_str(), hint ? "; set " : "", hint ? env_var : "",
+                        hint ? " to its path if it is installed elsewhere" : "");
 }
 
 void *SharedLibrary::symbol(const char *symbol, Lookup lookup) {

@@ -4,8 +4,12 @@
  * conv_last_error() names the cuDNN library looked for, and an MPI
  * communicator fails with NOT_AVAILABLE naming the MPI library.
  *
- *   loads_anywhere CUDNN_SONAME|- MPI_SONAME|-
- * "-" for a backend this build lacks (its messages then say so instead). */
+ *   loads_anywhere CUDNN_SONAME|- MPI_SONAME|- [--named]
+ * "-" for a backend this build lacks (its messages then say so instead).
+ * --named (test loads_anywhere_env): the libraries are not hidden but
+ * CONV_CUDNN_LIBRARY and CONV_MPI_LIBRARY name files that do not exist,
+ * given as the first two arguments: libconv must take the user's choice,
+ * without falling back to the libraries it would find itself, and say so. */
 #include <conv.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -106,9 +110,11 @@ static void check_cpu(void) {
     conv_context_destroy(ctx);
 }
 
+static int named = 0;  /* --named */
+
 static void check_cuda(const char *cudnn) {
     const char *expected = strcmp(cudnn, "-") ? cudnn : "without the CUDA engine";
-    if (strcmp(cudnn, "-")) check_hidden(cudnn);
+    if (strcmp(cudnn, "-") && !named) check_hidden(cudnn);
     int count = -1;
     CHECK(conv_device_count(CONV_DEVICE_CUDA, &count) == CONV_STATUS_SUCCESS && count == 0,
           "conv_device_count(CUDA): %d GPUs, %s", count, conv_last_error());
@@ -122,7 +128,7 @@ static void check_cuda(const char *cudnn) {
 
 static void check_mpi(const char *mpi) {
     const char *expected = strcmp(mpi, "-") ? mpi : "without MPI";
-    if (strcmp(mpi, "-")) check_hidden(mpi);
+    if (strcmp(mpi, "-") && !named) check_hidden(mpi);
     int available = -1;
     CHECK(conv_comm_backend_available(CONV_COMM_BACKEND_MPI, &available) == CONV_STATUS_SUCCESS &&
               available == 0,
@@ -135,8 +141,9 @@ static void check_mpi(const char *mpi) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s CUDNN_SONAME|- MPI_SONAME|-\n", argv[0]);
+    named = argc == 4 && strcmp(argv[3], "--named") == 0;
+    if (argc != 3 && !named) {
+        fprintf(stderr, "usage: %s CUDNN_SONAME|- MPI_SONAME|- [--named]\n", argv[0]);
         return 2;
     }
     printf("libconv %s\n", conv_version_string());
