@@ -364,7 +364,11 @@ def default_context(device: DeviceLike = "cpu", index: int = 0) -> Context:
 
 
 def device_count(device: DeviceLike = "cpu") -> int:
-    """The number of usable devices of a kind: 1 for the CPU; GPUs for CUDA (0 without)."""
+    """The number of usable devices of a kind: 1 for the CPU; GPUs for CUDA (0 without).
+
+    With 0, :func:`libconv.last_error` says why: the library looked for and
+    not found (cuDNN), no driver, or no GPU.
+    """
     return _C.conv_device_count(int(to_enum(Device, device, "device")))
 
 
