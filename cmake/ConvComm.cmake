@@ -2,8 +2,13 @@
 # included by src/CMakeLists.txt after the `conv` target exists.
 #
 #   CONV_WITH_MPI  (AUTO/ON/OFF)  MPI backend: find_package(MPI COMPONENTS C).
-#                                 libconv links MPI::MPI_C; it never calls
-#                                 MPI_Init itself.
+#                                 Only mpi.h is used to compile: the library
+#                                 (its SONAME, read here: libmpi.so.40 for
+#                                 Open MPI) is opened with dlopen when a
+#                                 communicator is first made
+#                                 (src/comm/mpi_library.h), so libconv.so
+#                                 does not need it to load. libconv never
+#                                 calls MPI_Init itself.
 #   CONV_WITH_NCCL (AUTO/ON/OFF)  NCCL backend: needs nccl.h, libnccl and the
 #                                 CUDA toolkit's headers at configure time.
 #                                 libnccl.so.2 and libcudart are NOT linked:
@@ -35,24 +40,49 @@ set(_conv_have_mpi 0)
 set(_conv_mpi_summary "OFF (CONV_WITH_MPI=OFF)")
 if(NOT _conv_mpi_mode STREQUAL "OFF")
   find_package(MPI COMPONENTS C QUIET)
-  if(MPI_C_FOUND)
+  # The file to dlopen: the SONAME of the MPI library compiled against (only
+  # a library with that SONAME has mpi.h's ABI).
+  set(_conv_mpi_soname "")
+  foreach(_l IN LISTS MPI_C_LIBRARIES)
+    if(_l MATCHES "/lib(mpi|mpich)\\.so" AND CMAKE_READELF)
+      execute_process(COMMAND "${CMAKE_READELF}" -d "${_l}" OUTPUT_VARIABLE _conv_mpi_dyn
+                      ERROR_QUIET)
+      if(_conv_mpi_dyn MATCHES "\\(SONAME\\)[^[]*\\[([^]]+)\\]")
+        set(_conv_mpi_soname "${CMAKE_MATCH_1}")
+        break()
+      endif()
+    endif()
+  endforeach()
+  if(MPI_C_FOUND AND _conv_mpi_soname)
     set(_conv_have_mpi 1)
-    # The packaging (cmake/ConvPackaging.cmake, top level) and the tests
-    # must see the imported target too.
+    # The MPI tests (tests/comm) link the imported target.
     get_target_property(_conv_mpi_global MPI::MPI_C IMPORTED_GLOBAL)
     if(NOT _conv_mpi_global)
       set_target_properties(MPI::MPI_C PROPERTIES IMPORTED_GLOBAL TRUE)
     endif()
-    target_sources(conv PRIVATE ${PROJECT_SOURCE_DIR}/src/comm/mpi_comm.cpp)
-    target_link_libraries(conv PRIVATE MPI::MPI_C)
-    set(_conv_mpi_summary "ON (MPI ${MPI_C_VERSION}: ${MPI_C_LIB_NAMES})")
-  elseif(_conv_mpi_mode STREQUAL "ON")
-    message(FATAL_ERROR "CONV_WITH_MPI=ON but no MPI was found (Debian: openmpi-bin libopenmpi-dev)")
+    target_sources(conv PRIVATE ${PROJECT_SOURCE_DIR}/src/comm/mpi_comm.cpp
+                                ${PROJECT_SOURCE_DIR}/src/comm/mpi_library.cpp)
+    target_include_directories(conv SYSTEM PRIVATE ${MPI_C_INCLUDE_DIRS})
+    target_compile_definitions(conv PRIVATE ${MPI_C_COMPILE_DEFINITIONS}
+                                            CONV_MPI_SONAME="${_conv_mpi_soname}")
+    target_link_libraries(conv PRIVATE ${CMAKE_DL_LIBS})
+    set(_conv_mpi_summary "ON (MPI ${MPI_C_VERSION}: ${_conv_mpi_soname}, loaded at run time)")
   else()
-    set(_conv_mpi_summary "OFF (no MPI found)")
+    set(_conv_mpi_why "no MPI found")
+    if(MPI_C_FOUND)
+      set(_conv_mpi_why "the SONAME of MPI's library (${MPI_C_LIBRARIES}) could not be read")
+    endif()
+    if(_conv_mpi_mode STREQUAL "ON")
+      message(FATAL_ERROR "CONV_WITH_MPI=ON but ${_conv_mpi_why} (Debian: openmpi-bin libopenmpi-dev)")
+    endif()
+    set(_conv_mpi_summary "OFF (${_conv_mpi_why})")
   endif()
 endif()
 set(CONV_MPI_ENABLED "${_conv_mpi_summary}" CACHE INTERNAL "MPI backend summary")
+if(NOT _conv_have_mpi)
+  set(_conv_mpi_soname "")
+endif()
+set(CONV_MPI_SONAME "${_conv_mpi_soname}" CACHE INTERNAL "the MPI library the backend opens (tests)")
 set(CONV_COMM_MPIEXEC "${MPIEXEC_EXECUTABLE}" CACHE INTERNAL "mpirun for the MPI tests")
 
 # --------------------------------------------------------------------- NCCL

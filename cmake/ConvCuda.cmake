@@ -11,13 +11,15 @@
 #                                 machine code plus sm_90 PTX for newer GPUs.
 #
 # Linking: the CUDA runtime statically (CUDA::cudart_static), which opens
-# the driver (libcuda.so.1) at run time, so libconv.so loads and runs its
-# CPU engine on machines without a driver or a GPU (conv_device_count then
-# says 0). cuDNN dynamically: a CUDA build of libconv needs libcudnn.so.9 at
-# load time. The build tree has cuDNN's directory in its RUNPATH; the
-# installed library only with CONV_CUDNN_INSTALL_RPATH=ON (else the loader's
-# path or LD_LIBRARY_PATH, e.g. pip's nvidia/cudnn/lib, must hold it).
-# No GPU is needed to configure or build. Results: CONV_CUDA_ENABLED (cache,
+# the driver (libcuda.so.1) at run time; cuDNN not at all: src/cuda/
+# cudnn_library.cpp opens libcudnn.so.9 (or $CONV_CUDNN_LIBRARY) with dlopen
+# when a GPU is first asked for. So libconv.so has no CUDA library among its
+# NEEDED entries, loads and runs its CPU engine on machines without cuDNN, a
+# driver or a GPU (conv_device_count then says 0, and why). cuDNN is found
+# as any system library (ld.so.conf, LD_LIBRARY_PATH, e.g. pip's
+# nvidia/cudnn/lib) or through libconv's RUNPATH: the build tree has cuDNN's
+# directory there, the installed library only with
+# CONV_CUDNN_INSTALL_RPATH=ON. No GPU is needed to configure or build. Results: CONV_CUDA_ENABLED (cache,
 # internal) for the summary, CONV_HAVE_CUDA (0/1) on `conv`.
 
 include_guard(DIRECTORY)
@@ -86,6 +88,7 @@ if(_conv_have_cuda)
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   target_sources(conv PRIVATE
+    ${PROJECT_SOURCE_DIR}/src/cuda/cudnn_library.cpp
     ${PROJECT_SOURCE_DIR}/src/cuda/engine.cpp
     ${PROJECT_SOURCE_DIR}/src/cuda/device.cpp
     ${PROJECT_SOURCE_DIR}/src/cuda/handles.cpp
@@ -99,24 +102,33 @@ if(_conv_have_cuda)
     CUDA_RUNTIME_LIBRARY Static
     CUDA_VISIBILITY_PRESET hidden)
   target_include_directories(conv SYSTEM PRIVATE ${CONV_CUDNN_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
-  target_link_libraries(conv PRIVATE CUDA::cudart_static ${CONV_CUDNN_LIBRARY})
+  # cuDNN's headers only (types and signatures); its library is dlopen'ed.
+  target_link_libraries(conv PRIVATE CUDA::cudart_static ${CMAKE_DL_LIBS})
   get_filename_component(_conv_cudnn_libdir "${CONV_CUDNN_LIBRARY}" DIRECTORY)
-  # The build tree finds cuDNN through its RUNPATH. The installed library
-  # keeps none by default (the package is relocatable: tests/install checks
-  # it), so it finds libcudnn.so.9 as any system library (ld.so.conf,
-  # LD_LIBRARY_PATH); CONV_CUDNN_INSTALL_RPATH=ON records cuDNN's directory
-  # in it instead, for an install next to a cuDNN outside the loader's path.
+  # dlopen searches the RUNPATH of the library that calls it: the build tree
+  # finds cuDNN through it. The installed library keeps none by default (the
+  # package is relocatable: tests/install checks it), so it finds
+  # libcudnn.so.9 as any system library (ld.so.conf, LD_LIBRARY_PATH);
+  # CONV_CUDNN_INSTALL_RPATH=ON records cuDNN's directory in it instead, for
+  # an install next to a cuDNN outside the loader's path.
   option(CONV_CUDNN_INSTALL_RPATH "Record cuDNN's directory in the installed libconv's RUNPATH" OFF)
   set_property(TARGET conv APPEND PROPERTY BUILD_RPATH "${_conv_cudnn_libdir}")
   if(CONV_CUDNN_INSTALL_RPATH)
     set_property(TARGET conv APPEND PROPERTY INSTALL_RPATH "${_conv_cudnn_libdir}")
   endif()
   set(CONV_CUDNN_LIBRARY_DIR "${_conv_cudnn_libdir}" CACHE INTERNAL "cuDNN's lib directory")
+  string(REGEX MATCH "^[0-9]+" _conv_cudnn_major "${_conv_cudnn_version}")
+  set(CONV_CUDNN_SONAME "libcudnn.so.${_conv_cudnn_major}" CACHE INTERNAL
+      "the cuDNN library the engine opens (tests)")
+  # NVIDIA's Debian package of that cuDNN for this CUDA (the .deb suggests it).
+  set(CONV_CUDNN_DEB_PACKAGE "libcudnn${_conv_cudnn_major}-cuda-${CUDAToolkit_VERSION_MAJOR}"
+      CACHE INTERNAL "cuDNN's runtime package in NVIDIA's repository")
   string(REPLACE ";" " " _conv_archs "${CMAKE_CUDA_ARCHITECTURES}")
   set(_conv_cuda_summary
-      "ON (CUDA ${CUDAToolkit_VERSION}, cuDNN ${_conv_cudnn_version} at ${CONV_CUDNN_LIBRARY}; GPU targets ${_conv_archs})")
+      "ON (CUDA ${CUDAToolkit_VERSION}, cuDNN ${_conv_cudnn_version} from ${CONV_CUDNN_INCLUDE_DIR}, loaded at run time; GPU targets ${_conv_archs})")
 else()
   target_sources(conv PRIVATE ${PROJECT_SOURCE_DIR}/src/cuda/unavailable.cpp)
+  set(CONV_CUDNN_SONAME "" CACHE INTERNAL "the cuDNN library the engine opens (tests)")
 endif()
 set(CONV_CUDA_ENABLED "${_conv_cuda_summary}" CACHE INTERNAL "CUDA engine summary")
 set(CONV_CUDA_BUILT ${_conv_have_cuda} CACHE INTERNAL "CUDA engine built (0/1)")

@@ -144,6 +144,47 @@ endfunction()
 
 _conv_collect_link(conv _conv_dep)
 
+# libconv.a is the CPU library: the CUDA engine is the shared library's only
+# (see "Static linking" in docs/architecture.md). A static CUDA engine would
+# make every static link need CUDA's static runtime (libcudart_static.a);
+# without it, a static link needs what a CPU-only one needs, and cuDNN, NCCL
+# and MPI are found at run time as by libconv.so. So the archive takes the
+# shared library's objects except the CUDA engine's, plus the engine's
+# "unavailable" stand-in and the NCCL backend compiled without the engine
+# (it then opens the CUDA runtime itself), and nothing from CUDA:: is linked.
+set(_conv_static_objects "$<TARGET_OBJECTS:conv>")
+set(_conv_static_link "")
+foreach(_item IN LISTS _conv_dep_LINK)
+  if(NOT _item MATCHES "^CUDA::")
+    list(APPEND _conv_static_link "${_item}")
+  endif()
+endforeach()
+set(_conv_static_packages "${_conv_dep_PACKAGES}")
+list(REMOVE_ITEM _conv_static_packages CUDAToolkit)
+if(CONV_BUILD_STATIC AND CONV_CUDA_BUILT)
+  set(_conv_cpu_sources ${PROJECT_SOURCE_DIR}/src/cuda/unavailable.cpp)
+  # (object paths read "conv.dir/./cuda/engine.cpp.o" in a generator expression)
+  set(_conv_cpu_exclude "/cuda/[a-z_]+\\.(cpp|cu)\\.o$")
+  get_target_property(_conv_sources conv SOURCES)
+  foreach(_s IN LISTS _conv_sources)
+    if(_s MATCHES "nccl_comm\\.cpp$")
+      list(APPEND _conv_cpu_sources "${_s}")
+      string(APPEND _conv_cpu_exclude "|/comm/nccl_comm\\.cpp\\.o$")
+    endif()
+  endforeach()
+  add_library(conv_static_cpu OBJECT ${_conv_cpu_sources})
+  target_include_directories(conv_static_cpu PRIVATE $<TARGET_PROPERTY:conv,INCLUDE_DIRECTORIES>)
+  target_compile_definitions(conv_static_cpu PRIVATE
+    "$<FILTER:$<TARGET_PROPERTY:conv,COMPILE_DEFINITIONS>,EXCLUDE,^CONV_HAVE_CUDA=>"
+    CONV_HAVE_CUDA=0 CONV_STATIC_CPU_ONLY=1)
+  target_compile_options(conv_static_cpu PRIVATE $<TARGET_PROPERTY:conv,COMPILE_OPTIONS>)
+  set_target_properties(conv_static_cpu PROPERTIES
+    POSITION_INDEPENDENT_CODE ON CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  set(_conv_static_objects
+      "$<FILTER:$<TARGET_OBJECTS:conv>,EXCLUDE,${_conv_cpu_exclude}>"
+      "$<TARGET_OBJECTS:conv_static_cpu>")
+endif()
+
 # The C++ runtime a C program needs to link libconv's objects (stdc++ with
 # GCC), that is what C++ links beyond what C links.
 set(_conv_cxx_runtime "")
@@ -158,7 +199,7 @@ endforeach()
 if(CONV_BUILD_STATIC)
   # The shared library's own (PIC, hidden-visibility) objects, archived: no
   # second compilation.
-  add_library(conv_static STATIC $<TARGET_OBJECTS:conv> ${_conv_dep_OBJECTS})
+  add_library(conv_static STATIC ${_conv_static_objects} ${_conv_dep_OBJECTS})
   add_library(conv::conv_static ALIAS conv_static)
   set_target_properties(conv_static PROPERTIES
     OUTPUT_NAME conv
@@ -172,7 +213,7 @@ if(CONV_BUILD_STATIC)
   # A static library's private dependencies become $<LINK_ONLY:...> for its
   # users. The C++ runtime, libm and libpthread are named so that a C-only
   # project links it too.
-  set(_conv_static_link ${_conv_dep_LINK} ${_conv_cxx_runtime} m pthread)
+  list(APPEND _conv_static_link ${_conv_cxx_runtime} m pthread)
   list(REMOVE_DUPLICATES _conv_static_link)
   target_link_libraries(conv_static PRIVATE ${_conv_static_link})
   install(TARGETS conv_static EXPORT convStaticTargets
@@ -186,7 +227,7 @@ endif()
 # No Requires.private: pkg-config would then insist on finding openblas.pc
 # even for a dynamic link.
 set(_conv_pc_private "")
-foreach(_item IN LISTS _conv_dep_LINK)
+foreach(_item IN LISTS _conv_static_link)
   _conv_pc_flags("${_item}" _conv_pc_private)
   if(_item STREQUAL "OpenBLAS::OpenBLAS" AND PC_OPENBLAS_FOUND)
     foreach(_flag IN LISTS PC_OPENBLAS_STATIC_LDFLAGS)
@@ -241,9 +282,9 @@ set(CONV_STATIC_PACKAGES "")
 if(CONV_BUILD_STATIC)
   install(EXPORT convStaticTargets NAMESPACE conv:: FILE convStaticTargets.cmake
           DESTINATION ${CONV_INSTALL_CMAKEDIR} COMPONENT development)
-  set(CONV_STATIC_PACKAGES "${_conv_dep_PACKAGES}")
+  set(CONV_STATIC_PACKAGES "${_conv_static_packages}")
   # Ship our own find modules for those packages (FindOpenBLAS.cmake...).
-  foreach(_pkg IN LISTS _conv_dep_PACKAGES)
+  foreach(_pkg IN LISTS _conv_static_packages)
     if(EXISTS "${PROJECT_SOURCE_DIR}/cmake/Find${_pkg}.cmake")
       install(FILES "${PROJECT_SOURCE_DIR}/cmake/Find${_pkg}.cmake"
               DESTINATION ${CONV_INSTALL_CMAKEDIR}/modules COMPONENT development)
@@ -263,7 +304,9 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/convConfig.cmake
 
 set(CPACK_PACKAGE_NAME "libconv")
 set(CPACK_PACKAGE_VENDOR "libconv")
-set(CPACK_PACKAGE_CONTACT "libconv maintainers <libconv@localhost>")
+set(CONV_PACKAGE_CONTACT "libconv maintainers <libconv@example.org>" CACHE STRING
+    "Maintainer of the packages (CPack's Debian Maintainer field): set your own")
+set(CPACK_PACKAGE_CONTACT "${CONV_PACKAGE_CONTACT}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_GENERATOR "TGZ;DEB")
@@ -298,11 +341,43 @@ if(CONV_DPKG_SHLIBDEPS AND CONV_FILE_PROGRAM)
 else()
   set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libc6, libstdc++6, libgcc-s1, libopenblas0")
 endif()
+# libconv0 loads anywhere: cuDNN, the NVIDIA driver, NCCL and MPI are opened
+# at run time when asked for, so they are only suggested -- under the names
+# of NVIDIA's repository (cuDNN) and Debian's (the driver's libcuda1, and
+# the package that owns the MPI library found at configure time).
+set(_conv_suggests "")
+if(CONV_CUDA_BUILT)
+  list(APPEND _conv_suggests "${CONV_CUDNN_DEB_PACKAGE}" "libcuda1 | cuda-drivers")
+endif()
+if(CONV_NCCL_ENABLED MATCHES "^ON")
+  list(APPEND _conv_suggests "libnccl2")
+endif()
+if(CONV_MPI_SONAME)
+  find_program(CONV_DPKG_QUERY dpkg-query)
+  mark_as_advanced(CONV_DPKG_QUERY)
+  set(_conv_mpi_deb "")
+  if(CONV_DPKG_QUERY AND CMAKE_LIBRARY_ARCHITECTURE)
+    execute_process(COMMAND "${CONV_DPKG_QUERY}" -S "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/${CONV_MPI_SONAME}"
+                    OUTPUT_VARIABLE _conv_mpi_deb ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    string(REGEX REPLACE "[:,].*" "" _conv_mpi_deb "${_conv_mpi_deb}")
+  endif()
+  if(_conv_mpi_deb)
+    list(APPEND _conv_suggests "${_conv_mpi_deb}")
+  endif()
+endif()
+list(JOIN _conv_suggests ", " CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS)
+# ldconfig through dpkg's trigger (CPack also writes postinst/postrm calling
+# it: lintian's maintscript-calls-ldconfig, harmless).
+file(WRITE "${PROJECT_BINARY_DIR}/debian/triggers" "activate-noawait ldconfig\n")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA "${PROJECT_BINARY_DIR}/debian/triggers")
 set(CPACK_COMPONENT_RUNTIME_DISPLAY_NAME "libconv shared library")
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-  "N-d convolution with a stable C ABI: the shared library.")
+  "N-d convolution with a stable C ABI: the shared library.
+It runs on any x86-64 machine with OpenBLAS; the CUDA engine (cuDNN 9 and
+an NVIDIA driver), NCCL and MPI are used when installed.")
 set(CPACK_COMPONENT_DEVELOPMENT_DISPLAY_NAME "libconv development files")
 set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
-  "N-d convolution with a stable C ABI: conv.h, the static library, pkg-config and CMake files.")
+  "N-d convolution with a stable C ABI: development files.
+conv.h, the static library (CPU engine), the pkg-config and CMake files.")
 set(CPACK_COMPONENT_DEVELOPMENT_DEPENDS runtime)
 include(CPack)

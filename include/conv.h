@@ -118,7 +118,8 @@ typedef CONV_ENUM(conv_status) {
 CONV_API const char *conv_status_string(conv_status_t status);
 
 /* The message of the last failed call on the calling thread, or "" if the
- * last call succeeded. Valid until the next libconv call on this thread.
+ * last call succeeded (except conv_device_count, which explains a count of
+ * 0 there). Valid until the next libconv call on this thread.
  * Messages of one thread never show in another. */
 CONV_API const char *conv_last_error(void);
 
@@ -256,7 +257,9 @@ typedef struct conv_desc_s *conv_desc_t;
 
 /* Number of devices of a kind: 1 for CONV_DEVICE_CPU; for CONV_DEVICE_CUDA
  * the number of usable GPUs, 0 when none is present or CUDA support is not
- * compiled in. */
+ * compiled in. cuDNN and the CUDA driver are looked for at run time: when
+ * the count is 0, conv_last_error() says why (the library that was looked
+ * for and not found, no driver, no GPU) although the call succeeded. */
 CONV_API conv_status_t conv_device_count(conv_device_t device, int *count);
 
 /* --------------------------------------------------------------- context */
@@ -699,7 +702,9 @@ CONV_API conv_status_t conv_context_clear_tuning(conv_context_t ctx);
  * and may be executed from several threads at once. It refers to the
  * context it was made with (its threads, workspace pool, device, math mode
  * at creation): once that context is destroyed, executing the plan fails
- * with INVALID_HANDLE. Settings of the context changed after the plan was
+ * with INVALID_HANDLE (as for every handle, the context must not be destroyed
+ * while a call -- a plan's execution included -- is using it). Settings of
+ * the context changed after the plan was
  * made (threads, math, deterministic, workspace limit, tuning) do not
  * change the plan; make a new one to see them. The descriptor is read only
  * at creation.
@@ -767,8 +772,9 @@ CONV_API conv_status_t conv_plan_release_weights(conv_plan_t plan);
  *  - LOCAL: N ranks that are N threads of one process, through shared
  *    memory. Always built, no dependency. conv_comm_create_local.
  *  - MPI: ranks that are MPI processes, on one machine or several, on host
- *    memory. Built when MPI is found at configure time (CONV_WITH_MPI).
- *    conv_comm_create_mpi, conv_comm_create_mpi_world.
+ *    memory. Built when MPI is found at configure time (CONV_WITH_MPI); the
+ *    MPI library (Open MPI's libmpi.so.40, or $CONV_MPI_LIBRARY) is loaded
+ *    when first needed. conv_comm_create_mpi, conv_comm_create_mpi_world.
  *  - NCCL: one rank per GPU, on device memory. Built when the NCCL and CUDA
  *    headers are found at configure time (CONV_WITH_NCCL); libnccl.so.2 and
  *    the CUDA runtime are loaded when first needed, so libconv itself runs
@@ -853,9 +859,9 @@ typedef CONV_ENUM(conv_comm_state) {
 /* ---------------------------------------------------- communicator: creation */
 
 /* Whether a backend can be used here: *available = 1 when it is built into
- * this library and usable on this machine (LOCAL: always; MPI: built in;
- * NCCL: built in, libnccl.so.2 and the CUDA runtime load, and at least one
- * GPU is present), else 0. An unknown backend is INVALID_ARGUMENT. */
+ * this library and usable on this machine (LOCAL: always; MPI: built in
+ * and its library loads; NCCL: built in, libnccl.so.2 and the CUDA runtime
+ * load, and at least one GPU is present), else 0. An unknown backend is INVALID_ARGUMENT. */
 CONV_API conv_status_t conv_comm_backend_available(conv_comm_backend_t backend, int *available);
 
 /* Creates the `nranks` communicators (1..1024) of one in-process group:

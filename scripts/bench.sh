@@ -5,8 +5,15 @@
 # speed on AVX-512 machines.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-# oneDNN is the peer `--peer onednn` compares with: a benchmark-only package,
-# never linked into libconv.
-"$root/scripts/deps.sh" libdnnl-dev
 "$root/scripts/build.sh"
+# `--peer onednn` times oneDNN 3.x beside libconv: fetch it first (a
+# benchmark-only download, cached; convbench loads it at run time and
+# libconv never links it).
+prev=""
+for a in "$@"; do
+  if [ "$a" = "--peer=onednn" ] || { [ "$prev" = "--peer" ] && [ "$a" = "onednn" ]; }; then
+    "$root/scripts/onednn.sh" >/dev/null
+  fi
+  prev="$a"
+done
 exec env -u OPENBLAS_CORETYPE "$root/build/tools/convbench/convbench" "$@"

@@ -2,17 +2,23 @@
 # Installs what building and testing libconv needs on Debian/Ubuntu, and only
 # what is missing (a machine that has it all runs no apt-get at all).
 #   build:     cmake ninja g++ pkg-config libopenblas-dev
-#   tests:     libcmocka-dev; make, abigail-tools, dpkg-dev, file and gfortran for the
-#              install/ABI/package tests (OpenBLAS's static link names -lgfortran)
+#   tests:     libcmocka-dev; make, abigail-tools, dpkg-dev, file, lintian and gfortran for
+#              the install/ABI/package tests (OpenBLAS's static link names -lgfortran)
 #   bindings:  swig; default-jdk-headless and junit4 (Java); the Python side's pip
 #              packages come from scripts/pydeps.sh
+#   torch:     python3-torch python3-numpy python3-pytest for Debian's /usr/bin/python3,
+#              which runs the libconv.torch tests (ctest python_torch; same CPython
+#              3.11 ABI as the binding's interpreter), and python3-sklearn
+#              python3-matplotlib for examples/python/train_digits.py
 #   comm:      openmpi-bin libopenmpi-dev (the MPI backend and its mpirun tests)
-#   benchmark: libdnnl-dev (oneDNN, the peer convbench compares with; optional)
+# oneDNN, the peer convbench compares with, is not a Debian package here:
+# scripts/onednn.sh fetches oneDNN 3.x from PyPI for benchmarking.
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make pkg-config libopenblas-dev libcmocka-dev
-          abigail-tools dpkg-dev file gfortran
+          abigail-tools dpkg-dev file lintian gfortran
           swig default-jdk-headless junit4
+          python3-torch python3-numpy python3-pytest python3-sklearn python3-matplotlib
           openmpi-bin libopenmpi-dev openssh-client)
 packages+=("$@")
 

@@ -5,7 +5,7 @@
 #         CONV_SANITIZE="address;undefined": AddressSanitizer, LeakSanitizer
 #         (leaks fail the test at exit) and UndefinedBehaviorSanitizer
 #         (-fno-sanitize-recover: any report aborts); build-asan/
-#   tsan  the concurrency tests (ctest label "tsan": test_threads,
+#   tsan  the concurrency tests (ctest label "tsan": test_threads, test_plans,
 #         test_threads_churn, test_api) built with CONV_SANITIZE=thread;
 #         build-tsan/
 # Usage: scripts/sanitize.sh [asan] [tsan]     (none: both)

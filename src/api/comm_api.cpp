@@ -44,7 +44,7 @@ conv_status_t conv_comm_backend_available(conv_comm_backend_t backend, int *avai
         api::require(available, "available");
         switch (backend) {
         case CONV_COMM_BACKEND_LOCAL: *available = 1; break;
-        case CONV_COMM_BACKEND_MPI: *available = comm::mpi_built() ? 1 : 0; break;
+        case CONV_COMM_BACKEND_MPI: *available = comm::mpi_available(nullptr) ? 1 : 0; break;
         case CONV_COMM_BACKEND_NCCL: *available = comm::nccl_available(nullptr) ? 1 : 0; break;
         default: fail(CONV_STATUS_INVALID_ARGUMENT, "unknown communicator backend %d", (int)backend);
         }

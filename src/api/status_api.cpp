@@ -80,15 +80,19 @@ conv_status_t conv_algo_from_name(const char *name, conv_algo_t *algo) {
 }
 
 conv_status_t conv_device_count(conv_device_t device, int *count) {
-    return api::guarded([&] {
+    std::string why;  // no GPU: which library, driver or device is missing
+    conv_status_t s = api::guarded([&] {
         api::require(count, "count");
         if (device == CONV_DEVICE_CPU)
             *count = 1;
         else if (device == CONV_DEVICE_CUDA)
-            *count = dispatch::gpu_count();  // 0 without the engine, a driver or a GPU
+            *count = dispatch::gpu_count(&why);
         else
             fail(CONV_STATUS_INVALID_ARGUMENT, "unknown device kind %d", (int)device);
     });
+    // The one success that leaves a message (conv.h): why the count is 0.
+    if (s == CONV_STATUS_SUCCESS && !why.empty()) api::set_last_error(why.c_str());
+    return s;
 }
 
 }  // extern "C"

@@ -14,8 +14,9 @@ namespace conv::comm {
 // In-process: the n communicators of one group (rank r at index r).
 std::vector<std::unique_ptr<Communicator>> make_local_group(int n);
 
-// MPI: true when built with MPI.
-bool mpi_built();
+// MPI: built with MPI and its library loads (else false and the reason in
+// *why when given).
+bool mpi_available(std::string *why);
 // Wraps *(MPI_Comm *)mpi_comm (a duplicate of it); world when null.
 std::unique_ptr<Communicator> make_mpi(const void *mpi_comm);
 

@@ -12,11 +12,9 @@
 // FLOAT16/BFLOAT16 have no MPI type: they are widened to float in a staging
 // buffer, summed as MPI_FLOAT, divided, and rounded back once -- the same
 // arithmetic as the in-process backend, with MPI's summation order.
-// The C API only: no MPI C++ bindings (they would need libmpi_cxx).
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
-
+//
+// libmpi is opened at run time (comm/mpi_library.h): the MPI_* names below
+// are its table's.
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -25,6 +23,7 @@
 
 #include "comm/backends.h"
 #include "comm/kernels.h"
+#include "comm/mpi_library.h"
 #include "core/dtype.h"
 
 namespace conv::comm {
@@ -179,10 +178,15 @@ private:
 
 }  // namespace
 
-bool mpi_built() { return true; }
+bool mpi_available(std::string *why) {
+    if (why) *why = mpi_unavailable_reason();
+    return mpi_unavailable_reason().empty();
+}
 
 std::unique_ptr<Communicator> make_mpi(const void *mpi_comm) {
     const char *what = mpi_comm ? "conv_comm_create_mpi" : "conv_comm_create_mpi_world";
+    if (!mpi_unavailable_reason().empty())
+        fail(CONV_STATUS_NOT_AVAILABLE, "%s: %s", what, mpi_unavailable_reason().c_str());
     require_mpi_ready(what);
     MPI_Comm parent = mpi_comm ? *static_cast<const MPI_Comm *>(mpi_comm) : MPI_COMM_WORLD;
     if (parent == MPI_COMM_NULL) fail(CONV_STATUS_INVALID_ARGUMENT, "%s: MPI_COMM_NULL", what);

@@ -2,8 +2,8 @@
 // CONV_COMM_HAVE_NCCL). NOT TESTED ON THIS PROJECT'S CI, which has no GPU:
 // tests/comm/test_comm_nccl.c runs it where a GPU is present.
 //
-// Loading: libnccl.so.2 and the CUDA runtime are opened with dlopen when
-// first needed, not linked. libconv.so therefore loads, and every other
+// Loading: libnccl.so.2 (or $CONV_NCCL_LIBRARY) and the CUDA runtime are
+// opened with dlopen (core/shared_library.h) when first needed, not linked. libconv.so therefore loads, and every other
 // backend works, on machines without CUDA or NCCL; the NCCL functions then
 // fail with NOT_AVAILABLE, naming what is missing. Only nccl.h and
 // cuda_runtime_api.h are needed to compile (for the types and prototypes).
@@ -22,7 +22,6 @@
 // the communicator (sticky), so that the GPU work ends and the next call
 // fails rather than waits.
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include <chrono>
@@ -36,6 +35,7 @@
 
 #include "comm/backends.h"
 #include "core/dtype.h"
+#include "core/shared_library.h"
 
 static_assert(NCCL_UNIQUE_ID_BYTES <= CONV_COMM_UNIQUE_ID_BYTES,
               "CONV_COMM_UNIQUE_ID_BYTES must hold an ncclUniqueId");
@@ -69,23 +69,14 @@ struct Api {
 const Api &api() {
     static const Api *loaded = [] {
         Api *a = new Api();  // never freed: the libraries stay loaded
-        void *nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-        if (!nccl) {
-            a->error = format("libnccl.so.2 could not be loaded (%s)", dlerror());
-            return a;
-        }
-        bool ok = true;
-        auto get = [&](void *lib, const char *name, auto &fn) {
-            void *p = dlsym(lib, name);
-            if (!p && ok) {
-                ok = false;
-                a->error = format("%s is missing from the loaded NCCL/CUDA libraries", name);
-            }
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
-        };
-#define CONV_LOAD(name) get(nccl, #name, a->name);
+        auto *nccl = new SharedLibrary("NCCL", "CONV_NCCL_LIBRARY", {"libnccl.so.2"});
+#define CONV_LOAD(name) nccl->get(#name, a->name);
         CONV_NCCL_FUNCS(CONV_LOAD)
 #undef CONV_LOAD
+        if (!nccl->ok()) {
+            a->error = nccl->error();
+            return a;
+        }
 #if defined(CONV_HAVE_CUDA) && CONV_HAVE_CUDA
         // libconv's CUDA engine links the CUDA runtime: use that one, so
         // that streams, events and memory are the engine's.
@@ -95,18 +86,16 @@ const Api &api() {
         a->cudaMalloc = [](void **p, size_t n) { return ::cudaMalloc(p, n); };
 #else
         const std::string cudart = "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
-        void *rt = dlopen(cudart.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!rt) rt = dlopen("libcudart.so", RTLD_NOW | RTLD_LOCAL);
-        if (!rt) {
-            a->error = format("the CUDA runtime (%s) could not be loaded", cudart.c_str());
-            return a;
-        }
-#define CONV_LOAD(name) get(rt, #name, a->name);
+        auto *rt = new SharedLibrary("the CUDA runtime", nullptr, {cudart.c_str(), "libcudart.so"});
+#define CONV_LOAD(name) rt->get(#name, a->name);
         CONV_CUDART_FUNCS(CONV_LOAD)
         CONV_LOAD(cudaMalloc)
 #undef CONV_LOAD
+        if (!rt->ok()) {
+            a->error = rt->error();
+            return a;
+        }
 #endif
-        if (!ok) return a;
         int version = 0;
         a->ncclGetVersion(&version);
         if (version < 21400) {  // non-blocking communicators, ncclAvg, bfloat16

@@ -5,13 +5,18 @@
 namespace conv::comm {
 
 #if !CONV_COMM_HAVE_MPI
-bool mpi_built() { return false; }
+static const char kNoMpi[] =
+    "this libconv was built without MPI (configure with CONV_WITH_MPI=ON and an MPI library "
+    "such as Open MPI installed)";
+
+bool mpi_available(std::string *why) {
+    if (why) *why = kNoMpi;
+    return false;
+}
 
 std::unique_ptr<Communicator> make_mpi(const void *mpi_comm) {
-    fail(CONV_STATUS_NOT_AVAILABLE,
-         "%s: this libconv was built without MPI (configure with CONV_WITH_MPI=ON and an MPI "
-         "library such as Open MPI installed)",
-         mpi_comm ? "conv_comm_create_mpi" : "conv_comm_create_mpi_world");
+    fail(CONV_STATUS_NOT_AVAILABLE, "%s: %s",
+         mpi_comm ? "conv_comm_create_mpi" : "conv_comm_create_mpi_world", kNoMpi);
 }
 #endif
 

@@ -38,11 +38,13 @@ const Algorithm &cpu_solver(const Solver &s) { return static_cast<const Algorith
 
 bool allowed(const Solver &s, const Problem &p) { return s.strict() || p.math != CONV_MATH_STRICT; }
 
-// A solver whose workspace exceeds both this and 8x the smallest need among
-// the applicable solvers is not chosen automatically: scratch that grows
-// with padding or dilation (implicit GEMM's padded copy) must not turn a
-// problem im2col computes in kilobytes into gigabytes. Below 4 MiB any
-// workspace is cheap next to the pass.
+// A solver whose workspace exceeds 8x the smallest need among the
+// applicable solvers, 8x the pass's own tensors and 4 MiB is not chosen
+// automatically: scratch that grows with padding or dilation (implicit
+// GEMM's padded copy) must not turn a problem im2col computes in kilobytes
+// into gigabytes. Scratch in proportion to the data is fine (Winograd's
+// transformed filters are 4x the weights), and below 4 MiB any workspace is
+// cheap next to the pass.
 constexpr size_t kWorkspaceFloor = 4u << 20;
 constexpr size_t kWorkspaceRatio = 8;
 
@@ -70,6 +72,19 @@ std::string cpu_model() {
 // memset that accepts the null data of an empty tensor.
 void zero(void *p, int64_t elements, size_t size) {
     if (elements > 0) std::memset(p, 0, (size_t)elements * size);
+}
+
+int64_t x_elements(const ConvGeometry &g);
+int64_t w_elements(const ConvGeometry &g);
+int64_t y_elements(const ConvGeometry &g);
+
+// The most workspace AUTO may take for a problem whose leanest solver needs `least`.
+size_t workspace_bound(const Problem &p, size_t least) {
+    const double tensors = ((double)x_elements(p.g) + (double)w_elements(p.g) + (double)y_elements(p.g)) *
+                           (double)dtype_size(p.dtype);
+    const double bound = std::max({(double)kWorkspaceFloor, (double)least * kWorkspaceRatio,
+                                   tensors * kWorkspaceRatio});
+    return bound >= (double)SIZE_MAX ? SIZE_MAX : (size_t)bound;
 }
 
 int64_t x_elements(const ConvGeometry &g) { return g.n * g.c * g.in_size(); }
@@ -231,16 +246,15 @@ private:
         }
         if (count == 0)
             fail(CONV_STATUS_INTERNAL_ERROR, "no CPU algorithm applies to %s", p.g.describe().c_str());
-        const size_t bound = std::max(kWorkspaceFloor, least > SIZE_MAX / kWorkspaceRatio
-                                                           ? SIZE_MAX
-                                                           : least * kWorkspaceRatio);
+        const size_t bound = workspace_bound(p, least);
         const Candidate *smallest = &found[0];
         for (int i = 0; i < count; ++i) {
             const Candidate &c = found[i];
             if (c.e.workspace_bytes < smallest->e.workspace_bytes) smallest = &c;
             if (c.e.workspace_bytes > bound) {
-                if (skip) skip(*c.s, format("its workspace (%zu bytes) exceeds 8x the smallest "
-                                            "applicable (%zu bytes)", c.e.workspace_bytes, least).c_str());
+                if (skip) skip(*c.s, format("its workspace (%zu bytes) exceeds 8x the leanest "
+                                            "solver's (%zu bytes) and 8x the tensors'",
+                                            c.e.workspace_bytes, least).c_str());
                 continue;
             }
             if (!c.e.competitive) {

@@ -6,8 +6,10 @@
 
 // The legacy convolution API is deprecated in cuDNN 9 and used on purpose
 // (docs/gpu.md); cuDNN warns about it only under CUDNN_WARN_DEPRECATED.
+// cuDNN's functions come through the table cudnn_library.h loads at run time.
 #include <cuda_runtime_api.h>
-#include <cudnn.h>
+
+#include "cuda/cudnn_library.h"
 
 #include "core/error.h"
 

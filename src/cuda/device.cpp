@@ -1,5 +1,7 @@
 #include "cuda/device.h"
 
+#include <dlfcn.h>
+
 #include <cstring>
 
 #include "core/dtype.h"
@@ -40,7 +42,38 @@ double element_to_double(const unsigned char *b, conv_dtype_t dtype) {
     }
 }
 
+// Why cudaGetDeviceCount failed, in words: the CUDA runtime (linked
+// statically) loads the driver, libcuda.so.1, itself and reports its absence
+// only as an "insufficient driver".
+std::string no_driver_reason(cudaError_t e) {
+    if (e == cudaErrorInsufficientDriver && !dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD))
+        return "the CUDA driver (libcuda.so.1) was not found: no NVIDIA driver is installed";
+    return format("no usable GPU: CUDA error %d (%s): %s", (int)e, cudaGetErrorName(e),
+                  cudaGetErrorString(e));
+}
+
 }  // namespace
+
+int device_count(std::string *why) noexcept {
+    try {
+        std::string reason = cudnn_unavailable_reason();
+        int n = 0;
+        if (reason.empty()) {
+            cudaError_t e = cudaGetDeviceCount(&n);
+            if (e != cudaSuccess) {
+                cudaGetLastError();
+                n = 0;
+                reason = no_driver_reason(e);
+            } else if (n == 0) {
+                reason = "no GPU is present";
+            }
+        }
+        if (why) *why = reason;
+        return n;
+    } catch (...) {  // no memory for the text
+        return 0;
+    }
+}
 
 Device::Device(int index) : index_(index) {
     DeviceGuard guard(index);

@@ -602,25 +602,17 @@ std::shared_ptr<Plan> build_supported(cudnnHandle_t h, const Call &c, const Sett
 
 bool built() noexcept { return true; }
 
-int device_count() noexcept {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return n;
-}
-
 std::string build_versions() {
     return format("CUDA %d.%d, cuDNN %d.%d.%d", CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10,
                   CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL);
 }
 
 std::shared_ptr<DeviceRuntime> open(int index) {
-    int n = device_count();
+    std::string why;
+    int n = device_count(&why);
     if (index < 0 || index >= n)
         fail(CONV_STATUS_NOT_AVAILABLE, "CUDA device %d requested, but %s", index,
-             n == 0 ? "no usable GPU is present (no device, or no driver)"
+             n == 0 ? why.c_str()
                     : format("there %s %d GPU%s (0..%d)", n == 1 ? "is" : "are", n,
                              n == 1 ? "" : "s", n - 1).c_str());
     return std::make_shared<Device>(index);

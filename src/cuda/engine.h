@@ -23,8 +23,9 @@ namespace conv::cuda {
 // Whether this libconv was built with the CUDA engine.
 bool built() noexcept;
 
-// Usable GPUs (0 without a driver, a GPU or the engine). Never throws.
-int device_count() noexcept;
+// Usable GPUs: 0 without the engine, cuDNN, a driver or a GPU, and then
+// *why (when given) says which was missing. Never throws.
+int device_count(std::string *why = nullptr) noexcept;
 
 // "cuda 13.0, cuDNN 9.19.0" (what was compiled against) for messages.
 std::string build_versions();

@@ -1,18 +1,31 @@
 // The CUDA engine of a build without it (CONV_WITH_CUDA=OFF, or the CUDA
-// toolkit / cuDNN not found at configure time): no device, and every entry
-// point that needs one fails with NOT_AVAILABLE saying how to get it.
+// toolkit / cuDNN not found at configure time; and the static libconv.a):
+// no device, and every entry point that needs one fails with NOT_AVAILABLE
+// saying how to get it.
 #include "core/error.h"
 #include "cuda/engine.h"
 
 namespace conv::cuda {
 namespace {
+#if defined(CONV_STATIC_CPU_ONLY) && CONV_STATIC_CPU_ONLY  // libconv.a of a build with the engine (cmake/ConvPackaging.cmake)
+const char kNoCuda[] =
+    "the static libconv.a has no CUDA engine: link the shared library, libconv.so, for GPUs "
+    "(docs/architecture.md, \"Static linking\")";
+#else
 const char kNoCuda[] =
     "this libconv was built without the CUDA engine (configure with CONV_WITH_CUDA=ON where "
     "the CUDA toolkit and cuDNN are installed; docs/gpu.md)";
+#endif
 }
 
 bool built() noexcept { return false; }
-int device_count() noexcept { return 0; }
+int device_count(std::string *why) noexcept {
+    try {
+        if (why) *why = kNoCuda;
+    } catch (...) {  // no memory for the text: the count alone
+    }
+    return 0;
+}
 std::string build_versions() { return "none"; }
 
 std::shared_ptr<DeviceRuntime> open(int index) {

@@ -13,7 +13,7 @@ DeviceRuntime &runtime(const Context &ctx) {
 
 }  // namespace
 
-int gpu_count() noexcept { return cuda::device_count(); }
+int gpu_count(std::string *why) noexcept { return cuda::device_count(why); }
 
 std::shared_ptr<DeviceRuntime> open_gpu(int index) { return cuda::open(index); }
 

@@ -11,8 +11,9 @@
 
 namespace conv::dispatch {
 
-// Usable GPUs (0 without the CUDA engine, a driver or a GPU).
-int gpu_count() noexcept;
+// Usable GPUs (0 without the CUDA engine, cuDNN, a driver or a GPU: *why
+// then says which, when given).
+int gpu_count(std::string *why = nullptr) noexcept;
 
 // The runtime of a new CUDA context on GPU `index` (NOT_AVAILABLE if none).
 std::shared_ptr<DeviceRuntime> open_gpu(int index);

@@ -11,7 +11,8 @@
  *   verify.c    random fill, NaN pre-fill, comparison with the reference
  *   report.c    header line, table rows, totals, JSON
  *   peer.c      the --peer table: other libraries timed side by side
- *   peer_onednn.c  the oneDNN peer (built only where oneDNN is found)
+ *   peer_onednn.c  the oneDNN peer (oneDNN 3.x, loaded at run time)
+ *   onednn_load.c  finding and loading oneDNN (onednn_api.h: the part used)
  *   overhead.c  --overhead: host time per call on tiny problems
  *   main.c      wiring
  */
@@ -86,6 +87,7 @@ typedef struct cb_options {
     int tune; /* benchmark-select each pass (conv_find_algorithms) before timing */
     const char *json;  /* NULL: no JSON */
     const struct cb_peer *peer; /* --peer; NULL: none */
+    const char *peer_lib;       /* --peer-lib: the peer's library or its folder; NULL: not given */
     int list;
     int overhead; /* --overhead: time calls on tiny problems instead of a suite */
 } cb_options;
@@ -134,6 +136,7 @@ typedef struct cb_row {
     double peer_min_ms;
     int peer_repeats;
     char peer_error[320]; /* why NA or FAILED */
+    char peer_impl[48];   /* the peer's implementation when OK (oneDNN: "brg:avx512_core") */
 } cb_row;
 
 /* ---------------------------------------------------------------- runner */
@@ -175,22 +178,25 @@ int cb_time_calls(const cb_options *o, cb_call_fn call, void *arg, double *times
 
 /* Another convolution library timed in the same process on the same layers
  * (--peer). The table in peer.c lists them; a new peer is one row there and
- * a peer_NAME.c with the four functions below. They are NULL when this
- * convbench was built without the peer; `missing` then says how to get it. */
+ * a peer_NAME.c with the four functions below. */
 typedef struct cb_peer {
     const char *name;  /* the --peer value and the JSON "peer" */
     const char *help;  /* what is measured, for --help */
     /* Once, after the context and before the header. Returns 0, or the exit
-     * status (2: options it cannot serve, 1: the library failed) with the
-     * reason in err. */
+     * status (2: options it cannot serve, CB_EXIT_PEER_MISSING: its library
+     * is not on this machine, 1: the library failed) with the reason, and
+     * for a missing library how to get it, in err. */
     int (*open)(const cb_bench *b, char *err, size_t errlen);
     /* The header line: version, threads, what is timed. */
     void (*describe)(const cb_bench *b, char *buf, size_t len);
     /* Times pass `op` of `l` with the shared policy; fills r->peer_*. */
     void (*run)(const cb_bench *b, const cb_layer *l, conv_op_t op, double *times, cb_row *r);
     void (*close)(void);
-    const char *missing;
 } cb_peer;
+
+/* convbench's exit status when the --peer library cannot be loaded (the
+ * CTest of the peer skips on it). */
+enum { CB_EXIT_PEER_MISSING = 3 };
 
 extern const cb_peer cb_peers[];
 extern const int cb_n_peers;

@@ -105,7 +105,7 @@ static int open_bench(const cb_options *o, cb_bench *b)
         return 1;
     }
     if (o->peer) { /* after the context: the peer takes its thread count */
-        char err[512];
+        char err[2048]; /* room for the places a missing library was looked for */
         int rc = o->peer->open(b, err, sizeof err);
         if (rc != 0) {
             fprintf(stderr, "convbench: --peer %s: %s\n", o->peer->name, err);

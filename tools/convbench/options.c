@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "convbench.h"
+#include "onednn_api.h" /* ONEDNN_WHEEL_VERSION, for --help */
 
 /* conv_algo_t values: the CPU's from 1, the CUDA engine's from 100, solvers
  * without an enum value from 1000; others "unknown". */
@@ -87,8 +88,14 @@ static void usage(FILE *f)
             "                   libconv ms (> 1: libconv is faster), totals the peer's\n"
             "                   count-weighted sum and the whole-suite ratio. 'none' or:\n");
     for (int i = 0; i < cb_n_peers; i++)
-        fprintf(f, "    %-14s %s%s\n", cb_peers[i].name, cb_peers[i].help,
-                cb_peers[i].run ? "" : "\n                   (not in this build)");
+        fprintf(f, "    %-14s %s\n", cb_peers[i].name, cb_peers[i].help);
+    fprintf(f,
+            "  --peer-lib PATH  the peer's library, or a folder holding it (directly or in\n"
+            "                   lib/). Default for onednn: $CONVBENCH_ONEDNN_LIB (the same\n"
+            "                   PATH), else scripts/onednn.sh's cache\n"
+            "                   (${XDG_CACHE_HOME:-~/.cache}/libconv/onednn-%s), else\n"
+            "                   libdnnl.so.3 on the loader's path (LD_LIBRARY_PATH)\n",
+            ONEDNN_WHEEL_VERSION);
     fprintf(f,
             "  --overhead       instead of a suite, the host's time per call on tiny\n"
             "                   problems (1x1 8->8 on 1x8x4x4, 3x3 8->8 on 1x8x8x8), for\n"
@@ -102,8 +109,8 @@ static void usage(FILE *f)
             "Rows report the median time of the timed calls, GFLOP/s from conv_cost\n"
             "(a multiply-add counts 2), and per pass whole-suite totals weighted by how\n"
             "often each layer occurs in the network.\n"
-            "Exit status: 0 all good, 1 a libconv call or a verification failed, 2 bad usage\n"
-            "(also: a --peer this convbench was built without).\n",
+            "Exit status: 0 all good, 1 a libconv call or a verification failed, 2 bad usage,\n"
+            "3 the --peer library cannot be loaded (the message says how to get it).\n",
             cb_layer_syntax, cb_tolerance_help);
 }
 
@@ -189,10 +196,6 @@ static int parse_peer(const char *s, const cb_peer **out)
         for (int i = 0; i < cb_n_peers; i++)
             fprintf(stderr, ", %s", cb_peers[i].name);
         fprintf(stderr, "\n");
-        return 2;
-    }
-    if (!p->run) {
-        fprintf(stderr, "convbench: --peer %s: %s\n", p->name, p->missing);
         return 2;
     }
     *out = p;
@@ -315,6 +318,8 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
             o->json = val;
         } else if (strcmp(name, "--peer") == 0) {
             rc = parse_peer(val, &o->peer);
+        } else if (strcmp(name, "--peer-lib") == 0) {
+            o->peer_lib = val;
         } else {
             return bad("unknown option '%s'", name);
         }
@@ -323,6 +328,9 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
     }
     if (o->suite && o->n_custom)
         return bad("give either --suite or --layer, not both");
+    if (o->peer_lib && !o->peer)
+        return bad("--peer-lib %s: names the library of a --peer, and no --peer is given",
+                   o->peer_lib);
     if (o->overhead && (o->suite || o->n_custom || o->batch != 1 || o->tune || o->verify ||
                         o->json || o->peer))
         return bad("--overhead times its own tiny problems at batch 1: it does not combine "

@@ -1,7 +1,8 @@
 /*
  * peer_onednn.c -- --peer onednn: the same layers and passes through
- * oneDNN's convolution primitive (C API, v2.x), in this process. Built only
- * where CMake finds oneDNN (CB_HAVE_ONEDNN); libconv itself never links it.
+ * oneDNN's convolution primitive (3.x C API), in this process. The library
+ * is loaded at run time (onednn_load.c; scripts/onednn.sh fetches oneDNN
+ * 3.2 from PyPI): neither convbench nor libconv links it.
  *
  * What is measured -- "oneDNN, primitive only", the measurement of the
  * baseline table in issue 4:
@@ -13,39 +14,38 @@
  *    counted. A framework that keeps plain (nchw) tensors would pay them on
  *    every call, so this is oneDNN at its best, and a ratio > 1 is not
  *    flattered by it.
- *  - The same batch and dtype as libconv: f32 only, oneDNN has no f64
- *    convolution (f64 rows are n/a). The same warm-up, repeats and median:
- *    runner.c's cb_time_calls. The same input values: cb_fill_random with
- *    libconv's seeds, in channels-first order.
- *  - Algorithm `auto` (oneDNN picks direct or Winograd, as libconv's
+ *  - The same batch and dtype as libconv: f32, or bf16 (every tensor bf16,
+ *    oneDNN accumulating in f32; the inputs are libconv's f32 values
+ *    rounded by the reorder). oneDNN has no f64 convolution, and f16 on the
+ *    CPU needs AVX512-FP16: those rows are n/a. The same warm-up, repeats
+ *    and median: runner.c's cb_time_calls. The same input values:
+ *    cb_fill_random with libconv's seeds, in channels-first order.
+ *  - Algorithm `auto` (oneDNN picks its implementation, as libconv's
  *    heuristic picks among its own), forward_training (the forward
  *    primitive is also the backward passes' hint), no bias (libconv's rows
  *    pass none), scratchpad user-managed and allocated before timing (as
  *    libconv's workspace grows once): nothing is allocated in the timed loop.
- *  - As many threads as the libconv context. Debian's oneDNN runs on OpenMP
- *    (libgomp), which reads OMP_NUM_THREADS while it is loaded, before main,
- *    so setting that variable here would come too late: omp_set_num_threads
- *    is called instead, looked up in the process (oneDNN loaded its OpenMP
- *    runtime with it), before the first primitive is created. convbench
- *    itself is not built with OpenMP.
+ *  - As many threads as the libconv context. The PyPI wheels' oneDNN runs on
+ *    OpenMP (libgomp), so omp_set_num_threads of the runtime oneDNN loaded
+ *    is called before the first primitive is created. convbench itself is
+ *    not built with OpenMP.
  */
-#define _GNU_SOURCE /* RTLD_DEFAULT */
+#define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <dnnl.h>
-#include <dnnl_debug.h> /* dnnl_status2str */
-
 #include "convbench.h"
+#include "onednn_api.h"
 
-/* The engine and stream every pass uses, and the thread count. */
+/* The library, the engine and stream every pass uses, and the threads. */
+static onednn_api dnnl;
 static struct {
-    dnnl_engine_t engine;
-    dnnl_stream_t stream;
+    onednn_engine_t engine;
+    onednn_stream_t stream;
     int threads;         /* what oneDNN runs with; 0: unknown */
-    const char *runtime; /* its threading runtime, for the header */
+    char runtime[64];    /* its threading runtime, for the header */
 } g;
 
 int cb_onednn_open(const cb_bench *b, char *err, size_t errlen);
@@ -54,48 +54,51 @@ void cb_onednn_run(const cb_bench *b, const cb_layer *l, conv_op_t op, double *t
                    cb_row *r);
 void cb_onednn_close(void);
 
-/* A function of the OpenMP runtime already in the process, or NULL. */
-static void *omp_symbol(const char *name)
+/* A function of the library oneDNN loaded (or one it depends on), or NULL. */
+static void *symbol(const char *name)
 {
-    return dlsym(RTLD_DEFAULT, name);
+    return dlsym(dnnl.handle, name);
 }
 
-static int set_threads(int want, char *err, size_t errlen)
+/* Gives OpenMP the context's thread count; names the runtime's file. */
+static int set_omp_threads(int want, char *err, size_t errlen)
 {
-#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
     void (*set)(int) = NULL;
     int (*get)(void) = NULL;
-    void *s = omp_symbol("omp_set_num_threads"), *q = omp_symbol("omp_get_max_threads");
+    void *s = symbol("omp_set_num_threads"), *q = symbol("omp_get_max_threads");
     /* POSIX: a dlsym result converts to a function pointer; memcpy says so
      * without the ISO C warning. */
     memcpy(&set, &s, sizeof s);
     memcpy(&get, &q, sizeof q);
     if (!set || !get) {
         snprintf(err, errlen,
-                 "oneDNN is built with OpenMP but omp_set_num_threads is not in the process: "
+                 "%s is built with OpenMP but omp_set_num_threads is not in the process: "
                  "cannot give it the libconv context's %d threads",
-                 want);
+                 dnnl.path, want);
         return 1;
     }
     if (want > 0)
         set(want);
     g.threads = get();
-    g.runtime = "OpenMP";
-#elif DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_SEQ
-    (void)want;
-    (void)err;
-    (void)errlen;
-    g.threads = 1;
-    g.runtime = "sequential build";
-#else
-    /* TBB or a threadpool: no portable way to set the count from here. */
-    (void)want;
-    (void)err;
-    (void)errlen;
-    g.threads = 0;
-    g.runtime = "TBB/threadpool build, its own default";
-#endif
+    Dl_info info;
+    const char *file = dladdr(s, &info) && info.dli_fname ? strrchr(info.dli_fname, '/') : NULL;
+    snprintf(g.runtime, sizeof g.runtime, "OpenMP %s", file ? file + 1 : "");
     return 0;
+}
+
+static int set_threads(int want, char *err, size_t errlen)
+{
+    switch (dnnl.version()->cpu_runtime) {
+    case ONEDNN_RUNTIME_OMP: return set_omp_threads(want, err, errlen);
+    case ONEDNN_RUNTIME_SEQ:
+        g.threads = 1;
+        snprintf(g.runtime, sizeof g.runtime, "sequential build");
+        return 0;
+    default: /* TBB or a threadpool: no portable way to set the count from here */
+        g.threads = 0;
+        snprintf(g.runtime, sizeof g.runtime, "TBB/threadpool build, its own default");
+        return 0;
+    }
 }
 
 int cb_onednn_open(const cb_bench *b, char *err, size_t errlen)
@@ -104,41 +107,52 @@ int cb_onednn_open(const cb_bench *b, char *err, size_t errlen)
         snprintf(err, errlen, "oneDNN is timed on the CPU only; add --device cpu");
         return 2;
     }
+    if (onednn_load(&dnnl, b->opt->peer_lib, err, errlen) != 0)
+        return CB_EXIT_PEER_MISSING;
     int rc = set_threads(b->threads, err, errlen);
     if (rc)
         return rc;
-    dnnl_status_t s = dnnl_engine_create(&g.engine, dnnl_cpu, 0);
+    onednn_status_t s = dnnl.engine_create(&g.engine, ONEDNN_ENGINE_CPU, 0);
     const char *call = "dnnl_engine_create";
-    if (s == dnnl_success) {
+    if (s == ONEDNN_SUCCESS) {
         call = "dnnl_stream_create";
-        s = dnnl_stream_create(&g.stream, g.engine, dnnl_stream_default_flags);
+        s = dnnl.stream_create(&g.stream, g.engine, ONEDNN_STREAM_DEFAULT_FLAGS);
     }
-    if (s != dnnl_success) {
-        snprintf(err, errlen, "%s: %s", call, dnnl_status2str(s));
+    if (s != ONEDNN_SUCCESS) {
+        snprintf(err, errlen, "%s: %s", call, dnnl.status2str(s));
         cb_onednn_close();
         return 1;
     }
     return 0;
 }
 
-static const char *isa_name(dnnl_cpu_isa_t isa)
+/* dnnl_cpu_isa_t's values in 3.x (bit sets: each ISA includes the ones
+ * before it). */
+static const char *isa_name(int isa)
 {
-    switch (isa) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "other";
-    }
+    static const struct {
+        int isa;
+        const char *name;
+    } kIsa[] = {{0x1, "sse41"},
+                {0x3, "avx"},
+                {0x7, "avx2"},
+                {0xf, "avx2_vnni"},
+                {0x1f, "avx2_vnni_2"},
+                {0x27, "avx512_core"},
+                {0x67, "avx512_core_vnni"},
+                {0xe7, "avx512_core_bf16"},
+                {0x1ef, "avx512_core_fp16"},
+                {0xfef, "avx512_core_amx"},
+                {0x1fef, "avx512_core_amx_fp16"}};
+    for (size_t i = 0; i < sizeof kIsa / sizeof kIsa[0]; i++)
+        if (kIsa[i].isa == isa)
+            return kIsa[i].name;
+    return "newer than 3.2 knows";
 }
 
 void cb_onednn_describe(const cb_bench *b, char *buf, size_t len)
 {
-    const dnnl_version_t *v = dnnl_version();
+    const onednn_version_t *v = dnnl.version();
     char threads[16] = "?";
     if (g.threads > 0)
         snprintf(threads, sizeof threads, "%d", g.threads);
@@ -148,21 +162,23 @@ void cb_onednn_describe(const cb_bench *b, char *buf, size_t len)
      * out work dynamically instead). OMP_WAIT_POLICY=passive avoids that; the
      * header says which was in force so a table can be read. */
     const char *wait = getenv("OMP_WAIT_POLICY");
+    conv_dtype_t dt = b->opt->dtype;
     snprintf(buf, len,
-             "oneDNN %d.%d.%d | isa %s | threads %s (%s, OMP_WAIT_POLICY %s) | %s | primitive "
-             "only: format any (oneDNN's layouts), reorders not timed, algorithm auto",
-             v->major, v->minor, v->patch, isa_name(dnnl_get_effective_cpu_isa()), threads,
-             g.runtime, wait && *wait ? wait : "unset",
-             b->opt->dtype == CONV_DTYPE_FLOAT32 ? "f32"
-                                                 : "n/a: oneDNN has no f64 convolution");
+             "oneDNN %d.%d.%d (%s) | isa %s | threads %s (%s, OMP_WAIT_POLICY %s) | %s | "
+             "primitive only: format any (oneDNN's layouts), reorders not timed, algorithm "
+             "auto",
+             v->major, v->minor, v->patch, dnnl.path, isa_name(dnnl.get_effective_cpu_isa()),
+             threads, g.runtime, wait && *wait ? wait : "unset",
+             dt == CONV_DTYPE_FLOAT32 || dt == CONV_DTYPE_BFLOAT16 ? cb_dtype_name(dt)
+                                                                   : "n/a: f32 and bf16 only");
 }
 
 void cb_onednn_close(void)
 {
     if (g.stream)
-        dnnl_stream_destroy(g.stream);
+        dnnl.stream_destroy(g.stream);
     if (g.engine)
-        dnnl_engine_destroy(g.engine);
+        dnnl.engine_destroy(g.engine);
     g.stream = NULL;
     g.engine = NULL;
 }
@@ -172,85 +188,88 @@ void cb_onednn_close(void)
 enum { MAX_ARGS = 4 }; /* two inputs, the output, the scratchpad */
 
 typedef struct onednn_pass {
-    dnnl_primitive_attr_t attr;
-    dnnl_primitive_desc_t fwd_pd; /* the forward pass, or the backward passes' hint */
-    dnnl_primitive_desc_t bwd_pd;
-    dnnl_primitive_t prim;
-    dnnl_exec_arg_t args[MAX_ARGS];
+    onednn_memory_desc_t src_md, wei_md, dst_md; /* format any */
+    onednn_primitive_attr_t attr;
+    onednn_primitive_desc_t fwd_pd; /* the forward pass, or the backward passes' hint */
+    onednn_primitive_desc_t bwd_pd;
+    onednn_primitive_t prim;
+    onednn_exec_arg_t args[MAX_ARGS];
     int nargs;
     /* the call that failed, and its status */
     const char *call;
-    dnnl_status_t status;
+    onednn_status_t status;
 } onednn_pass;
 
 /* Records a failed call; returns 1 if `s` is a failure. */
-static int failed(onednn_pass *p, dnnl_status_t s, const char *call)
+static int failed(onednn_pass *p, onednn_status_t s, const char *call)
 {
-    if (s == dnnl_success)
+    if (s == ONEDNN_SUCCESS)
         return 0;
     p->call = call;
     p->status = s;
     return 1;
 }
 
-static dnnl_format_tag_t plain_tag(int ndims)
+static int plain_tag(int ndims)
 {
     switch (ndims) {
-    case 3: return dnnl_abc;
-    case 4: return dnnl_abcd;
-    case 5: return dnnl_abcde;
-    default: return dnnl_abcdef;
+    case 3: return ONEDNN_ABC;
+    case 4: return ONEDNN_ABCD;
+    case 5: return ONEDNN_ABCDE;
+    default: return ONEDNN_ABCDEF;
     }
 }
 
 /* The memory oneDNN wants for argument `arg`, allocated by it; an input
- * (seed > 0) gets cb_fill_random's values, written in the plain layout of
- * `dims` and reordered into oneDNN's (untimed). */
-static int add_arg(onednn_pass *p, const_dnnl_primitive_desc_t pd, int arg, int ndims,
-                   const dnnl_dim_t *dims, uint64_t seed)
+ * (seed > 0) gets cb_fill_random's values, written as f32 in the plain
+ * layout of `dims` and reordered into oneDNN's layout and type (untimed). */
+static int add_arg(onednn_pass *p, const_onednn_primitive_desc_t pd, int arg, int ndims,
+                   const onednn_dim_t *dims, uint64_t seed)
 {
-    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
-    dnnl_memory_t mem = NULL;
+    const_onednn_memory_desc_t md = dnnl.primitive_desc_query_md(pd, ONEDNN_QUERY_EXEC_ARG_MD, arg);
+    onednn_memory_t mem = NULL;
     if (!md)
-        return failed(p, dnnl_invalid_arguments, "dnnl_primitive_desc_query_md");
-    if (failed(p, dnnl_memory_create(&mem, md, g.engine, DNNL_MEMORY_ALLOCATE),
+        return failed(p, ONEDNN_INVALID_ARGUMENTS, "dnnl_primitive_desc_query_md");
+    if (failed(p, dnnl.memory_create(&mem, md, g.engine, ONEDNN_MEMORY_ALLOCATE),
                "dnnl_memory_create"))
         return 1;
-    p->args[p->nargs++] = (dnnl_exec_arg_t){arg, mem};
+    p->args[p->nargs++] = (onednn_exec_arg_t){arg, mem};
     if (!seed)
         return 0;
 
-    dnnl_memory_desc_t user_md;
-    dnnl_memory_t user = NULL;
-    dnnl_primitive_desc_t reorder_pd = NULL;
-    dnnl_primitive_t reorder = NULL;
+    onednn_memory_desc_t user_md = NULL;
+    onednn_memory_t user = NULL;
+    onednn_primitive_desc_t reorder_pd = NULL;
+    onednn_primitive_t reorder = NULL;
     void *data = NULL;
     int64_t elements = 1;
     for (int i = 0; i < ndims; i++)
         elements *= dims[i];
-    int bad = failed(p, dnnl_memory_desc_init_by_tag(&user_md, ndims, dims, dnnl_f32,
-                                                     plain_tag(ndims)),
-                     "dnnl_memory_desc_init_by_tag") ||
-              failed(p, dnnl_memory_create(&user, &user_md, g.engine, DNNL_MEMORY_ALLOCATE),
+    int bad = failed(p, dnnl.memory_desc_create_with_tag(&user_md, ndims, dims, ONEDNN_F32,
+                                                         plain_tag(ndims)),
+                     "dnnl_memory_desc_create_with_tag") ||
+              failed(p, dnnl.memory_create(&user, user_md, g.engine, ONEDNN_MEMORY_ALLOCATE),
                      "dnnl_memory_create") ||
-              failed(p, dnnl_memory_get_data_handle(user, &data), "dnnl_memory_get_data_handle");
+              failed(p, dnnl.memory_get_data_handle(user, &data), "dnnl_memory_get_data_handle");
     if (!bad) {
         cb_fill_random(data, CONV_DTYPE_FLOAT32, elements, seed);
-        dnnl_exec_arg_t rargs[] = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, mem}};
-        bad = failed(p, dnnl_reorder_primitive_desc_create(&reorder_pd, &user_md, g.engine, md,
+        onednn_exec_arg_t rargs[] = {{ONEDNN_ARG_FROM, user}, {ONEDNN_ARG_TO, mem}};
+        bad = failed(p, dnnl.reorder_primitive_desc_create(&reorder_pd, user_md, g.engine, md,
                                                            g.engine, NULL),
                      "dnnl_reorder_primitive_desc_create") ||
-              failed(p, dnnl_primitive_create(&reorder, reorder_pd), "dnnl_primitive_create") ||
-              failed(p, dnnl_primitive_execute(reorder, g.stream, 2, rargs),
+              failed(p, dnnl.primitive_create(&reorder, reorder_pd), "dnnl_primitive_create") ||
+              failed(p, dnnl.primitive_execute(reorder, g.stream, 2, rargs),
                      "dnnl_primitive_execute (reorder)") ||
-              failed(p, dnnl_stream_wait(g.stream), "dnnl_stream_wait");
+              failed(p, dnnl.stream_wait(g.stream), "dnnl_stream_wait");
     }
     if (reorder)
-        dnnl_primitive_destroy(reorder);
+        dnnl.primitive_destroy(reorder);
     if (reorder_pd)
-        dnnl_primitive_desc_destroy(reorder_pd);
+        dnnl.primitive_desc_destroy(reorder_pd);
     if (user)
-        dnnl_memory_destroy(user);
+        dnnl.memory_destroy(user);
+    if (user_md)
+        dnnl.memory_desc_destroy(user_md);
     return bad;
 }
 
@@ -258,12 +277,12 @@ static int add_arg(onednn_pass *p, const_dnnl_primitive_desc_t pd, int arg, int 
  * failed call in p). Dims as in libconv: src (N, C, in...), weights
  * (K, C, kernel...) or, with groups, (G, K/G, C/G, kernel...), dst
  * (N, K, out...); oneDNN's dilation counts the gaps (d - 1). */
-static int set_up(const cb_bench *b, const cb_layer *l, conv_op_t op, onednn_pass *p)
+static int set_up(const cb_bench *b, const cb_layer *l, conv_op_t op, int type, onednn_pass *p)
 {
     const int sp = l->spatial, nd = sp + 2;
     const int wnd = l->groups > 1 ? nd + 1 : nd;
-    dnnl_dims_t src = {b->opt->batch, l->c}, dst = {b->opt->batch, l->k}, wei;
-    dnnl_dims_t strides, dilates, pad_l, pad_r;
+    onednn_dims_t src = {b->opt->batch, l->c}, dst = {b->opt->batch, l->k}, wei;
+    onednn_dims_t strides, dilates, pad_l, pad_r;
     int w0 = 0;
     if (l->groups > 1)
         wei[w0++] = l->groups;
@@ -279,122 +298,132 @@ static int set_up(const cb_bench *b, const cb_layer *l, conv_op_t op, onednn_pas
         pad_r[a] = l->pad_end[a];
     }
 
-    dnnl_memory_desc_t src_md, wei_md, dst_md;
-    dnnl_convolution_desc_t fwd, bwd;
-    if (failed(p, dnnl_memory_desc_init_by_tag(&src_md, nd, src, dnnl_f32, dnnl_format_tag_any),
-               "dnnl_memory_desc_init_by_tag") ||
-        failed(p, dnnl_memory_desc_init_by_tag(&wei_md, wnd, wei, dnnl_f32, dnnl_format_tag_any),
-               "dnnl_memory_desc_init_by_tag") ||
-        failed(p, dnnl_memory_desc_init_by_tag(&dst_md, nd, dst, dnnl_f32, dnnl_format_tag_any),
-               "dnnl_memory_desc_init_by_tag") ||
-        failed(p, dnnl_primitive_attr_create(&p->attr), "dnnl_primitive_attr_create") ||
-        failed(p, dnnl_primitive_attr_set_scratchpad_mode(p->attr, dnnl_scratchpad_mode_user),
+    const int any = ONEDNN_FORMAT_TAG_ANY, alg = ONEDNN_CONVOLUTION_AUTO;
+    if (failed(p, dnnl.memory_desc_create_with_tag(&p->src_md, nd, src, type, any),
+               "dnnl_memory_desc_create_with_tag") ||
+        failed(p, dnnl.memory_desc_create_with_tag(&p->wei_md, wnd, wei, type, any),
+               "dnnl_memory_desc_create_with_tag") ||
+        failed(p, dnnl.memory_desc_create_with_tag(&p->dst_md, nd, dst, type, any),
+               "dnnl_memory_desc_create_with_tag") ||
+        failed(p, dnnl.primitive_attr_create(&p->attr), "dnnl_primitive_attr_create") ||
+        failed(p, dnnl.primitive_attr_set_scratchpad_mode(p->attr, ONEDNN_SCRATCHPAD_MODE_USER),
                "dnnl_primitive_attr_set_scratchpad_mode") ||
-        failed(p, dnnl_dilated_convolution_forward_desc_init(
-                      &fwd, dnnl_forward_training, dnnl_convolution_auto, &src_md, &wei_md, NULL,
-                      &dst_md, strides, dilates, pad_l, pad_r),
-               "dnnl_dilated_convolution_forward_desc_init") ||
-        failed(p, dnnl_primitive_desc_create(&p->fwd_pd, &fwd, p->attr, g.engine, NULL),
-               "dnnl_primitive_desc_create (forward)"))
+        failed(p, dnnl.convolution_forward_primitive_desc_create(
+                      &p->fwd_pd, g.engine, ONEDNN_FORWARD_TRAINING, alg, p->src_md, p->wei_md,
+                      NULL, p->dst_md, strides, dilates, pad_l, pad_r, p->attr),
+               "dnnl_convolution_forward_primitive_desc_create"))
         return 1;
 
-    const_dnnl_primitive_desc_t pd = p->fwd_pd;
+    const_onednn_primitive_desc_t pd = p->fwd_pd;
     if (op == CONV_OP_BACKWARD_DATA) {
-        if (failed(p, dnnl_dilated_convolution_backward_data_desc_init(
-                          &bwd, dnnl_convolution_auto, &src_md, &wei_md, &dst_md, strides,
-                          dilates, pad_l, pad_r),
-                   "dnnl_dilated_convolution_backward_data_desc_init") ||
-            failed(p, dnnl_primitive_desc_create(&p->bwd_pd, &bwd, p->attr, g.engine, p->fwd_pd),
-                   "dnnl_primitive_desc_create (backward data)"))
+        if (failed(p, dnnl.convolution_backward_data_primitive_desc_create(
+                          &p->bwd_pd, g.engine, alg, p->src_md, p->wei_md, p->dst_md, strides,
+                          dilates, pad_l, pad_r, p->fwd_pd, p->attr),
+                   "dnnl_convolution_backward_data_primitive_desc_create"))
             return 1;
         pd = p->bwd_pd;
     } else if (op == CONV_OP_BACKWARD_FILTER) {
-        if (failed(p, dnnl_dilated_convolution_backward_weights_desc_init(
-                          &bwd, dnnl_convolution_auto, &src_md, &wei_md, NULL, &dst_md, strides,
-                          dilates, pad_l, pad_r),
-                   "dnnl_dilated_convolution_backward_weights_desc_init") ||
-            failed(p, dnnl_primitive_desc_create(&p->bwd_pd, &bwd, p->attr, g.engine, p->fwd_pd),
-                   "dnnl_primitive_desc_create (backward weights)"))
+        if (failed(p, dnnl.convolution_backward_weights_primitive_desc_create(
+                          &p->bwd_pd, g.engine, alg, p->src_md, p->wei_md, NULL, p->dst_md,
+                          strides, dilates, pad_l, pad_r, p->fwd_pd, p->attr),
+                   "dnnl_convolution_backward_weights_primitive_desc_create"))
             return 1;
         pd = p->bwd_pd;
     }
-    if (failed(p, dnnl_primitive_create(&p->prim, pd), "dnnl_primitive_create"))
+    if (failed(p, dnnl.primitive_create(&p->prim, pd), "dnnl_primitive_create"))
         return 1;
 
     /* The pass's inputs (seeded as libconv's), its output, the scratchpad. */
     int in0, in1, out;
-    const dnnl_dim_t *in0_dims, *in1_dims;
+    const onednn_dim_t *in0_dims, *in1_dims;
     int in0_nd, in1_nd;
     uint64_t in0_seed, in1_seed;
     switch (op) {
     case CONV_OP_FORWARD:
-        in0 = DNNL_ARG_SRC, in0_dims = src, in0_nd = nd, in0_seed = CB_SEED_X;
-        in1 = DNNL_ARG_WEIGHTS, in1_dims = wei, in1_nd = wnd, in1_seed = CB_SEED_W;
-        out = DNNL_ARG_DST;
+        in0 = ONEDNN_ARG_SRC, in0_dims = src, in0_nd = nd, in0_seed = CB_SEED_X;
+        in1 = ONEDNN_ARG_WEIGHTS, in1_dims = wei, in1_nd = wnd, in1_seed = CB_SEED_W;
+        out = ONEDNN_ARG_DST;
         break;
     case CONV_OP_BACKWARD_DATA:
-        in0 = DNNL_ARG_WEIGHTS, in0_dims = wei, in0_nd = wnd, in0_seed = CB_SEED_W;
-        in1 = DNNL_ARG_DIFF_DST, in1_dims = dst, in1_nd = nd, in1_seed = CB_SEED_DY;
-        out = DNNL_ARG_DIFF_SRC;
+        in0 = ONEDNN_ARG_WEIGHTS, in0_dims = wei, in0_nd = wnd, in0_seed = CB_SEED_W;
+        in1 = ONEDNN_ARG_DIFF_DST, in1_dims = dst, in1_nd = nd, in1_seed = CB_SEED_DY;
+        out = ONEDNN_ARG_DIFF_SRC;
         break;
     default:
-        in0 = DNNL_ARG_SRC, in0_dims = src, in0_nd = nd, in0_seed = CB_SEED_X;
-        in1 = DNNL_ARG_DIFF_DST, in1_dims = dst, in1_nd = nd, in1_seed = CB_SEED_DY;
-        out = DNNL_ARG_DIFF_WEIGHTS;
+        in0 = ONEDNN_ARG_SRC, in0_dims = src, in0_nd = nd, in0_seed = CB_SEED_X;
+        in1 = ONEDNN_ARG_DIFF_DST, in1_dims = dst, in1_nd = nd, in1_seed = CB_SEED_DY;
+        out = ONEDNN_ARG_DIFF_WEIGHTS;
         break;
     }
     if (add_arg(p, pd, in0, in0_nd, in0_dims, in0_seed) ||
         add_arg(p, pd, in1, in1_nd, in1_dims, in1_seed) || add_arg(p, pd, out, 0, NULL, 0))
         return 1;
-    const dnnl_memory_desc_t *scratch =
-        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    if (scratch && dnnl_memory_desc_get_size(scratch) > 0)
-        return add_arg(p, pd, DNNL_ARG_SCRATCHPAD, 0, NULL, 0);
+    const_onednn_memory_desc_t scratch =
+        dnnl.primitive_desc_query_md(pd, ONEDNN_QUERY_SCRATCHPAD_MD, 0);
+    if (scratch && dnnl.memory_desc_get_size(scratch) > 0)
+        return add_arg(p, pd, ONEDNN_ARG_SCRATCHPAD, 0, NULL, 0);
     return 0;
+}
+
+/* The implementation oneDNN chose, e.g. "brg:avx512_core" (for --json). */
+static void implementation(const onednn_pass *p, char *buf, size_t len)
+{
+    const char *impl = NULL;
+    const_onednn_primitive_desc_t pd = p->bwd_pd ? p->bwd_pd : p->fwd_pd;
+    if (dnnl.primitive_desc_query(pd, ONEDNN_QUERY_IMPL_INFO_STR, 0, &impl) != ONEDNN_SUCCESS)
+        impl = NULL;
+    snprintf(buf, len, "%s", impl ? impl : "");
 }
 
 static void tear_down(onednn_pass *p)
 {
     for (int i = 0; i < p->nargs; i++)
-        dnnl_memory_destroy(p->args[i].memory);
+        dnnl.memory_destroy(p->args[i].memory);
     if (p->prim)
-        dnnl_primitive_destroy(p->prim);
+        dnnl.primitive_destroy(p->prim);
     if (p->bwd_pd)
-        dnnl_primitive_desc_destroy(p->bwd_pd);
+        dnnl.primitive_desc_destroy(p->bwd_pd);
     if (p->fwd_pd)
-        dnnl_primitive_desc_destroy(p->fwd_pd);
+        dnnl.primitive_desc_destroy(p->fwd_pd);
     if (p->attr)
-        dnnl_primitive_attr_destroy(p->attr);
+        dnnl.primitive_attr_destroy(p->attr);
+    onednn_memory_desc_t mds[] = {p->src_md, p->wei_md, p->dst_md};
+    for (int i = 0; i < 3; i++)
+        if (mds[i])
+            dnnl.memory_desc_destroy(mds[i]);
 }
 
 /* The timed call: the primitive's execution and nothing else. */
 static int execute(void *arg)
 {
     onednn_pass *p = arg;
-    return failed(p, dnnl_primitive_execute(p->prim, g.stream, p->nargs, p->args),
+    return failed(p, dnnl.primitive_execute(p->prim, g.stream, p->nargs, p->args),
                   "dnnl_primitive_execute") ||
-           failed(p, dnnl_stream_wait(g.stream), "dnnl_stream_wait");
+           failed(p, dnnl.stream_wait(g.stream), "dnnl_stream_wait");
 }
 
 void cb_onednn_run(const cb_bench *b, const cb_layer *l, conv_op_t op, double *times, cb_row *r)
 {
-    if (b->opt->dtype != CONV_DTYPE_FLOAT32) {
+    conv_dtype_t dt = b->opt->dtype;
+    if (dt != CONV_DTYPE_FLOAT32 && dt != CONV_DTYPE_BFLOAT16) {
         r->peer_status = CB_PEER_NA;
-        snprintf(r->peer_error, sizeof r->peer_error, "oneDNN has no %s convolution",
-                 cb_dtype_name(b->opt->dtype));
+        snprintf(r->peer_error, sizeof r->peer_error,
+                 "oneDNN is timed in f32 and bf16, not %s", cb_dtype_name(dt));
         return;
     }
     onednn_pass p = {0};
     cb_timing t;
-    if (set_up(b, l, op, &p) == 0 && cb_time_calls(b->opt, execute, &p, times, &t) == 0) {
+    int type = dt == CONV_DTYPE_BFLOAT16 ? ONEDNN_BF16 : ONEDNN_F32;
+    if (set_up(b, l, op, type, &p) == 0 && cb_time_calls(b->opt, execute, &p, times, &t) == 0) {
         r->peer_status = CB_PEER_OK;
         r->peer_ms = t.ms;
         r->peer_min_ms = t.min_ms;
         r->peer_repeats = t.repeats;
+        implementation(&p, r->peer_impl, sizeof r->peer_impl);
     } else {
         r->peer_status = CB_PEER_FAILED;
         snprintf(r->peer_error, sizeof r->peer_error, "%s: %s", p.call,
-                 dnnl_status2str(p.status));
+                 dnnl.status2str(p.status));
     }
     tear_down(&p);
 }

@@ -281,12 +281,15 @@ static void json_row(FILE *f, const cb_bench *b, const cb_row *r)
     json_number(f, checked ? r->verify.tol : NAN);
     fprintf(f, ", \"checked\": %lld, \"nan_count\": %lld", (long long)r->verify.checked,
             (long long)r->verify.nan_count);
-    /* The peer's median for the same layer and pass; null when it did not
-     * run (no --peer, f64 with oneDNN, or a failure the text output shows). */
+    /* The peer's median for the same layer and pass and the implementation
+     * it ran; null when it did not run (no --peer, f64 with oneDNN, or a
+     * failure the text output shows). */
     fputs(", \"peer\": ", f);
     json_string(f, o->peer ? o->peer->name : NULL);
     fputs(", \"peer_ms\": ", f);
     json_number(f, r->peer_status == CB_PEER_OK ? r->peer_ms : NAN);
+    fputs(", \"peer_impl\": ", f);
+    json_string(f, r->peer_status == CB_PEER_OK && r->peer_impl[0] ? r->peer_impl : NULL);
     fputc('}', f);
 }
 

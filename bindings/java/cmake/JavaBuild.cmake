@@ -10,6 +10,14 @@
 #   MODE=example  JAVA, JAR, SOURCE: copy the jar alone into a fresh directory
 #                 under the system's temporary directory and run the example
 #                 there with only that jar on the class path.
+#   MODE=smoke    JAVA, JAR, NO_GPU_BECAUSE, SOURCE: `java -jar JAR` must say
+#                 "CUDA devices: 0 (...NO_GPU_BECAUSE...)", then MODE=example.
+#   MODE=maven-install  JAR, POM, VERSION, CLASSIFIER, REPOSITORY, [JAVA,
+#                 SOURCE]: lay the jar and its POM out in the local Maven
+#                 repository REPOSITORY as org.libconv:libconv:VERSION with
+#                 that classifier (Maven's repository layout, what `mvn
+#                 install:install-file` writes); with JAVA and SOURCE, then
+#                 run the example from the installed jar (MODE=example).
 cmake_minimum_required(VERSION 3.25)
 
 function(split var)
@@ -85,6 +93,53 @@ elseif(MODE STREQUAL "example")
   file(REMOVE_RECURSE "${dir}")
   if(NOT result EQUAL 0)
     message(FATAL_ERROR "the example failed (${result})")
+  endif()
+
+elseif(MODE STREQUAL "smoke")
+  execute_process(COMMAND "${JAVA}" -jar "${JAR}" OUTPUT_VARIABLE out RESULT_VARIABLE result)
+  message(STATUS "java -jar ${JAR}:\n${out}")
+  string(FIND "${out}" "CUDA devices: 0 (" at)
+  string(FIND "${out}" "${NO_GPU_BECAUSE}" why)
+  if(NOT result EQUAL 0 OR at LESS 0 OR why LESS at)
+    message(FATAL_ERROR "java -jar failed (${result}) or did not say \"CUDA devices: 0\" "
+                        "because of ${NO_GPU_BECAUSE}")
+  endif()
+  execute_process(COMMAND "${CMAKE_COMMAND}" -DMODE=example "-DJAVA=${JAVA}" "-DJAR=${JAR}"
+                          "-DSOURCE=${SOURCE}" -P "${CMAKE_CURRENT_LIST_FILE}"
+                  RESULT_VARIABLE result)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "the example failed (${result})")
+  endif()
+
+elseif(MODE STREQUAL "maven-install")
+  set(dir "${REPOSITORY}/org/libconv/libconv/${VERSION}")
+  file(MAKE_DIRECTORY "${dir}")
+  file(COPY_FILE "${JAR}" "${dir}/libconv-${VERSION}-${CLASSIFIER}.jar")
+  file(COPY_FILE "${POM}" "${dir}/libconv-${VERSION}.pom")
+  string(TIMESTAMP now "%Y%m%d%H%M%S" UTC)
+  file(WRITE "${REPOSITORY}/org/libconv/libconv/maven-metadata-local.xml"
+"<?xml version=\"1.0\" encoding=\"UTF-8\"?>
+<metadata>
+  <groupId>org.libconv</groupId>
+  <artifactId>libconv</artifactId>
+  <versioning>
+    <release>${VERSION}</release>
+    <versions>
+      <version>${VERSION}</version>
+    </versions>
+    <lastUpdated>${now}</lastUpdated>
+  </versioning>
+</metadata>
+")
+  message(STATUS "installed org.libconv:libconv:${VERSION}:${CLASSIFIER} into ${REPOSITORY}")
+  if(JAVA AND SOURCE)
+    execute_process(COMMAND "${CMAKE_COMMAND}" -DMODE=example "-DJAVA=${JAVA}"
+                            "-DJAR=${dir}/libconv-${VERSION}-${CLASSIFIER}.jar" "-DSOURCE=${SOURCE}"
+                            -P "${CMAKE_CURRENT_LIST_FILE}"
+                    RESULT_VARIABLE result)
+    if(NOT result EQUAL 0)
+      message(FATAL_ERROR "the example failed with the installed jar (${result})")
+    endif()
   endif()
 
 else()

@@ -135,6 +135,15 @@ def last_error() -> str:
     return _libconv.conv_last_error()
 
 
+def __getattr__(name: str) -> object:
+    # libconv.torch imports torch, so it is loaded on first use only.
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError("module 'libconv' has no attribute %r" % name)
+
+
 __version__ = version()
 
 __all__ = [

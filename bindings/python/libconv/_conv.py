@@ -9,7 +9,7 @@ The GIL is released while the library computes.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from ._core import (
     default_context,
 )
 from ._enums import Activation, Algo, AutoPad, Device, Layout, Mode, Op, from_c, to_enum
-from ._errors import InvalidArgumentError, ShapeMismatchError, TypeMismatchError
+from ._errors import InvalidArgumentError, ShapeMismatchError, TypeMismatchError, describe
 
 __all__ = [
     "Conv",
@@ -58,6 +58,7 @@ IntOrSeq = Union[int, Sequence[int]]
 PaddingLike = Union[int, str, AutoPad, Sequence[int], Sequence[Tuple[int, int]]]
 OpLike = Union[Op, int, str]
 AlgoLike = Union[Algo, int, str]
+AlgorithmArg = Union[None, AlgoLike, Dict[OpLike, AlgoLike]]
 Array = Any  # a NumPy array, a Tensor, or an object with __dlpack__ / the buffer protocol
 
 
@@ -80,13 +81,29 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
+def _int_arg(value: Any, what: str) -> int:
+    if not _is_int(value):
+        raise TypeMismatchError("%s must be an int, not %s" % (what, describe(value)))
+    return int(value)
+
+
+def _ints(value: Any) -> Optional[Tuple[int, ...]]:
+    """``value`` as a tuple of ints when it is a sequence of ints, else None."""
+    if isinstance(value, (str, bytes)) or getattr(value, "ndim", 1) != 1:
+        return None
+    try:
+        items = tuple(value)
+    except TypeError:
+        return None
+    return tuple(int(v) for v in items) if all(_is_int(v) for v in items) else None
+
+
 def _per_axis(value: IntOrSeq, n: int, what: str) -> Tuple[int, ...]:
     if _is_int(value):
         return (int(value),) * n
-    try:
-        seq = tuple(int(v) for v in value)  # type: ignore[union-attr]
-    except TypeError:
-        raise InvalidArgumentError("%s must be an int or %d ints, not %r" % (what, n, value)) from None
+    seq = _ints(value)
+    if seq is None:
+        raise TypeMismatchError("%s must be an int or %d ints, not %s" % (what, n, describe(value)))
     if len(seq) == 1:
         return seq * n
     if len(seq) != n:
@@ -97,7 +114,12 @@ def _per_axis(value: IntOrSeq, n: int, what: str) -> Tuple[int, ...]:
 _PAD_MODES = {
     "same": AutoPad.SAME_UPPER,  # PyTorch's "same": the odd element at the end
     "valid": AutoPad.VALID,
+    "same_upper": AutoPad.SAME_UPPER,
+    "same_lower": AutoPad.SAME_LOWER,
+    "notset": AutoPad.NOTSET,
 }
+_PADDING_FORMS = ("an int, one int per spatial dim, one (begin, end) pair per spatial dim, or one "
+                  "of %s" % ", ".join(repr(k) for k in _PAD_MODES))
 
 
 def _parse_padding(value: PaddingLike, n: int):
@@ -106,28 +128,31 @@ def _parse_padding(value: PaddingLike, n: int):
     if isinstance(value, AutoPad):
         return value, None, None
     if isinstance(value, str):
-        mode = _PAD_MODES.get(value.lower())
+        mode = _PAD_MODES.get(value.strip().lower().replace("-", "_"))
         if mode is None:
-            mode = to_enum(AutoPad, value, "padding")  # "same_upper", "same_lower", "notset"
+            raise InvalidArgumentError("padding %s is not %s" % (describe(value), _PADDING_FORMS))
         return (mode, zeros, zeros) if mode == AutoPad.NOTSET else (mode, None, None)
     if _is_int(value):
         p = (int(value),) * n
         return AutoPad.NOTSET, p, p
-    items = list(value)  # type: ignore[arg-type]
-    if items and all(not _is_int(v) for v in items):
-        pairs = [tuple(int(x) for x in v) for v in items]
-        if len(pairs) != n or any(len(p) != 2 for p in pairs):
-            raise InvalidArgumentError(
-                "padding must give one (begin, end) pair per spatial dim (%d), got %r" % (n, value))
-        return AutoPad.NOTSET, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
-    p = _per_axis(items, n, "padding")
-    return AutoPad.NOTSET, p, p
+    if _ints(value) is not None:
+        p = _per_axis(value, n, "padding")  # type: ignore[arg-type]
+        return AutoPad.NOTSET, p, p
+    pairs = None
+    if not isinstance(value, (str, bytes)) and getattr(value, "ndim", 1) == 1:
+        try:
+            pairs = [_ints(v) for v in value]  # type: ignore[union-attr]
+        except TypeError:
+            pass
+    if not pairs or any(p is None for p in pairs):
+        raise TypeMismatchError("padding must be %s, not %s" % (_PADDING_FORMS, describe(value)))
+    if len(pairs) != n or any(len(p) != 2 for p in pairs):  # type: ignore[arg-type]
+        raise InvalidArgumentError("padding must give one (begin, end) pair per spatial dim (%d), "
+                                   "got %s" % (n, describe(value)))
+    return AutoPad.NOTSET, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)  # type: ignore[index]
 
 
 def _op(value: OpLike) -> Op:
-    if isinstance(value, str):
-        value = {"backward_input": "backward_data", "backward_weight": "backward_filter"}.get(
-            value.lower(), value)
     return to_enum(Op, value, "op")  # type: ignore[return-value]
 
 
@@ -161,8 +186,9 @@ class Conv(_Resource):
     def __init__(self, spatial_dims: int = 2, *, stride: IntOrSeq = 1, padding: PaddingLike = 0,
                  dilation: IntOrSeq = 1, groups: int = 1, activation: Union[None, str, Activation] = None,
                  transposed: bool = False, output_padding: IntOrSeq = 0,
-                 algorithm: Union[None, AlgoLike, Dict[OpLike, AlgoLike]] = None) -> None:
-        self._h = _Handle(_C.conv_desc_create(int(spatial_dims)), _C.conv_desc_destroy)
+                 algorithm: AlgorithmArg = None) -> None:
+        self._h = _Handle(_C.conv_desc_create(_int_arg(spatial_dims, "spatial_dims")),
+                          _C.conv_desc_destroy)
         self.stride = stride
         self.dilation = dilation
         self.padding = padding
@@ -238,7 +264,7 @@ class Conv(_Resource):
 
     @groups.setter
     def groups(self, value: int) -> None:
-        _C.conv_desc_set_groups(self._handle().ptr, int(value))
+        _C.conv_desc_set_groups(self._handle().ptr, _int_arg(value, "groups"))
 
     @property
     def activation(self) -> Activation:
@@ -583,18 +609,23 @@ class _Call:
 
 def _conv_desc(nd: int, stride: IntOrSeq, padding: PaddingLike, dilation: IntOrSeq, groups: int,
                activation: Any = None, transposed: bool = False, output_padding: IntOrSeq = 0,
-               algorithm: Any = None) -> Conv:
+               algorithm: AlgorithmArg = None) -> Conv:
     return Conv(nd, stride=stride, padding=padding, dilation=dilation, groups=groups,
                 activation=activation, transposed=transposed, output_padding=output_padding,
                 algorithm=algorithm)
 
 
+def _ndim(obj: Any) -> Optional[int]:
+    if isinstance(obj, Tensor):
+        return len(obj.shape)
+    nd = getattr(obj, "ndim", None)
+    return nd if isinstance(nd, int) else None
+
+
 def _rank(obj: Any, ctx: Optional[Context], layout: Optional[LayoutLike], what: str) -> Tuple[Any, int]:
     """The object to pass on (wrapped when its rank is not otherwise known) and its spatial dims."""
-    nd = getattr(obj, "ndim", None)
-    if isinstance(obj, Tensor):
-        nd = len(obj.shape)
-    if not isinstance(nd, int):
+    nd = _ndim(obj)
+    if nd is None:
         obj = _as_tensor(obj, ctx, _layout(layout), what, False)
         nd = len(obj.shape)
     if not 3 <= nd <= 5:
@@ -603,29 +634,68 @@ def _rank(obj: Any, ctx: Optional[Context], layout: Optional[LayoutLike], what: 
     return obj, nd - 2
 
 
-def _check_rank(nd: int, want: Optional[int], name: str) -> None:
-    if want is not None and nd != want:
-        raise ShapeMismatchError("%s expects a %d-d input (N, C and %d spatial dims), got %d-d"
-                                 % (name, want + 2, want, nd + 2))
+def _call_forward(name: str, nd: Optional[int], transposed: bool, x: Array, w: Array,
+                  bias: Optional[Array], stride: IntOrSeq, padding: PaddingLike,
+                  dilation: IntOrSeq, groups: int, output_padding: IntOrSeq,
+                  activation: Union[None, str, Activation], algorithm: AlgorithmArg,
+                  out: Optional[Array], ctx: Optional[Context], workspace: Optional[Workspace],
+                  layout: Optional[LayoutLike]) -> Any:
+    """What conv*, conv_transpose* share: the rank checks, batchless input, the call.
+
+    ``nd`` is the spatial dims the function is for (None: the filter's rank
+    says). A batchless input (C, spatial...) gets a batch axis of 1 (a view)
+    and so does ``out``; a NumPy result loses it again.
+    """
+    if nd is None:
+        w_rank = _ndim(w)
+        if w_rank is None:
+            x, nd = _rank(x, ctx, layout, "x")
+        else:
+            nd = w_rank - 2
+    x_rank = _ndim(x)
+    if x_rank is None:
+        x = _as_tensor(x, ctx, _layout(layout), "x", False)
+        x_rank = len(x.shape)
+    batchless = x_rank == nd + 1 and not isinstance(x, Tensor)
+    if not 1 <= nd <= 3 or not (x_rank == nd + 2 or batchless):
+        raise ShapeMismatchError(
+            "%s takes x as (N, C, spatial...) or batchless (C, spatial...) with %s spatial dims, "
+            "not %s" % (name, nd if 1 <= nd <= 3 else "1 to 3",
+                        describe(x) if not isinstance(x, Tensor) else "a Tensor of shape %s" % (x.shape,)))
+    given_out = out
+    if batchless:
+        x = x[None]
+        if out is not None:
+            if isinstance(out, Tensor):
+                raise ShapeMismatchError("%s: out is a Tensor (N, C, spatial...) but x is batchless; "
+                                         "pass out as an array without the batch axis" % name)
+            out = out[None]
+    with _conv_desc(nd, stride, padding, dilation, groups, activation, transposed, output_padding,
+                    algorithm) as d:
+        y = d.forward(x, w, bias, out=out, ctx=ctx, workspace=workspace, layout=layout)
+    if given_out is not None:
+        return given_out
+    return y[0] if batchless and isinstance(y, np.ndarray) else y
 
 
-def conv(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
-         padding: PaddingLike = 0, dilation: IntOrSeq = 1, groups: int = 1, *,
-         activation: Union[None, str, Activation] = None, algorithm: Any = None,
-         out: Optional[Array] = None, ctx: Optional[Context] = None,
-         workspace: Optional[Workspace] = None, layout: Optional[LayoutLike] = None,
-         _name: str = "conv", _nd: Optional[int] = None) -> Any:
-    """N-d convolution, like ``torch.nn.functional.conv{1,2,3}d``.
+_CONV_DOC = """{nd}{name}: x (N, C_in, {spatial}) or batchless (C_in, {spatial}){ws}.
+
+    Like ``torch.nn.functional.{torch}`` (same positional arguments), on
+    NumPy arrays and anything with DLPack or the buffer protocol, without
+    copying.
 
     Args:
-        x: input (N, C, spatial...), float32 or float64 (float16/bfloat16 are
-            storage-only on the CPU), in either layout.
-        w: filter (K, C/groups, kernel...) in the same layout and dtype.
-        bias: None or K elements.
-        stride, padding, dilation, groups: as :class:`Conv` (padding also
-            ``"same"``/``"valid"``).
+        x: the input, float32 or float64 (float16/bfloat16 are storage-only
+            on the CPU), channels-first or channels-last (what its strides
+            show). Batchless input gives a batchless result.
+        w: {w}, in the same layout and dtype.
+        bias: None or C_out elements.
+        stride, padding, dilation, groups{op}: as :class:`Conv` (padding
+            also ``"same"``/``"valid"`` and per-axis ``(begin, end)`` pairs).
         activation: ``"relu"`` fuses a ReLU after the bias.
-        algorithm: force an algorithm (default: the library chooses).
+        algorithm: force an algorithm, or ``{{op: algo}}`` (default: the
+            library chooses, under the context's :attr:`Context.math`: the
+            default context allows Winograd, see docs/python.md for its error).
         out: write the result here instead of allocating it.
         ctx, workspace: the context and scratch memory (defaults: the
             default context and its pool).
@@ -633,75 +703,116 @@ def conv(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
 
     Returns:
         ``out`` if given; a :class:`Tensor` if ``x`` is one or lives on a GPU
-        (pass it on with DLPack: ``torch.from_dlpack(y)``); else a NumPy array
-        viewing the memory libconv allocated for the result.
+        (pass it on with DLPack: ``torch.from_dlpack(y)``; it keeps a batch
+        axis of 1 for batchless input); else a NumPy array viewing the memory
+        libconv allocated for the result. (``libconv.torch`` returns torch
+        tensors for torch tensors.)
     """
-    x, nd = _rank(x, ctx, layout, "x")
-    _check_rank(nd, _nd, _name)
-    with _conv_desc(nd, stride, padding, dilation, groups, activation, algorithm=algorithm) as d:
-        return d.forward(x, w, bias, out=out, ctx=ctx, workspace=workspace, layout=layout)
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _document(nd: Optional[int], transposed: bool) -> Callable[[_F], _F]:
+    spatial = {None: "spatial...", 1: "W", 2: "H, W", 3: "D, H, W"}[nd]
+    kernel = {None: "kernel...", 1: "kW", 2: "kH, kW", 3: "kD, kH, kW"}[nd]
+    name = "transposed convolution" if transposed else "convolution"
+    torch_name = ("conv_transpose%s" if transposed else "conv%s") % ("%dd" % nd if nd else "{1,2,3}d")
+
+    def decorate(f: _F) -> _F:
+        f.__doc__ = _CONV_DOC.format(
+            nd="%d-d " % nd if nd else "N-d ", name=name, spatial=spatial, torch=torch_name,
+            ws="; the filter's rank tells the spatial dims" if nd is None else "",
+            w=("(C_in, C_out/groups, %s); the output is (N, C_out, out...) with out = (in - 1) * "
+               "stride - pad_begin - pad_end + dilation * (k - 1) + 1 + output_padding" % kernel)
+            if transposed else "(C_out, C_in/groups, %s)" % kernel,
+            op=", output_padding" if transposed else "")
+        return f
+    return decorate
+
+
+@_document(None, False)
+def conv(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
+         padding: PaddingLike = 0, dilation: IntOrSeq = 1, groups: int = 1, *,
+         activation: Union[None, str, Activation] = None, algorithm: AlgorithmArg = None,
+         out: Optional[Array] = None, ctx: Optional[Context] = None,
+         workspace: Optional[Workspace] = None, layout: Optional[LayoutLike] = None) -> Any:
+    return _call_forward("conv", None, False, x, w, bias, stride, padding, dilation, groups, 0,
+                         activation, algorithm, out, ctx, workspace, layout)
+
+
+@_document(1, False)
 def conv1d(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
-           padding: PaddingLike = 0, dilation: IntOrSeq = 1, groups: int = 1, **kw: Any) -> Any:
-    """1-d :func:`conv`: x (N, C, W), w (K, C/groups, kW)."""
-    return conv(x, w, bias, stride, padding, dilation, groups, _name="conv1d", _nd=1, **kw)
+           padding: PaddingLike = 0, dilation: IntOrSeq = 1, groups: int = 1, *,
+           activation: Union[None, str, Activation] = None, algorithm: AlgorithmArg = None,
+           out: Optional[Array] = None, ctx: Optional[Context] = None,
+           workspace: Optional[Workspace] = None, layout: Optional[LayoutLike] = None) -> Any:
+    return _call_forward("conv1d", 1, False, x, w, bias, stride, padding, dilation, groups, 0,
+                         activation, algorithm, out, ctx, workspace, layout)
 
 
+@_document(2, False)
 def conv2d(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
-           padding: PaddingLike = 0, dilation: IntOrSeq = 1, groups: int = 1, **kw: Any) -> Any:
-    """2-d :func:`conv`: x (N, C, H, W), w (K, C/groups, kH, kW)."""
-    return conv(x, w, bias, stride, padding, dilation, groups, _name="conv2d", _nd=2, **kw)
+           padding: PaddingLike = 0, dilation: IntOrSeq = 1, groups: int = 1, *,
+           activation: Union[None, str, Activation] = None, algorithm: AlgorithmArg = None,
+           out: Optional[Array] = None, ctx: Optional[Context] = None,
+           workspace: Optional[Workspace] = None, layout: Optional[LayoutLike] = None) -> Any:
+    return _call_forward("conv2d", 2, False, x, w, bias, stride, padding, dilation, groups, 0,
+                         activation, algorithm, out, ctx, workspace, layout)
 
 
+@_document(3, False)
 def conv3d(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
-           padding: PaddingLike = 0, dilation: IntOrSeq = 1, groups: int = 1, **kw: Any) -> Any:
-    """3-d :func:`conv`: x (N, C, D, H, W), w (K, C/groups, kD, kH, kW)."""
-    return conv(x, w, bias, stride, padding, dilation, groups, _name="conv3d", _nd=3, **kw)
+           padding: PaddingLike = 0, dilation: IntOrSeq = 1, groups: int = 1, *,
+           activation: Union[None, str, Activation] = None, algorithm: AlgorithmArg = None,
+           out: Optional[Array] = None, ctx: Optional[Context] = None,
+           workspace: Optional[Workspace] = None, layout: Optional[LayoutLike] = None) -> Any:
+    return _call_forward("conv3d", 3, False, x, w, bias, stride, padding, dilation, groups, 0,
+                         activation, algorithm, out, ctx, workspace, layout)
 
 
+@_document(None, True)
 def conv_transpose(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
                    padding: PaddingLike = 0, output_padding: IntOrSeq = 0, groups: int = 1,
                    dilation: IntOrSeq = 1, *, activation: Union[None, str, Activation] = None,
-                   algorithm: Any = None, out: Optional[Array] = None, ctx: Optional[Context] = None,
-                   workspace: Optional[Workspace] = None, layout: Optional[LayoutLike] = None,
-                   _name: str = "conv_transpose", _nd: Optional[int] = None) -> Any:
-    """Transposed convolution, like ``torch.nn.functional.conv_transpose{1,2,3}d``
-    (same argument order).
-
-    x: (N, C_in, in...); w: (C_in, C_out/groups, kernel...); the output is
-    (N, C_out, out...) with out = (in - 1) * stride - pad_begin - pad_end +
-    dilated_kernel + output_padding. Returns like :func:`conv`.
-    """
-    x, nd = _rank(x, ctx, layout, "x")
-    _check_rank(nd, _nd, _name)
-    with _conv_desc(nd, stride, padding, dilation, groups, activation, True, output_padding,
-                    algorithm) as d:
-        return d.forward(x, w, bias, out=out, ctx=ctx, workspace=workspace, layout=layout)
+                   algorithm: AlgorithmArg = None, out: Optional[Array] = None,
+                   ctx: Optional[Context] = None, workspace: Optional[Workspace] = None,
+                   layout: Optional[LayoutLike] = None) -> Any:
+    return _call_forward("conv_transpose", None, True, x, w, bias, stride, padding, dilation,
+                         groups, output_padding, activation, algorithm, out, ctx, workspace, layout)
 
 
+@_document(1, True)
 def conv_transpose1d(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
                      padding: PaddingLike = 0, output_padding: IntOrSeq = 0, groups: int = 1,
-                     dilation: IntOrSeq = 1, **kw: Any) -> Any:
-    """1-d :func:`conv_transpose`."""
-    return conv_transpose(x, w, bias, stride, padding, output_padding, groups, dilation,
-                          _name="conv_transpose1d", _nd=1, **kw)
+                     dilation: IntOrSeq = 1, *, activation: Union[None, str, Activation] = None,
+                     algorithm: AlgorithmArg = None, out: Optional[Array] = None,
+                     ctx: Optional[Context] = None, workspace: Optional[Workspace] = None,
+                     layout: Optional[LayoutLike] = None) -> Any:
+    return _call_forward("conv_transpose1d", 1, True, x, w, bias, stride, padding, dilation,
+                         groups, output_padding, activation, algorithm, out, ctx, workspace, layout)
 
 
+@_document(2, True)
 def conv_transpose2d(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
                      padding: PaddingLike = 0, output_padding: IntOrSeq = 0, groups: int = 1,
-                     dilation: IntOrSeq = 1, **kw: Any) -> Any:
-    """2-d :func:`conv_transpose`."""
-    return conv_transpose(x, w, bias, stride, padding, output_padding, groups, dilation,
-                          _name="conv_transpose2d", _nd=2, **kw)
+                     dilation: IntOrSeq = 1, *, activation: Union[None, str, Activation] = None,
+                     algorithm: AlgorithmArg = None, out: Optional[Array] = None,
+                     ctx: Optional[Context] = None, workspace: Optional[Workspace] = None,
+                     layout: Optional[LayoutLike] = None) -> Any:
+    return _call_forward("conv_transpose2d", 2, True, x, w, bias, stride, padding, dilation,
+                         groups, output_padding, activation, algorithm, out, ctx, workspace, layout)
 
 
+@_document(3, True)
 def conv_transpose3d(x: Array, w: Array, bias: Optional[Array] = None, stride: IntOrSeq = 1,
                      padding: PaddingLike = 0, output_padding: IntOrSeq = 0, groups: int = 1,
-                     dilation: IntOrSeq = 1, **kw: Any) -> Any:
-    """3-d :func:`conv_transpose`."""
-    return conv_transpose(x, w, bias, stride, padding, output_padding, groups, dilation,
-                          _name="conv_transpose3d", _nd=3, **kw)
+                     dilation: IntOrSeq = 1, *, activation: Union[None, str, Activation] = None,
+                     algorithm: AlgorithmArg = None, out: Optional[Array] = None,
+                     ctx: Optional[Context] = None, workspace: Optional[Workspace] = None,
+                     layout: Optional[LayoutLike] = None) -> Any:
+    return _call_forward("conv_transpose3d", 3, True, x, w, bias, stride, padding, dilation,
+                         groups, output_padding, activation, algorithm, out, ctx, workspace, layout)
 
 
 def conv_backward_data(input_shape: Shape, weight: Array, grad_output: Array, stride: IntOrSeq = 1,

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _libconv as _C
 from ._enums import DType, Device, Layout, Math, from_c, to_enum
-from ._errors import InvalidArgumentError, InvalidHandleError, TypeMismatchError
+from ._errors import InvalidArgumentError, InvalidHandleError, TypeMismatchError, describe
 
 __all__ = [
     "Context",
@@ -364,7 +364,11 @@ def default_context(device: DeviceLike = "cpu", index: int = 0) -> Context:
 
 
 def device_count(device: DeviceLike = "cpu") -> int:
-    """The number of usable devices of a kind: 1 for the CPU; GPUs for CUDA (0 without)."""
+    """The number of usable devices of a kind: 1 for the CPU; GPUs for CUDA (0 without).
+
+    With 0, :func:`libconv.last_error` says why: the library looked for and
+    not found (cuDNN), no driver, or no GPU.
+    """
     return _C.conv_device_count(int(to_enum(Device, device, "device")))
 
 
@@ -450,7 +454,7 @@ def _dtype(value: DTypeLike, what: str = "dtype") -> DType:
     try:
         dt = np.dtype(value)
     except TypeError:
-        raise TypeMismatchError("%s %r is not a dtype" % (what, value)) from None
+        raise TypeMismatchError("%s %s is not a dtype" % (what, describe(value))) from None
     return _dtype_from_numpy(dt, what)
 
 
@@ -927,6 +931,10 @@ def _take_dlpack(obj: Any, what: str, expect: Any) -> Tuple[Any, int, Tuple[int,
             device = obj.__dlpack_device__()
         except AttributeError:
             raise TypeMismatchError("%s (%s) does not support DLPack" % (what, type(obj).__name__)) from None
+        if getattr(obj, "requires_grad", False) is True:  # torch refuses to export these
+            raise TypeMismatchError(
+                "%s requires grad, which DLPack cannot carry: pass %s.detach(), or use "
+                "libconv.torch, whose functions and modules are autograd-aware" % (what, what))
         device = _dl_device(device[0], device[1], what)
         stream = expect(device)
         kwargs = {} if stream is None else {"stream": stream}

@@ -14,7 +14,7 @@ import enum
 from typing import Type, TypeVar, Union
 
 from . import _libconv as _C
-from ._errors import InvalidArgumentError
+from ._errors import InvalidArgumentError, TypeMismatchError, describe
 
 __all__ = ["Status", "Device", "DType", "Layout", "AutoPad", "Activation", "Mode", "Math", "Op",
            "Algo", "CommBackend", "ReduceOp", "CommState"]
@@ -183,6 +183,7 @@ _ALIASES = {
         "ODHWI": "CHANNELS_LAST",
     },
     Device: {"GPU": "CUDA"},
+    Op: {"BACKWARD_INPUT": "BACKWARD_DATA", "BACKWARD_WEIGHT": "BACKWARD_FILTER"},
 }
 
 
@@ -190,8 +191,9 @@ def to_enum(cls: Type[E], value: Union[E, int, str], what: str) -> Union[E, int]
     """``value`` (a member, an int or a name) as a member of ``cls``.
 
     An int the Python enum does not know yet but the header does (a newer
-    algorithm, say) is passed through as an int; anything else raises
-    :class:`InvalidArgumentError` naming ``what`` and the accepted values.
+    algorithm, say) is passed through as an int; another name or number raises
+    :class:`InvalidArgumentError`, another type :class:`TypeMismatchError`,
+    both naming ``what`` and every accepted name (aliases included).
     """
     if isinstance(value, cls):
         return value
@@ -214,8 +216,10 @@ def to_enum(cls: Type[E], value: Union[E, int, str], what: str) -> Union[E, int]
                 return int(value)
             if cls is Algo and _C.conv_algo_name(int(value)) != "unknown":
                 return int(value)  # a solver with no enum value, by its id
-    names = ", ".join(repr(n.lower()) for n in cls.__members__)
-    raise InvalidArgumentError("%s %r is not one of %s" % (what, value, names))
+    names = ", ".join(repr(n.lower()) for n in list(cls.__members__) + list(_ALIASES.get(cls, {})))
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise TypeMismatchError("%s must be one of %s, not %s" % (what, names, describe(value)))
+    raise InvalidArgumentError("%s %s is not one of %s" % (what, describe(value), names))
 
 
 def _algo_from_name(name: str) -> Union[Algo, int]:

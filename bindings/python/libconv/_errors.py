@@ -12,7 +12,7 @@ thing the class derives from it too (``ShapeMismatchError`` is a
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Type
+from typing import Any, Dict, Optional, Type
 
 __all__ = [
     "ConvError",
@@ -176,6 +176,16 @@ _BY_STATUS: Dict[int, Type[ConvError]] = {
         NumericalError,
     )
 }
+
+
+def describe(value: Any) -> str:
+    """``value`` for an error message: an array by its type, shape and dtype (never
+    its contents), anything else by a repr cut to 60 characters."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return "%s of shape %s and dtype %s" % (type(value).__name__, tuple(shape), dtype)
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def error_class(status: int) -> Type[ConvError]:

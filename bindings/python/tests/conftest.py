@@ -7,6 +7,7 @@ or against an installed package (no PYTHONPATH). Tests marked `slow`
 """
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +22,29 @@ HEADER = SOURCE_DIR / "include" / "conv.h"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: minutes-long tests (pip install into a fresh venv)")
+    config.addinivalue_line("markers", "torch: needs PyTorch (ctest python_torch runs these with "
+                                       "an interpreter that has it)")
 
 
-def pytest_report_header(config):
-    return ["libconv %s from %s" % (libconv.version(), os.path.dirname(libconv.__file__)),
-            "numpy %s" % np.__version__]
+def require(module):
+    """``import module``; a skip where it is not installed, but a failure under
+    CONV_REQUIRE_TORCH=1 (ctest python_torch, whose interpreter must have torch
+    and what the torch tests and examples use)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if os.environ.get("CONV_REQUIRE_TORCH") == "1":
+            pytest.fail("CONV_REQUIRE_TORCH=1 but %s cannot import %s: %s"
+                        % (sys.executable, module, e), pytrace=False)
+        pytest.skip("%s is not installed for %s" % (module, sys.executable),
+                    allow_module_level=True)
+
+
+def import_torch():
+    """torch, or a skip / failure as :func:`require` says."""
+    return require("torch")
 
 
 @pytest.fixture

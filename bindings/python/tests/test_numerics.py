@@ -11,7 +11,7 @@ import pytest
 
 import libconv
 import reference as ref
-from conftest import requires_c
+from conftest import import_torch, requires_c
 
 LAYOUTS = ["channels_first", "channels_last"]
 DTYPES = [np.float32, np.float64]
@@ -254,9 +254,10 @@ def test_find_algorithms_and_tuning_files(ctx, rng, tmp_path):
 # ------------------------------------------------------------------ PyTorch
 
 def _torch():
-    return pytest.importorskip("torch")
+    return import_torch()
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("nd", [1, 2, 3])
 def test_matches_pytorch(nd):
     torch = _torch()
@@ -287,6 +288,7 @@ def test_matches_pytorch(nd):
         want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.torch
 def test_pytorch_tensors_pass_through_dlpack():
     torch = _torch()
     x = torch.randn(1, 3, 8, 8)

@@ -54,7 +54,8 @@ public final class LibConv {
 
     /**
      * The number of devices of a kind: 1 for {@link Device#CPU}; for {@link Device#CUDA} the
-     * number of usable GPUs, 0 without a GPU or without CUDA support in the build.
+     * number of usable GPUs, 0 without a GPU or without CUDA support in the build. With 0,
+     * {@link #lastError()} says why (the library looked for and not found, no driver, no GPU).
      *
      * @param device the kind
      * @return the count
@@ -87,7 +88,10 @@ public final class LibConv {
         System.out.println("libconv " + versionString() + " (jar built against header "
                 + HEADER_VERSION_MAJOR + "." + HEADER_VERSION_MINOR + "." + HEADER_VERSION_PATCH + ")");
         System.out.println("native library: " + nativeLibrarySource());
-        for (Device device : Device.values())
-            System.out.println(device + " devices: " + deviceCount(device));
+        for (Device device : Device.values()) {
+            int n = deviceCount(device);
+            String why = n == 0 ? lastError() : "";
+            System.out.println(device + " devices: " + n + (why.isEmpty() ? "" : " (" + why + ")"));
+        }
     }
 }

@@ -1,0 +1,57 @@
+#!/bin/sh
+# CTest convbench_peer_onednn: `convbench --peer onednn` on three tiny layers
+# (2-D, depthwise strided with asymmetric padding, 1-D dilated), every pass.
+#   1. Always: a --peer-lib that holds no oneDNN exits 3 and says how to get it.
+#   2. Where oneDNN 3.x is found (CONVBENCH_ONEDNN_LIB, scripts/onednn.sh's
+#      cache, the loader's path): every row has the peer's time and the
+#      header names oneDNN 3.x, its ISA and threads; bf16 too where the ISA
+#      has it. Elsewhere: skipped (77).
+# usage: test_peer_onednn.sh path/to/convbench
+set -u
+cb="$1"
+tmp="${TMPDIR:-/tmp}/convbench_peer_onednn.$$"
+mkdir -p "$tmp" || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+layers="--layer c=16,k=24,in=12x12,kernel=3x3,pad=1,name=conv3x3
+        --layer c=16,k=16,in=9x9,kernel=3x3,stride=2,pad=1:0,groups=16,name=dw_s2
+        --layer c=8,k=12,in=20,kernel=3,dil=2,pad=2,name=conv1d_d2"
+
+# 1. A place without oneDNN: exit 3, the places tried and the way to get it.
+# shellcheck disable=SC2086  # one word per option
+"$cb" --peer onednn --peer-lib "$tmp" $layers --op fwd >"$tmp/out" 2>"$tmp/err"
+rc=$?
+cat "$tmp/err"
+[ "$rc" -eq 3 ] || fail "--peer-lib without oneDNN: exit $rc, expected 3"
+grep -q "$tmp/libdnnl.so.3" "$tmp/err" || fail "the message does not name the file tried"
+grep -q "scripts/onednn.sh" "$tmp/err" || fail "the message does not say how to get oneDNN"
+
+# 2. The oneDNN the defaults find.
+# shellcheck disable=SC2086
+"$cb" --peer onednn $layers --op all --threads 1 --warmup 1 --repeats 2 --verify \
+    --json "$tmp/f32.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+cat "$tmp/out" "$tmp/err"
+if [ "$rc" -eq 3 ]; then
+  echo "SKIP: oneDNN 3.x not found (scripts/onednn.sh fetches it)"
+  exit 77
+fi
+[ "$rc" -eq 0 ] || fail "convbench --peer onednn exited $rc"
+header='^peer oneDNN 3\.[0-9]+\.[0-9]+ \(.*libdnnl\.so\.3.*\) \| isa [a-z0-9_]+ \| threads 1 \(OpenMP'
+grep -Eq "$header" "$tmp/out" || fail "the header does not name oneDNN 3.x, its ISA and 1 OpenMP thread"
+rows=$(grep -c '"peer_ms": [0-9]' "$tmp/f32.json")
+[ "$rows" -eq 9 ] || fail "f32: $rows of 9 rows have the peer's time"
+
+# bf16 where oneDNN's ISA has it: the peer's rows (libconv's side may be n/a
+# on the CPU, so its exit status is not checked here).
+if grep -Eq '^peer .* \| isa [a-z0-9_]*(bf16|amx|fp16)' "$tmp/out"; then
+  # shellcheck disable=SC2086
+  "$cb" --peer onednn $layers --op all --threads 1 --warmup 1 --repeats 2 --dtype bf16 \
+      --device cpu --json "$tmp/bf16.json" >"$tmp/out" 2>"$tmp/err"
+  cat "$tmp/out" "$tmp/err"
+  grep -q '^peer .* | bf16 |' "$tmp/out" || fail "bf16: the header does not say bf16"
+  rows=$(grep -c '"peer_ms": [0-9]' "$tmp/bf16.json")
+  [ "$rows" -eq 9 ] || fail "bf16: $rows of 9 rows have the peer's time"
+fi
+echo "OK"
