@@ -100,6 +100,17 @@ bool fuses(const Problem &p) {
            p.dtype != CONV_DTYPE_FLOAT64;
 }
 
+// The convolution's window: what its fprop, dgrad and wgrad attributes share.
+struct Window {
+    std::vector<int64_t> pre, post, stride, dilation;
+};
+template <class Attributes>
+Attributes attributes(const char *name, const Window &w) {
+    Attributes a;
+    a.set_name(name).set_pre_padding(w.pre).set_post_padding(w.post).set_stride(w.stride).set_dilation(w.dilation);
+    return a;
+}
+
 struct Built {
     std::shared_ptr<fe::graph::Graph> graph;
     fe::error_t status;
@@ -111,12 +122,12 @@ Built build(const Problem &p) {
     const ConvGeometry &g = p.g;
     const bool cl = g.layout == CONV_LAYOUT_CHANNELS_LAST;
     const int first = g.spatial == 3 ? 0 : 1;
-    std::vector<int64_t> pre, post, stride, dilation;
+    Window win;
     for (int a = first; a < 3; ++a) {
-        pre.push_back(g.pad_begin[a]);
-        post.push_back(g.pad_end[a]);
-        stride.push_back(g.stride[a]);
-        dilation.push_back(g.dilation[a]);
+        win.pre.push_back(g.pad_begin[a]);
+        win.post.push_back(g.pad_end[a]);
+        win.stride.push_back(g.stride[a]);
+        win.dilation.push_back(g.dilation[a]);
     }
     const Shape x = shape(cl, first, g.n, g.c, g.in), y = shape(cl, first, g.n, g.k, g.out),
                 w = shape(cl, first, g.k, g.cg(), g.kernel);
@@ -128,9 +139,7 @@ Built build(const Problem &p) {
     switch (p.op) {
     case CONV_OP_FORWARD: {
         auto X = tensor(*graph, "x", kX, x), W = tensor(*graph, "w", kW, w);
-        auto Y = graph->conv_fprop(X, W, fe::graph::Conv_fprop_attributes()
-                                             .set_name("fprop").set_pre_padding(pre).set_post_padding(post)
-                                             .set_stride(stride).set_dilation(dilation));
+        auto Y = graph->conv_fprop(X, W, attributes<fe::graph::Conv_fprop_attributes>("fprop", win));
         if (fuses(p)) {
             Y->set_data_type(compute);  // virtual: the pointwise operations read it in fp32
             if (p.bias) {
@@ -152,17 +161,13 @@ Built build(const Problem &p) {
     }
     case CONV_OP_BACKWARD_DATA: {
         auto DY = tensor(*graph, "dy", kY, y), W = tensor(*graph, "w", kW, w);
-        auto DX = graph->conv_dgrad(DY, W, fe::graph::Conv_dgrad_attributes()
-                                               .set_name("dgrad").set_pre_padding(pre).set_post_padding(post)
-                                               .set_stride(stride).set_dilation(dilation));
+        auto DX = graph->conv_dgrad(DY, W, attributes<fe::graph::Conv_dgrad_attributes>("dgrad", win));
         describe(DX, "dx", kX, x, io);
         break;
     }
     default: {
         auto X = tensor(*graph, "x", kX, x), DY = tensor(*graph, "dy", kY, y);
-        auto DW = graph->conv_wgrad(DY, X, fe::graph::Conv_wgrad_attributes()
-                                               .set_name("wgrad").set_pre_padding(pre).set_post_padding(post)
-                                               .set_stride(stride).set_dilation(dilation));
+        auto DW = graph->conv_wgrad(DY, X, attributes<fe::graph::Conv_wgrad_attributes>("wgrad", win));
         describe(DW, "dw", kW, w, io);
         break;
     }
