@@ -39,7 +39,8 @@ bool built() noexcept { return true; }
 
 namespace {
 
-// Variant-pack uids of the graph's tensors.
+// Variant-pack uids of the graph's tensors, in the order run() passes their
+// pointers (the frontend's sorted-pointer execute: no map per call).
 enum Uid : int64_t { kX = 1, kW, kY, kBias };
 
 // Points the frontend at the engine's cuDNN (NOT_AVAILABLE when there is none).
@@ -223,10 +224,12 @@ public:
         Device &d = static_cast<Device &>(*env.runtime);
         DeviceGuard guard(d.index());
         cudaStream_t st = d.stream();
-        std::unordered_map<int64_t, void *> pack = {{kX, o.x}, {kW, o.w}, {kY, o.y}};
-        if (fuses(p_) && p_.bias) pack[kBias] = o.bias;
+        // By uid; the frontend checks the count against its variant pack.
+        void *pack[] = {o.x, o.w, o.y, o.bias};
+        const int n = fuses(p_) && p_.bias ? 4 : 3;
         char *scratch = static_cast<char *>(env.scratch);
-        fe::error_t e = graph_->execute(cudnn_handle(d.index(), st), pack, scratch + sums_);
+        // Thread-safe (the frontend copies its variant-pack template per call).
+        fe::error_t e = graph_->execute(cudnn_handle(d.index(), st), pack, n, scratch + sums_);
         if (e.is_bad()) fail(CONV_STATUS_BACKEND_ERROR, "cuDNN graph execute: %s", e.err_msg.c_str());
         epilogues(o, st, scratch);
     }
