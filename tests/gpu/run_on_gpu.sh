@@ -6,7 +6,12 @@
 #   3. convbench --device cuda --verify on ResNet-50: f32 strict (the
 #      default math), f32 with TF32 (--math fast), f16 and bf16; batch 1 and 32,
 #   4. the same layers through PyTorch (cudnn.benchmark = True):
-#      tools/convbench/torch_peer.py, ratios in gpu_vs_torch.md.
+#      tools/convbench/torch_peer.py, ratios in gpu_vs_torch.md,
+#   5. with GRAPH=1 (a libconv built with cudnn-frontend), the graph-API
+#      solver cudnn_graph (issue 16, unmeasured so far): test_gpu_conv with
+#      it forced and with CONV_CUDNN_GRAPH=1, convbench --algo cudnn_graph in
+#      both layouts, its host time per call, and torch_peer on those rows
+#      (graph_vs_torch.md).
 # Binaries come from $STAGE (tests/gpu/stage_for_gpu.sh) or, without one,
 # from $BUILD (a CUDA build made on this machine). Logs go to $OUT.
 # Each step has its own time limit, so one that fails or hangs does not
@@ -69,4 +74,25 @@ done
 TAIL=12 step torch_peer ${TORCH_LIMIT:-240} python3 tools/convbench/torch_peer.py --warmup 3 \
     --repeats ${REPEATS:-20} --markdown "$LOGS/gpu_vs_torch.md" --json "$LOGS/gpu_vs_torch.json" \
     "$LOGS"/cb_*.json
+
+if [ "${GRAPH:-0}" = 1 ]; then
+    step test_gpu_conv_graph ${CONV_GPU_TEST_LIMIT:-200} env CONV_TEST_COUNT=${CONV_TEST_COUNT:-500} \
+        CONV_TEST_GPU_ALGO=cudnn_graph "$BIN/test_gpu_conv"
+    step test_gpu_conv_graph_auto ${CONV_GPU_TEST_LIMIT:-200} env CONV_TEST_COUNT=${CONV_TEST_COUNT:-500} \
+        CONV_CUDNN_GRAPH=1 "$BIN/test_gpu_conv"
+    CBG="$BIN/convbench --device cuda --suite resnet50 --verify --warmup 3 --repeats ${REPEATS:-20} --algo cudnn_graph"
+    for b in 1 32; do
+        for l in nchw nhwc; do
+            TAIL=3 step cbg_f32_${l}_b$b 90 $CBG --batch $b --layout $l --dtype f32 --json "$LOGS/cbg_f32_${l}_b$b.json"
+            TAIL=3 step cbg_tf32_${l}_b$b 90 $CBG --batch $b --layout $l --dtype f32 --math fast --json "$LOGS/cbg_tf32_${l}_b$b.json"
+            TAIL=3 step cbg_f16_${l}_b$b 90 $CBG --batch $b --layout $l --dtype f16 --json "$LOGS/cbg_f16_${l}_b$b.json"
+            TAIL=3 step cbg_bf16_${l}_b$b 90 $CBG --batch $b --layout $l --dtype bf16 --json "$LOGS/cbg_bf16_${l}_b$b.json"
+        done
+    done
+    TAIL=10 step cbg_overhead 60 "$BIN/convbench" --device cuda --overhead --algo cudnn_graph
+    TAIL=10 step cb_overhead 60 "$BIN/convbench" --device cuda --overhead
+    TAIL=12 step torch_peer_graph ${TORCH_LIMIT:-240} python3 tools/convbench/torch_peer.py --warmup 3 \
+        --repeats ${REPEATS:-20} --markdown "$LOGS/graph_vs_torch.md" --json "$LOGS/graph_vs_torch.json" \
+        "$LOGS"/cbg_*.json
+fi
 cat "$LOGS/summary.txt"
