@@ -11,6 +11,8 @@
 #              3.11 ABI as the binding's interpreter), and python3-sklearn
 #              python3-matplotlib for examples/python/train_digits.py
 #   comm:      openmpi-bin libopenmpi-dev (the MPI backend and its mpirun tests)
+# The CUDA engine's graph solver needs cudnn-frontend's headers, which come
+# from PyPI, not apt: scripts/cudnn_frontend.sh (run by scripts/build.sh).
 # oneDNN, the peer convbench compares with, is not a Debian package here:
 # scripts/onednn.sh fetches oneDNN 3.x from PyPI for benchmarking.
 set -euo pipefail
