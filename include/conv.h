@@ -649,7 +649,12 @@ CONV_API conv_status_t conv_find_algorithms(conv_context_t ctx, conv_desc_t desc
 /* Writes the context's tuned choices to a file (a small text format with a
  * versioned header: the library version and the device -- CPU model or GPU
  * name -- the choices were measured on). The file is written under a
- * temporary name and renamed, so readers never see half a file. */
+ * temporary name and renamed, so readers never see half a file. Nothing
+ * another user could plant is followed: the temporary is a new file in the
+ * target's directory under a random name, created exclusively (O_CREAT |
+ * O_EXCL | O_NOFOLLOW) with mode 0600 and given 0666 less the umask before
+ * the rename; a symbolic link at `path` itself is refused with
+ * CONV_STATUS_IO_ERROR (save to the path it points to instead). */
 CONV_API conv_status_t conv_context_save_tuning(conv_context_t ctx, const char *path);
 
 /* Reads choices saved by conv_context_save_tuning and adds them to the
