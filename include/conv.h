@@ -255,7 +255,9 @@ CONV_API conv_status_t conv_device_count(conv_device_t device, int *count);
  * CONV_DEVICE_CUDA with a GPU index. A CPU context starts with as many
  * threads as the process may run on (its CPU affinity), at most 64.
  * Fails with NOT_AVAILABLE when the device does not exist in this build or
- * on this machine. The context owns a thread pool and a pool of workspaces
+ * on this machine (CUDA without a GPU; an index past the devices there are,
+ * e.g. CPU index 1), and with INVALID_ARGUMENT for a negative index or an
+ * unknown device kind. The context owns a thread pool and a pool of workspaces
  * used by calls that pass no workspace of their own. */
 CONV_API conv_status_t conv_context_create(conv_device_t device, int device_index,
                                            conv_context_t *out);

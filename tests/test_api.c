@@ -627,6 +627,17 @@ static void test_devices_and_contexts(void **state)
     c = NULL;
     assert_fails(conv_context_create((conv_device_t)1000, 0, &c), CONV_STATUS_INVALID_ARGUMENT);
     assert_null(c);
+    /* docs/errors.md: an index past the devices is NOT_AVAILABLE (a device
+     * that is not there), a negative one INVALID_ARGUMENT (no device at all),
+     * for either kind; the message names the index */
+    assert_fails(conv_context_create(CONV_DEVICE_CPU, 1, &c), CONV_STATUS_NOT_AVAILABLE);
+    assert_true(tu_error_mentions(1, 0));
+    assert_null(c);
+    assert_fails(conv_context_create(CONV_DEVICE_CPU, -1, &c), CONV_STATUS_INVALID_ARGUMENT);
+    assert_true(tu_error_mentions(-1));
+    assert_null(c);
+    assert_fails(conv_context_create(CONV_DEVICE_CUDA, -1, &c), CONV_STATUS_INVALID_ARGUMENT);
+    assert_null(c);
 
     /* CUDA: not available when no GPU is usable (or it is not compiled in) */
     assert_ok(conv_device_count(CONV_DEVICE_CUDA, &count));
