@@ -457,8 +457,9 @@ CONV_API conv_status_t conv_tensor_create(conv_context_t ctx, conv_dtype_t dtype
                                           conv_tensor_t *out);
 
 /* Creates a tensor that borrows caller memory (`data` may be NULL only when
- * the tensor has no elements). The caller keeps the memory alive while the
- * tensor exists; libconv never frees it. */
+ * the tensor has no elements; otherwise its address must be a multiple of
+ * the element size, else INVALID_ARGUMENT). The caller keeps the memory
+ * alive while the tensor exists; libconv never frees it. */
 CONV_API conv_status_t conv_tensor_wrap(conv_context_t ctx, conv_dtype_t dtype,
                                         conv_layout_t layout, int ndim, const int64_t *dims,
                                         void *data, conv_tensor_t *out);

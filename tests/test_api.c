@@ -374,6 +374,25 @@ static void test_tensor_bad_create(void **state)
     assert_ok(conv_tensor_wrap(ctx, CONV_DTYPE_FLOAT32, CONV_LAYOUT_CHANNELS_LAST, 4, empty, &one,
                                &t));
     conv_tensor_destroy(t);
+    /* memory at an address that is no multiple of the element size: refused
+     * (every kernel loads whole elements; UBSan saw misaligned loads) */
+    double store[16];
+    char *base = (char *)store;
+    const int64_t small[3] = {1, 1, 4};
+    for (int off = 1; off < 8; off++) {
+        t = NULL;
+        conv_dtype_t dt = off % 4 ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64; /* 4: fp64 only */
+        assert_fails(conv_tensor_wrap(ctx, dt, CONV_LAYOUT_CHANNELS_FIRST, 3, small, base + off, &t),
+                     CONV_STATUS_INVALID_ARGUMENT);
+        assert_non_null(strstr(conv_last_error(), "not aligned"));
+        assert_null(t);
+    }
+    assert_ok(conv_tensor_wrap(ctx, CONV_DTYPE_FLOAT32, CONV_LAYOUT_CHANNELS_FIRST, 3, small,
+                               base + 4, &t)); /* 4-byte floats at 4 bytes: fine */
+    conv_tensor_destroy(t);
+    assert_ok(conv_tensor_wrap(ctx, CONV_DTYPE_FLOAT16, CONV_LAYOUT_CHANNELS_FIRST, 3, small,
+                               base + 2, &t));
+    conv_tensor_destroy(t);
 }
 
 static void test_tensor_copies(void **state)
