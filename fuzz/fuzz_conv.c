@@ -1332,9 +1332,13 @@ static void *comm_rank_main(void *p)
             double sum = 0;
             for (int r = 0; r < c->n; r++)
                 sum += comm_value(r, i);
-            want = c->average ? (c->dtype == CONV_DTYPE_FLOAT64 ? sum / c->n
-                                                                : (double)((float)sum / (float)c->n))
-                              : sum;
+            /* AVERAGE: the sum divided once, in the dtype's own arithmetic */
+            if (!c->average)
+                want = sum;
+            else if (c->dtype == CONV_DTYPE_FLOAT64)
+                want = sum / c->n;
+            else
+                want = (double)((float)sum / (float)c->n);
         }
         if (get_v(c->dtype, result, i) != want)
             broken("rank %d: element %lld is %g, want %g", c->rank, (long long)i,

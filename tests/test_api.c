@@ -382,7 +382,8 @@ static void test_tensor_bad_create(void **state)
     for (int off = 1; off < 8; off++) {
         t = NULL;
         conv_dtype_t dt = off % 4 ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64; /* 4: fp64 only */
-        assert_fails(conv_tensor_wrap(ctx, dt, CONV_LAYOUT_CHANNELS_FIRST, 3, small, base + off, &t),
+        assert_fails(conv_tensor_wrap(ctx, dt, CONV_LAYOUT_CHANNELS_FIRST, 3, small, base + off,
+                                      &t),
                      CONV_STATUS_INVALID_ARGUMENT);
         assert_non_null(strstr(conv_last_error(), "not aligned"));
         assert_null(t);
