@@ -115,30 +115,41 @@ static void check_blas_sizes(int64_t m, int64_t n, int64_t k, int64_t lda, int64
              (long long)ldc);
 }
 
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-          int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+// CBLAS by the element type.
+static void cblas_gemm(bool ta, bool tb, blasint m, blasint n, blasint k, float alpha,
+                       const float *a, blasint lda, const float *b, blasint ldb, float beta,
+                       float *c, blasint ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+static void cblas_gemm(bool ta, bool tb, blasint m, blasint n, blasint k, double alpha,
+                       const double *a, blasint lda, const double *b, blasint ldb, double beta,
+                       double *c, blasint ldc) {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <class T>
+static void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T *a,
+                       int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc) {
     if (gemm_degenerate(m, n, k, beta, c, ldc)) return;
     check_blas_sizes(m, n, k, lda, ldb, ldc);
     with_blas_buffer(
         [&] {
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                        tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, alpha,
-                        a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+            cblas_gemm(ta, tb, (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b,
+                       (blasint)ldb, beta, c, (blasint)ldc);
         },
         [&] { own_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
 }
 
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+          int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    gemm_typed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
           int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
-    if (gemm_degenerate(m, n, k, beta, c, ldc)) return;
-    check_blas_sizes(m, n, k, lda, ldb, ldc);
-    with_blas_buffer(
-        [&] {
-            cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                        tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, alpha,
-                        a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
-        },
-        [&] { own_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
+    gemm_typed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace conv::cpu
