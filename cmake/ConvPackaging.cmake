@@ -162,10 +162,12 @@ endforeach()
 set(_conv_static_packages "${_conv_dep_PACKAGES}")
 list(REMOVE_ITEM _conv_static_packages CUDAToolkit)
 if(CONV_BUILD_STATIC AND CONV_CUDA_BUILT)
-  # The engine's solver lists are plain C++ that dispatch needs in every build.
+  # (solvers.cpp, graph_solver.cpp: the engine's solver list, over
+  # unavailable.cpp's and graph_unavailable.cpp's stand-ins)
   set(_conv_cpu_sources ${PROJECT_SOURCE_DIR}/src/cuda/unavailable.cpp
-      ${PROJECT_SOURCE_DIR}/src/cuda/solvers.cpp ${PROJECT_SOURCE_DIR}/src/cuda/graph_solver.cpp
-      ${PROJECT_SOURCE_DIR}/src/cuda/graph_unavailable.cpp)
+                        ${PROJECT_SOURCE_DIR}/src/cuda/solvers.cpp
+                        ${PROJECT_SOURCE_DIR}/src/cuda/graph_solver.cpp
+                        ${PROJECT_SOURCE_DIR}/src/cuda/graph_unavailable.cpp)
   # (object paths read "conv.dir/./cuda/engine.cpp.o" in a generator expression)
   set(_conv_cpu_exclude "/cuda/[a-z_]+\\.(cpp|cu)\\.o$")
   get_target_property(_conv_sources conv SOURCES)

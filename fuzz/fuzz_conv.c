@@ -22,11 +22,19 @@
  *      context's table unchanged, an accepted one must round-trip.
  *   3  handle misuse: sequences of create / destroy / use over a few slots,
  *      with destroyed, NULL and wrong-kind pointers passed back in.
+ *   4  aliasing: one handle, or two wraps of overlapping memory, in an
+ *      output role and another role of a pass or a search; it must be
+ *      refused (INVALID_ARGUMENT where separate memory would succeed) with
+ *      every byte unchanged.
+ *   5  communicator failures: an in-process group whose ranks come late,
+ *      time out at once or are aborted, freeing their buffers the moment
+ *      their call returns; SUCCESS must hold the exact result.
  * Any broken invariant calls abort() (a crash for libFuzzer, a failure for
  * the replay test), naming what broke on stderr.
  */
 #include <conv.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1134,16 +1142,275 @@ static void fuzz_handles(reader *r)
             conv_workspace_destroy(w[k]);
 }
 
+/* ------------------------------------------------------ mode 4: aliasing */
+
+enum { AX, AW, AB, AY, ASLOTS }; /* tensor slots: x, w, b, y (roles per pass as in conv.h) */
+
+/* Runs `op` (or the search) over the four slots (b may be NULL). */
+static conv_status_t alias_call(conv_context_t ctx, conv_desc_t d, conv_op_t op, int search,
+                                conv_tensor_t *t)
+{
+    if (search) {
+        int count = -7;
+        conv_status_t s = conv_find_algorithms(ctx, d, op, t[AX], t[AW], t[AY], NULL, 0, NULL,
+                                               NULL, NULL, &count);
+        if (s != CONV_STATUS_SUCCESS && count != -7)
+            broken("a failed search wrote *count");
+        return s;
+    }
+    switch (op) {
+    case CONV_OP_FORWARD: return conv_forward(ctx, d, t[AX], t[AW], t[AB], t[AY], NULL);
+    case CONV_OP_BACKWARD_DATA: return conv_backward_data(ctx, d, t[AW], t[AY], t[AX], NULL);
+    default: return conv_backward_filter(ctx, d, t[AX], t[AY], t[AW], t[AB], NULL);
+    }
+}
+
+/* One handle -- or two tensors wrapping overlapping memory -- in an output
+ * role and another role of a pass or a search, over small 2-D shapes drawn
+ * so that they often fit both roles. The call must fail and change no byte
+ * of any tensor; when the same call with separate memory in the two roles
+ * succeeds, it must fail with INVALID_ARGUMENT (the aliasing check). */
+static void fuzz_alias(reader *r)
+{
+    init_once();
+    conv_context_t ctx = g_ctx[u8(r) & 1];
+    conv_op_t op = (conv_op_t)below(r, 3);
+    int search = (int)(u8(r) & 1), partial = (int)(u8(r) & 1);
+    int64_t dims[ASLOTS][4] = {
+        {1 + below(r, 2), 1 + below(r, 3), 1 + below(r, 5), 1 + below(r, 5)}, /* x */
+        {1 + below(r, 3), 0, 1 + below(r, 3), 1 + below(r, 3)},              /* w */
+        {1, 0, 1, 1},                                                         /* b */
+        {0, 0, 0, 0}};                                                        /* y */
+    dims[AW][1] = dims[AX][1];
+    dims[AB][1] = dims[AW][0];
+    int64_t pad[2] = {below(r, 2), below(r, 2)};
+    int has_bias = !search && op != CONV_OP_BACKWARD_DATA && (u8(r) & 1);
+    int out = op == CONV_OP_FORWARD ? AY : op == CONV_OP_BACKWARD_DATA ? AX : AW;
+    if (op == CONV_OP_BACKWARD_FILTER && has_bias && (u8(r) & 1))
+        out = AB;
+    int other = (int)below(r, ASLOTS);
+    if (other == out || (other == AB && !has_bias))
+        other = out == AX ? AW : AX;
+    int shape_from_other = (int)(u8(r) & 1); /* the shared tensor's dims */
+    int64_t offset = (int64_t)u8(r);          /* partial: elements into the output */
+    g_rng = u64(r) | 1;                       /* the tensors' values */
+
+    conv_desc_t d;
+    if (conv_desc_create(2, &d) || conv_desc_set_padding(d, pad, pad))
+        broken("a valid descriptor was refused");
+    if (conv_output_dims(d, 4, dims[AX], dims[AW], dims[AY])) { /* no such problem */
+        conv_desc_destroy(d);
+        return;
+    }
+    if (!partial)
+        memcpy(dims[shape_from_other ? out : other], dims[shape_from_other ? other : out],
+               sizeof dims[0]);
+    int64_t elems[ASLOTS];
+    for (int i = 0; i < ASLOTS; i++)
+        elems[i] = dims[i][0] * dims[i][1] * dims[i][2] * dims[i][3];
+    if (partial)
+        offset %= elems[out];
+
+    /* the same call on separate memory: what the shapes alone give */
+    conv_tensor_t sep[ASLOTS] = {0};
+    for (int i = 0; i < ASLOTS; i++)
+        if ((i != AB || has_bias) &&
+            conv_tensor_create(ctx, CONV_DTYPE_FLOAT32, CONV_LAYOUT_CHANNELS_FIRST, 4, dims[i],
+                               &sep[i]))
+            broken("conv_tensor_create");
+    conv_status_t alone = alias_call(ctx, d, op, search, sep);
+    for (int i = 0; i < ASLOTS; i++)
+        conv_tensor_destroy(sep[i]);
+
+    /* the aliased call: tensors wrapping one buffer each, the shared pair
+     * one handle (or two wraps, `offset` elements apart) */
+    float *mem[ASLOTS] = {0};
+    conv_tensor_t t[ASLOTS] = {0};
+    size_t bytes[ASLOTS];
+    for (int i = 0; i < ASLOTS; i++)
+        bytes[i] = (size_t)elems[i] * sizeof(float);
+    for (int i = 0; i < ASLOTS; i++) {
+        if ((i == AB && !has_bias) || i == other)
+            continue;
+        size_t room = bytes[i] + (i == out && partial ? bytes[other] + 4 * (size_t)offset : 0);
+        mem[i] = malloc(room);
+        for (size_t e = 0; e < room / sizeof(float); e++)
+            mem[i][e] = (float)rnd_int(-3, 3);
+        if (conv_tensor_wrap(ctx, CONV_DTYPE_FLOAT32, CONV_LAYOUT_CHANNELS_FIRST, 4, dims[i],
+                             mem[i], &t[i]))
+            broken("conv_tensor_wrap");
+    }
+    if (partial) {
+        if (conv_tensor_wrap(ctx, CONV_DTYPE_FLOAT32, CONV_LAYOUT_CHANNELS_FIRST, 4, dims[other],
+                             mem[out] + offset, &t[other]))
+            broken("conv_tensor_wrap");
+    } else {
+        t[other] = t[out];
+    }
+    size_t total = bytes[out] + (partial ? bytes[other] + 4 * (size_t)offset : 0);
+    float *saved[ASLOTS] = {0};
+    size_t saved_bytes[ASLOTS] = {0};
+    for (int i = 0; i < ASLOTS; i++)
+        if (mem[i]) {
+            saved_bytes[i] = i == out ? total : bytes[i];
+            saved[i] = malloc(saved_bytes[i] + 1);
+            memcpy(saved[i], mem[i], saved_bytes[i]);
+        }
+    conv_status_t s = alias_call(ctx, d, op, search, t);
+    check_message(s, "aliased call");
+    if (s == CONV_STATUS_SUCCESS)
+        broken("an output sharing memory with another tensor of the call was accepted (op %d%s, "
+               "slots %d and %d, %s)", (int)op, search ? " search" : "", out, other,
+               partial ? "overlapping wraps" : "one handle");
+    if (alone == CONV_STATUS_SUCCESS && s != CONV_STATUS_INVALID_ARGUMENT)
+        broken("aliasing refused with status %d, not INVALID_ARGUMENT", (int)s);
+    for (int i = 0; i < ASLOTS; i++)
+        if (mem[i] && memcmp(saved[i], mem[i], saved_bytes[i]) != 0) {
+            size_t e = 0;
+            while (saved[i][e] == mem[i][e])
+                e++;
+            broken("a refused aliased call changed slot %d: element %zu of %zu is %g, was %g", i,
+                   e, saved_bytes[i] / sizeof(float), mem[i][e], saved[i][e]);
+        }
+    for (int i = 0; i < ASLOTS; i++) {
+        if (i != other || partial)
+            conv_tensor_destroy(t[i]);
+        free(mem[i]);
+        free(saved[i]);
+    }
+    conv_desc_destroy(d);
+}
+
+/* ----------------------------------------- mode 5: communicator failures */
+
+/* An in-process group of 1..4 ranks (threads), one collective each --
+ * all-reduce (sum or average, in place or not), broadcast or barrier --
+ * with the same arguments on every rank, but some ranks late, with a tiny
+ * timeout, or aborted from another thread. Every rank frees its buffers the
+ * moment its call returns, so AddressSanitizer sees any rank touching them
+ * afterwards. A call returns SUCCESS holding the exact result, or
+ * BACKEND_ERROR with a message. */
+typedef struct comm_rank {
+    conv_comm_t comm;
+    int rank, n, kind, in_place, average, root;
+    int64_t count;
+    conv_dtype_t dtype;
+    double timeout, delay;
+} comm_rank;
+
+static double comm_value(int rank, int64_t i) { return (double)((rank + i * 7) % 5 - 2); }
+
+static void *comm_rank_main(void *p)
+{
+    comm_rank *c = p;
+    size_t es = c->dtype == CONV_DTYPE_FLOAT64 ? 8 : 4;
+    size_t bytes = (size_t)c->count * es;
+    void *send = malloc(bytes + 1), *recv = c->in_place ? send : malloc(bytes + 1);
+    for (int64_t i = 0; i < c->count; i++)
+        set_v(c->dtype, send, i, comm_value(c->rank, i));
+    if (conv_comm_set_timeout(c->comm, c->timeout))
+        broken("conv_comm_set_timeout");
+    if (c->delay > 0)
+        usleep((useconds_t)(c->delay * 1e6));
+    conv_status_t s;
+    if (c->kind == 0)
+        s = conv_comm_all_reduce(c->comm, send, recv, c->count, c->dtype,
+                                 c->average ? CONV_REDUCE_AVERAGE : CONV_REDUCE_SUM);
+    else if (c->kind == 1)
+        s = conv_comm_broadcast(c->comm, send, c->count, c->dtype, c->root);
+    else
+        s = conv_comm_barrier(c->comm);
+    check_message(s, "collective");
+    if (s != CONV_STATUS_SUCCESS && s != CONV_STATUS_BACKEND_ERROR)
+        broken("a collective returned %d", (int)s);
+    const void *result = c->kind == 0 ? recv : send;
+    for (int64_t i = 0; s == CONV_STATUS_SUCCESS && c->kind < 2 && i < c->count; i++) {
+        double want;
+        if (c->kind == 1) {
+            want = comm_value(c->root, i);
+        } else {
+            double sum = 0;
+            for (int r = 0; r < c->n; r++)
+                sum += comm_value(r, i);
+            /* AVERAGE: the sum divided once, in the dtype's own arithmetic */
+            if (!c->average)
+                want = sum;
+            else if (c->dtype == CONV_DTYPE_FLOAT64)
+                want = sum / c->n;
+            else
+                want = (double)((float)sum / (float)c->n);
+        }
+        if (get_v(c->dtype, result, i) != want)
+            broken("rank %d: element %lld is %g, want %g", c->rank, (long long)i,
+                   get_v(c->dtype, result, i), want);
+    }
+    free(send); /* at once: no other rank may touch it any more */
+    if (!c->in_place)
+        free(recv);
+    return NULL;
+}
+
+typedef struct comm_aborter {
+    conv_comm_t comm;
+    double delay;
+} comm_aborter;
+
+static void *comm_aborter_main(void *p)
+{
+    comm_aborter *a = p;
+    usleep((useconds_t)(a->delay * 1e6));
+    conv_comm_abort(a->comm);
+    return NULL;
+}
+
+static void fuzz_comm(reader *r)
+{
+    static const double timeouts[] = {1e-9, 1e-4, 30.0, 30.0};
+    static const double delays[] = {0, 0, 2e-4, 2e-3};
+    int n = 1 + (int)below(r, 4);
+    int kind = (int)below(r, 3), average = (int)(u8(r) & 1), in_place = (int)(u8(r) & 1);
+    conv_dtype_t dtype = (u8(r) & 1) ? CONV_DTYPE_FLOAT64 : CONV_DTYPE_FLOAT32;
+    int64_t count = below(r, 4) == 0 ? (int64_t)u8(r) : (int64_t)(u8(r) << 8 | u8(r)) * 4;
+    int root = (int)below(r, n);
+    int abort_rank = (int)below(r, n + 2); /* >= n: no abort */
+    double abort_delay = delays[below(r, 4)];
+    conv_comm_t comms[4];
+    if (conv_comm_create_local(n, comms))
+        broken("conv_comm_create_local");
+    comm_rank ranks[4];
+    pthread_t threads[4];
+    for (int i = 0; i < n; i++) {
+        comm_rank c = {comms[i], i, n, kind, in_place, average, root, count, dtype,
+                       timeouts[below(r, 4)], delays[below(r, 4)]};
+        ranks[i] = c;
+    }
+    comm_aborter aborter = {abort_rank < n ? comms[abort_rank] : NULL, abort_delay};
+    pthread_t abort_thread;
+    if (aborter.comm && pthread_create(&abort_thread, NULL, comm_aborter_main, &aborter))
+        broken("pthread_create");
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&threads[i], NULL, comm_rank_main, &ranks[i]))
+            broken("pthread_create");
+    for (int i = 0; i < n; i++)
+        pthread_join(threads[i], NULL);
+    if (aborter.comm)
+        pthread_join(abort_thread, NULL);
+    for (int i = 0; i < n; i++)
+        conv_comm_destroy(comms[i]);
+}
+
 /* ------------------------------------------------------------ entry */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     reader r = {data, size};
-    switch (u8(&r) % 4) {
+    switch (u8(&r) % 6) { /* 6: the corpus's older seeds (0..3, 49) keep their modes */
     case 0: fuzz_shapes(&r); break;
     case 1: fuzz_compute(&r); break;
     case 2: fuzz_tuning(&r); break;
-    default: fuzz_handles(&r); break;
+    case 3: fuzz_handles(&r); break;
+    case 4: fuzz_alias(&r); break;
+    default: fuzz_comm(&r); break;
     }
     return 0;
 }

@@ -2,7 +2,7 @@
 """Writes the seed corpus of fuzz_conv.c into fuzz/corpus (deterministic).
 
 Each seed starts with the mode byte (0 shapes, 1 compute, 2 tuning files,
-3 handles) followed by the choices fuzz_conv.c reads in that mode; see the
+3 handles, 4 aliasing, 5 communicator failures) followed by the choices fuzz_conv.c reads in that mode; see the
 comments there. Run it again after changing how fuzz_conv.c reads its input.
 """
 import os
@@ -93,6 +93,44 @@ seeds["tuning-raw"] = bytes([2, 0, 0]) + b"libconv-tuning 2\nlibrary 0.1.0\ndevi
 # handle sequences
 for i in range(8):
     seeds["handles-random-%02d" % i] = bytes([3]) + bytes(r.randrange(256) for _ in range(150))
+
+
+def alias(ctx, op, search, partial, x, w, pad, bias, db_out, other, shape_from_other, offset,
+          rng=777):
+    """x = (N, C, H, W), w = (K, kh, kw): read in fuzz_alias's order (the
+    bias choices only where it reads them)."""
+    b = [4, ctx, op, search, partial, x[0] - 1, x[1] - 1, x[2] - 1, x[3] - 1,
+         w[0] - 1, w[1] - 1, w[2] - 1, pad[0], pad[1]]
+    if not search and op != 1:
+        b.append(bias)
+        if op == 2 and bias:
+            b.append(db_out)
+    b += [other, shape_from_other, offset]
+    return bytes(b) + struct.pack(">Q", rng)
+
+
+# aliasing: slots 0 x, 1 w, 2 b, 3 y (roles per pass)
+seeds["alias-forward-w-is-y"] = alias(0, 0, 0, 0, (2, 2, 3, 3), (2, 2, 2), (0, 0), 0, 0, 1, 0, 0)
+seeds["alias-bwd-data-overlap"] = alias(1, 1, 0, 1, (1, 2, 4, 4), (2, 3, 3), (1, 1), 0, 0, 3, 0, 5)
+seeds["alias-search-y-is-x"] = alias(0, 0, 1, 0, (2, 3, 5, 5), (3, 3, 3), (1, 1), 0, 0, 0, 0, 0)
+seeds["alias-bwd-filter-db-is-dy"] = alias(1, 2, 0, 0, (1, 2, 3, 3), (2, 3, 3), (0, 0), 1, 1, 3,
+                                           0, 0)
+seeds["alias-bwd-filter-dw-is-x"] = alias(0, 2, 0, 0, (2, 2, 3, 3), (2, 3, 3), (0, 0), 0, 0, 0, 0,
+                                          0)
+
+
+def comm(n, kind, average, in_place, f64, count_hi, root, abort_rank, abort_delay, ranks):
+    """ranks: (timeout index, delay index) per rank (fuzz_comm's tables)."""
+    b = [5, n - 1, kind, average, in_place, f64, 1, count_hi, 0, root, abort_rank, abort_delay]
+    for t, d in ranks:
+        b += [t, d]
+    return bytes(b)
+
+
+# communicator failures: a late rank with a tiny timeout; an abort mid-call
+seeds["comm-timeout-freed"] = comm(4, 0, 0, 0, 0, 16, 0, 5, 0, [(2, 0)] * 3 + [(0, 3)])
+seeds["comm-abort-broadcast"] = comm(3, 1, 0, 1, 1, 8, 2, 1, 2, [(2, 0), (2, 2), (2, 3)])
+seeds["comm-average-in-place"] = comm(2, 0, 1, 1, 0, 1, 0, 3, 0, [(2, 0), (2, 0)])
 
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:

@@ -268,7 +268,9 @@ CONV_API conv_status_t conv_device_count(conv_device_t device, int *count);
  * CONV_DEVICE_CUDA with a GPU index. A CPU context starts with as many
  * threads as the process may run on (its CPU affinity), at most 64.
  * Fails with NOT_AVAILABLE when the device does not exist in this build or
- * on this machine. The context owns a thread pool and a pool of workspaces
+ * on this machine (CUDA without a GPU; an index past the devices there are,
+ * e.g. CPU index 1), and with INVALID_ARGUMENT for a negative index or an
+ * unknown device kind. The context owns a thread pool and a pool of workspaces
  * used by calls that pass no workspace of their own. */
 CONV_API conv_status_t conv_context_create(conv_device_t device, int device_index,
                                            conv_context_t *out);
@@ -481,8 +483,9 @@ CONV_API conv_status_t conv_tensor_create(conv_context_t ctx, conv_dtype_t dtype
                                           conv_tensor_t *out);
 
 /* Creates a tensor that borrows caller memory (`data` may be NULL only when
- * the tensor has no elements). The caller keeps the memory alive while the
- * tensor exists; libconv never frees it. */
+ * the tensor has no elements; otherwise its address must be a multiple of
+ * the element size, else INVALID_ARGUMENT). The caller keeps the memory
+ * alive while the tensor exists; libconv never frees it. */
 CONV_API conv_status_t conv_tensor_wrap(conv_context_t ctx, conv_dtype_t dtype,
                                         conv_layout_t layout, int ndim, const int64_t *dims,
                                         void *data, conv_tensor_t *out);
@@ -675,7 +678,12 @@ CONV_API conv_status_t conv_find_algorithms(conv_context_t ctx, conv_desc_t desc
 /* Writes the context's tuned choices to a file (a small text format with a
  * versioned header: the library version and the device -- CPU model or GPU
  * name -- the choices were measured on). The file is written under a
- * temporary name and renamed, so readers never see half a file. */
+ * temporary name and renamed, so readers never see half a file. Nothing
+ * another user could plant is followed: the temporary is a new file in the
+ * target's directory under a random name, created exclusively (O_CREAT |
+ * O_EXCL | O_NOFOLLOW) with mode 0600 and given 0666 less the umask before
+ * the rename; a symbolic link at `path` itself is refused with
+ * CONV_STATUS_IO_ERROR (save to the path it points to instead). */
 CONV_API conv_status_t conv_context_save_tuning(conv_context_t ctx, const char *path);
 
 /* Reads choices saved by conv_context_save_tuning and adds them to the

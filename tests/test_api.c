@@ -374,6 +374,26 @@ static void test_tensor_bad_create(void **state)
     assert_ok(conv_tensor_wrap(ctx, CONV_DTYPE_FLOAT32, CONV_LAYOUT_CHANNELS_LAST, 4, empty, &one,
                                &t));
     conv_tensor_destroy(t);
+    /* memory at an address that is no multiple of the element size: refused
+     * (every kernel loads whole elements; UBSan saw misaligned loads) */
+    double store[16];
+    char *base = (char *)store;
+    const int64_t small[3] = {1, 1, 4};
+    for (int off = 1; off < 8; off++) {
+        t = NULL;
+        conv_dtype_t dt = off % 4 ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64; /* 4: fp64 only */
+        assert_fails(conv_tensor_wrap(ctx, dt, CONV_LAYOUT_CHANNELS_FIRST, 3, small, base + off,
+                                      &t),
+                     CONV_STATUS_INVALID_ARGUMENT);
+        assert_non_null(strstr(conv_last_error(), "not aligned"));
+        assert_null(t);
+    }
+    assert_ok(conv_tensor_wrap(ctx, CONV_DTYPE_FLOAT32, CONV_LAYOUT_CHANNELS_FIRST, 3, small,
+                               base + 4, &t)); /* 4-byte floats at 4 bytes: fine */
+    conv_tensor_destroy(t);
+    assert_ok(conv_tensor_wrap(ctx, CONV_DTYPE_FLOAT16, CONV_LAYOUT_CHANNELS_FIRST, 3, small,
+                               base + 2, &t));
+    conv_tensor_destroy(t);
 }
 
 static void test_tensor_copies(void **state)
@@ -626,6 +646,17 @@ static void test_devices_and_contexts(void **state)
 
     c = NULL;
     assert_fails(conv_context_create((conv_device_t)1000, 0, &c), CONV_STATUS_INVALID_ARGUMENT);
+    assert_null(c);
+    /* docs/errors.md: an index past the devices is NOT_AVAILABLE (a device
+     * that is not there), a negative one INVALID_ARGUMENT (no device at all),
+     * for either kind; the message names the index */
+    assert_fails(conv_context_create(CONV_DEVICE_CPU, 1, &c), CONV_STATUS_NOT_AVAILABLE);
+    assert_true(tu_error_mentions(1, 0));
+    assert_null(c);
+    assert_fails(conv_context_create(CONV_DEVICE_CPU, -1, &c), CONV_STATUS_INVALID_ARGUMENT);
+    assert_true(tu_error_mentions(-1));
+    assert_null(c);
+    assert_fails(conv_context_create(CONV_DEVICE_CUDA, -1, &c), CONV_STATUS_INVALID_ARGUMENT);
     assert_null(c);
 
     /* CUDA: not available when no GPU is usable (or it is not compiled in) */

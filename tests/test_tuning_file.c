@@ -9,7 +9,7 @@
  * and comparing bytes). Missing files, directories and unwritable paths give
  * IO_ERROR.
  */
-#define _GNU_SOURCE /* mkdtemp */
+#define _GNU_SOURCE /* mkdtemp, symlink */
 #include "test_util.h"
 
 #include <dirent.h>
@@ -402,12 +402,81 @@ static void test_io_errors(void **state)
     free(before.data);
 }
 
+/* Saving follows no symbolic link another user could plant. At the old
+ * predictable temporary names (<path>.tmp.<pid>.<serial>) links to a victim
+ * file: the save must succeed without touching the victim (before, fopen
+ * followed the link and overwrote it). At the target itself: IO_ERROR
+ * naming it, the link and its victim untouched, no temporary left. The file
+ * saved gets the mode fopen would give (0666 less the umask). */
+static int count_temporaries(void)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    closedir(d);
+    return n;
+}
+
+static void test_symlinks(void **state)
+{
+    (void)state;
+    assert_ok(conv_context_clear_tuning(ctx));
+    tune_two_problems();
+    char victim[400], target[400], link[460];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(target, sizeof target, "%s/linked.tuning", dir);
+    const char precious[] = "not to be overwritten\n";
+    write_file(victim, precious, sizeof precious - 1);
+    enum { kSerials = 4096 }; /* every save of this process so far, and more */
+    for (int i = 0; i < kSerials; i++) {
+        snprintf(link, sizeof link, "%s.tmp.%ld.%d", target, (long)getpid(), i);
+        assert_int_equal(symlink(victim, link), 0);
+    }
+    mode_t old_mask = umask(022);
+    assert_ok(conv_context_save_tuning(ctx, target));
+    umask(old_mask);
+    text v = read_file(victim);
+    assert_int_equal(v.len, sizeof precious - 1);
+    assert_memory_equal(v.data, precious, v.len);
+    free(v.data);
+    struct stat st;
+    assert_int_equal(lstat(target, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0644);
+    assert_ok(conv_context_load_tuning(ctx, target)); /* what was saved is the table */
+    for (int i = 0; i < kSerials; i++) {
+        snprintf(link, sizeof link, "%s.tmp.%ld.%d", target, (long)getpid(), i);
+        assert_int_equal(lstat(link, &st), 0); /* still the planted links */
+        assert_true(S_ISLNK(st.st_mode));
+        assert_int_equal(unlink(link), 0);
+    }
+    assert_int_equal(count_temporaries(), 0);
+
+    /* a link at the target */
+    assert_int_equal(unlink(target), 0);
+    assert_int_equal(symlink(victim, target), 0);
+    assert_status(conv_context_save_tuning(ctx, target), CONV_STATUS_IO_ERROR);
+    assert_non_null(strstr(conv_last_error(), "symbolic link"));
+    assert_non_null(strstr(conv_last_error(), target));
+    assert_int_equal(lstat(target, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    v = read_file(victim);
+    assert_int_equal(v.len, sizeof precious - 1);
+    assert_memory_equal(v.data, precious, v.len);
+    free(v.data);
+    assert_int_equal(count_temporaries(), 0);
+    assert_int_equal(unlink(target), 0);
+    assert_int_equal(unlink(victim), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip), cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_corrupt),    cmocka_unit_test(test_foreign),
-        cmocka_unit_test(test_io_errors),
+        cmocka_unit_test(test_io_errors),  cmocka_unit_test(test_symlinks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

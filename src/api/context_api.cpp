@@ -40,6 +40,10 @@ extern "C" {
 conv_status_t conv_context_create(conv_device_t device, int device_index, conv_context_t *out) {
     return api::guarded([&] {
         api::require(out, "out");
+        // A negative index names no device of any machine: a wrong argument.
+        // An index past the devices there are is a device that is not there.
+        if (device_index < 0)
+            fail(CONV_STATUS_INVALID_ARGUMENT, "device index %d is negative", device_index);
         if (device == CONV_DEVICE_CUDA) {  // the CUDA engine (docs/gpu.md)
             std::shared_ptr<DeviceRuntime> rt = dispatch::open_gpu(device_index);
             conv_context_s *c = api::make_handle<conv_context_s>(device, device_index, 1);
@@ -51,7 +55,9 @@ conv_status_t conv_context_create(conv_device_t device, int device_index, conv_c
         if (device != CONV_DEVICE_CPU)
             fail(CONV_STATUS_INVALID_ARGUMENT, "unknown device kind %d", (int)device);
         if (device_index != 0)
-            fail(CONV_STATUS_INVALID_ARGUMENT, "CPU device index must be 0, got %d",
+            fail(CONV_STATUS_NOT_AVAILABLE,
+                 "CPU device %d requested, but there is one CPU device (index 0): its threads "
+                 "are set with conv_context_set_threads",
                  device_index);
         dispatch::engine_for(device);  // prepares OpenBLAS before the first pool starts
         int threads = std::min(available_cpus(), kDefaultMaxThreads);

@@ -93,6 +93,13 @@ Tensor::Tensor(conv_device_t device, int device_index, conv_dtype_t dtype, conv_
         if (!borrowed && elements_ > 0)
             fail(CONV_STATUS_INVALID_ARGUMENT, "data is NULL for a tensor of %lld elements",
                  (long long)elements_);
+        // Every kernel loads whole elements: memory at an address that is no
+        // multiple of the element size is refused (as the Python layer does
+        // before it gets here), not read misaligned.
+        if (reinterpret_cast<uintptr_t>(borrowed) % dtype_size(dtype) != 0)
+            fail(CONV_STATUS_INVALID_ARGUMENT,
+                 "data: address %p is not aligned to its %zu-byte elements (%s)", borrowed,
+                 dtype_size(dtype), dtype_name(dtype));
         data_ = borrowed;
     } else if (runtime_) {
         if (bytes_) {

@@ -1,11 +1,12 @@
 #include "dispatch/tuning_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <random>
 
 #include <cstdio>
 #include <fstream>
@@ -60,6 +61,65 @@ std::string device_signature(const Context &ctx) {
     return ctx.engine().device_signature(ctx.runtime().get());
 }
 
+namespace {
+
+// A symbolic link at the target is refused (IO_ERROR): rename would replace
+// the link, but whoever planted it expects the file to go where it points.
+// `tmp`, when given, is removed first.
+void refuse_symlink(const std::string &path, const std::string &tmp = std::string()) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return;
+    if (!tmp.empty()) ::unlink(tmp.c_str());
+    fail(CONV_STATUS_IO_ERROR,
+         "the tuning file %s is a symbolic link: libconv does not write through one (remove it, "
+         "or save to the path it points to)",
+         path.c_str());
+}
+
+// A new file `<path>.tmp.<16 random hex digits>` created with
+// O_CREAT | O_EXCL | O_NOFOLLOW and mode 0600 (mkstemp's way: whatever is
+// at the name -- a file, a planted symbolic link -- makes the open fail and
+// another name is drawn). Returns its descriptor.
+int create_temporary(const std::string &path, std::string *tmp) {
+    std::random_device random;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        const uint64_t bits = (uint64_t)random() << 32 | random();
+        char suffix[24];
+        std::snprintf(suffix, sizeof suffix, ".tmp.%016llx", (unsigned long long)bits);
+        *tmp = path + suffix;
+        int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) return fd;
+        if (errno != EEXIST && errno != ELOOP) break;
+    }
+    fail(CONV_STATUS_IO_ERROR, "cannot create a temporary file beside the tuning file %s: %s",
+         path.c_str(), std::strerror(errno));
+}
+
+bool write_all(int fd, const std::string &text) {
+    size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += (size_t)n;
+    }
+    return true;
+}
+
+// The mode fopen would have given the file: 0666 less the umask, read from
+// /proc/self/status (umask() itself would change it for every thread);
+// 0600 where that cannot be read.
+mode_t default_file_mode() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.compare(0, 6, "Umask:") == 0)
+            return (mode_t)(0666 & ~std::strtoul(line.c_str() + 6, nullptr, 8));
+    return 0600;
+}
+
+}  // namespace
+
 void save_tuning(const Context &ctx, const TuningTable &table, const std::string &path) {
     TuningTable::Entries entries = table.snapshot();
     std::ostringstream out;
@@ -70,20 +130,21 @@ void save_tuning(const Context &ctx, const TuningTable &table, const std::string
     text += "checksum " + hex64(fnv1a(text, text.size())) + "\nend\n";
 
     // Write beside the target and rename: readers see the old file or the new.
-    // The temporary name is unique per call, so threads saving to one path
-    // at once each write their own file (the last rename wins).
-    static std::atomic<unsigned long> serial{0};
-    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                      std::to_string(serial.fetch_add(1, std::memory_order_relaxed));
-    FILE *f = std::fopen(tmp.c_str(), "wb");
-    if (!f) fail(CONV_STATUS_IO_ERROR, "cannot create %s", tmp.c_str());
-    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    ok = (std::fflush(f) == 0) && ok;
-    ok = (::fsync(::fileno(f)) == 0) && ok;
-    ok = (std::fclose(f) == 0) && ok;
+    // Nothing at a name another user could have planted is followed: the
+    // target must not be a symbolic link, and the temporary is a fresh file
+    // under a random name (threads saving to one path at once each write
+    // their own; the last rename wins).
+    refuse_symlink(path);
+    std::string tmp;
+    int fd = create_temporary(path, &tmp);
+    bool ok = write_all(fd, text) && ::fchmod(fd, default_file_mode()) == 0 && ::fsync(fd) == 0;
+    ok = (::close(fd) == 0) && ok;
+    if (ok) refuse_symlink(path, tmp);  // again, just before the rename
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        fail(CONV_STATUS_IO_ERROR, "cannot write the tuning file %s", path.c_str());
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        fail(CONV_STATUS_IO_ERROR, "cannot write the tuning file %s: %s", path.c_str(),
+             std::strerror(err));
     }
 }
 

@@ -456,7 +456,8 @@ static void huge_rank(int r, int ranks, void *user)
     (void)ranks;
     conv_reducer_t red = NULL;
     int nparams = r == 0 && h->comms[1] ? 1 : 8; /* with 2 ranks, rank 0's are small */
-    const int64_t count = r == 0 && h->comms[1] ? 100 : (INT64_MAX / 4) / (int64_t)ct_size(h->dtype);
+    const int64_t largest = (INT64_MAX / 4) / (int64_t)ct_size(h->dtype); /* add_param's limit */
+    const int64_t count = r == 0 && h->comms[1] ? 100 : largest;
     CT_OK(conv_comm_set_timeout(h->comms[r], 30.0));
     CT_OK(conv_reducer_create(h->comms[r], h->dtype, &red));
     if (h->bucket_count) CT_OK(conv_reducer_set_bucket_count(red, h->bucket_count));

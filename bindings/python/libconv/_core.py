@@ -17,7 +17,8 @@ import numpy as np
 
 from . import _libconv as _C
 from ._enums import DType, Device, Layout, Math, from_c, to_enum
-from ._errors import InvalidArgumentError, InvalidHandleError, TypeMismatchError, describe
+from ._errors import (InvalidArgumentError, InvalidHandleError, TypeMismatchError,
+                      _note_callback_error, describe)
 
 __all__ = [
     "Context",
@@ -251,7 +252,9 @@ class Context(_Resource):
 
         Args:
             alloc: a Python callable ``alloc(nbytes, alignment) -> address``
-                (an int, or 0/None when it cannot), or a C function
+                (an int, or 0/None when it cannot; an exception, or a result
+                that is no address, counts as "cannot" and becomes the
+                ``__cause__`` of the :class:`OutOfMemoryError`), or a C function
                 ``void *(void *user, size_t bytes, size_t alignment)`` as a
                 ctypes function pointer or an int address.
             free: ``free(address)``, or a C function
@@ -278,8 +281,7 @@ class Context(_Resource):
             wrapped = proto(adapt(f))
             return ctypes.cast(wrapped, ctypes.c_void_p).value, wrapped
 
-        alloc_addr, alloc_keep = c_function(
-            alloc, _ALLOC_FN(), lambda f: lambda user, n, a: f(n, a) or None)
+        alloc_addr, alloc_keep = c_function(alloc, _ALLOC_FN(), _alloc_adapter)
         free_addr, free_keep = c_function(free, _FREE_FN(), lambda f: lambda user, p: f(p))
         h = self._handle()
         _C.conv_context_set_allocator(h.ptr, alloc_addr, free_addr, user)
@@ -325,6 +327,32 @@ class Context(_Resource):
             return "<libconv.Context closed>"
         return "<libconv.Context %s threads=%d>" % (
             _device_name(self.device, self.device_index), self.threads)
+
+
+def _alloc_adapter(f: Any) -> Any:
+    """A Python ``alloc(nbytes, alignment)`` as the C allocator's body.
+
+    Nothing may escape into ctypes, which would hand libconv an undefined
+    pointer: an exception, or a result that is neither None/0 nor an address
+    (a positive int below 2**64), becomes NULL -- libconv's OUT_OF_MEMORY --
+    and the exception the cause of the OutOfMemoryError raised for it.
+    """
+    def alloc(user: Any, nbytes: int, alignment: int) -> Optional[int]:
+        try:
+            p = f(nbytes, alignment)
+            if p is None or (isinstance(p, (int, np.integer)) and not isinstance(p, bool) and p == 0):
+                return None
+            if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+                raise TypeError("the allocator returned %r (%s), not an address (an int) or None"
+                                % (p, type(p).__name__))
+            if not 0 < int(p) < 2 ** 64:
+                raise ValueError("the allocator returned %d, not an address" % int(p))
+            _note_callback_error(None)
+            return int(p)
+        except BaseException as exc:  # noqa: B902 -- KeyboardInterrupt too: never into ctypes
+            _note_callback_error(exc)
+            return None
+    return alloc
 
 
 def _ALLOC_FN() -> Any:

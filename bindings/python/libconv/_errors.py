@@ -12,6 +12,7 @@ thing the class derives from it too (``ShapeMismatchError`` is a
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, Optional, Type
 
 __all__ = [
@@ -193,6 +194,28 @@ def error_class(status: int) -> Type[ConvError]:
     return _BY_STATUS.get(int(status), ConvError)
 
 
+# An exception a Python callback of the C library could not raise (ctypes
+# would have turned it into an undefined return value), per thread: the
+# allocator adapter (Context.set_allocator) keeps it here and returns NULL.
+_callback_errors = threading.local()
+
+
+def _note_callback_error(exc: Optional[BaseException]) -> None:
+    """Keeps ``exc`` as the cause of this thread's next OUT_OF_MEMORY (None: forgets it)."""
+    _callback_errors.exc = exc
+
+
 def _from_status(status: int, message: str) -> ConvError:
-    """Called by the low-level module for every failed C call."""
-    return error_class(status)(message, status)
+    """Called by the low-level module for every failed C call.
+
+    An OUT_OF_MEMORY that follows a Python allocator's exception on this
+    thread carries it as ``__cause__`` (as ``raise ... from exc`` would);
+    any failure forgets it, so it never attaches to a later, unrelated one.
+    """
+    e = error_class(status)(message, status)
+    cause = getattr(_callback_errors, "exc", None)
+    if cause is not None:
+        _callback_errors.exc = None
+        if isinstance(e, OutOfMemoryError):
+            e.__cause__ = cause
+    return e

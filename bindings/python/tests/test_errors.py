@@ -188,6 +188,14 @@ def test_not_available():
     assert libconv.device_count("cpu") == 1
 
 
+def test_device_indices():
+    """Past the devices there are: NOT_AVAILABLE; negative: INVALID_ARGUMENT."""
+    with pytest.raises(libconv.NotAvailableError, match="CPU device 1 requested"):
+        libconv.Context("cpu", 1)
+    with pytest.raises(libconv.InvalidArgumentError, match="device index -1 is negative"):
+        libconv.Context("cpu", -1)
+
+
 def test_file_errors(ctx, tmp_path):
     with pytest.raises(libconv.FileIOError, match="cannot open the tuning file") as info:
         ctx.load_tuning(tmp_path / "missing.txt")

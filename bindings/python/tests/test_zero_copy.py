@@ -1,6 +1,7 @@
 """Zero-copy: wrapped memory is shared both ways, kept alive, and DLPack round-trips."""
 
 import gc
+import re
 import weakref
 
 import numpy as np
@@ -286,6 +287,41 @@ def test_python_allocator_serves_owned_tensors():
         del y, u
     gc.collect()
     assert not blocks  # every block went back
+
+
+@requires_c("conv_context_set_allocator")
+def test_python_allocator_that_raises_or_returns_no_address():
+    """An allocator that raises, or returns something that is no address,
+    gives libconv NULL -- OUT_OF_MEMORY, nothing created -- and the Python
+    exception is the cause of the OutOfMemoryError (before, ctypes turned it
+    into an undefined pointer that only the alignment check happened to
+    catch)."""
+    class Refused(Exception):
+        pass
+
+    def raising(nbytes, alignment):
+        raise Refused("no %d bytes for you" % nbytes)
+
+    cases = [(raising, Refused, "no 64 bytes for you"),
+             (lambda n, a: "0x1000", TypeError, "'0x1000' \\(str\\), not an address"),
+             (lambda n, a: 4096.0, TypeError, "4096.0 \\(float\\), not an address"),
+             (lambda n, a: True, TypeError, "True \\(bool\\), not an address"),
+             (lambda n, a: -4096, ValueError, "-4096, not an address"),
+             (lambda n, a: 2 ** 64, ValueError, "not an address")]
+    frees = []
+    with libconv.Context(threads=1) as ctx:
+        for alloc, cause, text in cases:
+            ctx.set_allocator(alloc, frees.append)
+            with pytest.raises(libconv.OutOfMemoryError, match="allocator returned NULL") as info:
+                libconv.Tensor.zeros((1, 1, 16), "float32", ctx=ctx)
+            assert isinstance(info.value.__cause__, cause), info.value.__cause__
+            assert re.search(text, str(info.value.__cause__)), str(info.value.__cause__)
+        # The cause is not left behind for a later, unrelated failure.
+        ctx.set_allocator(lambda n, a: None, frees.append)
+        with pytest.raises(libconv.OutOfMemoryError) as info:
+            libconv.Tensor.zeros((1, 1, 16), "float32", ctx=ctx)
+        assert info.value.__cause__ is None
+    assert frees == []  # nothing was handed out, nothing given back
 
 
 @requires_c("conv_context_set_allocator")

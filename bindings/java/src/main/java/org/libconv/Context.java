@@ -28,7 +28,9 @@ public final class Context extends NativeObject implements AutoCloseable {
      *
      * @param device {@link Device#CPU} (index 0) or {@link Device#CUDA} (a GPU index)
      * @param index the device index
-     * @throws NotAvailableException if the device does not exist in this build or machine
+     * @throws NotAvailableException if the device does not exist in this build or machine (an
+     *     index past the devices there are, e.g. CPU index 1)
+     * @throws InvalidArgumentException for a negative index
      */
     @CFunction("conv_context_create")
     public Context(Device device, int index) {

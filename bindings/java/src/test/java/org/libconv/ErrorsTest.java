@@ -208,6 +208,11 @@ public class ErrorsTest {
             expect(NotAvailableException.class, Status.NOT_AVAILABLE, "conv_context_create", "CUDA",
                     () -> new Context(Device.CUDA, 0));
         assertEquals(1, LibConv.deviceCount(Device.CPU));
+        // past the devices there are: not available; negative: a wrong argument
+        expect(NotAvailableException.class, Status.NOT_AVAILABLE, "conv_context_create",
+                "CPU device 1 requested", () -> new Context(Device.CPU, 1));
+        expect(InvalidArgumentException.class, Status.INVALID_ARGUMENT, "conv_context_create",
+                "device index -1 is negative", () -> new Context(Device.CPU, -1));
     }
 
     @Test

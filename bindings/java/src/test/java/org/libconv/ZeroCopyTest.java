@@ -192,6 +192,24 @@ public class ZeroCopyTest {
     }
 
     @Test
+    public void misalignedBuffersAreRefused() {
+        // A float view of a direct buffer one byte in: an odd address. Refused like Python's
+        // wrap refuses it (before, libconv read floats at an odd address: UBSan).
+        ByteBuffer raw = ByteBuffer.allocateDirect(64 + 8).order(ByteOrder.nativeOrder());
+        raw.position(1);
+        FloatBuffer odd = raw.slice().order(ByteOrder.nativeOrder()).asFloatBuffer();
+        try {
+            Tensor.wrap(ctx, odd, Layout.CHANNELS_FIRST, 1, 1, 8).close();
+            fail("wrapped floats at an odd address");
+        } catch (InvalidArgumentException e) {
+            assertTrue(e.getMessage(), e.nativeMessage().contains("not aligned to its 4-byte elements"));
+        }
+        raw.position(4); // a multiple of 4: fine
+        FloatBuffer aligned = raw.slice().order(ByteOrder.nativeOrder()).asFloatBuffer();
+        Tensor.wrap(ctx, aligned, Layout.CHANNELS_FIRST, 1, 1, 8).close();
+    }
+
+    @Test
     public void wrappedWorkspaces() {
         ByteBuffer memory = ByteBuffer.allocateDirect(1 << 20);
         memory.position(64);
