@@ -42,13 +42,14 @@ static void random_problem(tu_rng *r, tu_problem *tp, conv_op_t op, int wide)
     tp->algo = CONV_ALGO_IMPLICIT_GEMM;
 }
 
-static void check_random(int wide, int real, uint64_t seed0, int count0)
+static void check_random(int wide, int real, uint64_t seed0, int count0, conv_math_t math)
 {
     tu_rng r;
     uint64_t seed = tu_env_seed(seed0);
     tu_seed(&r, seed);
     conv_context_t ctx;
     assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    assert_ok(conv_context_set_math(ctx, math));
     int count = tu_env_count(count0), done = 0;
     for (int i = 0; done < count && i < 20 * count; i++) {
         int64_t pick = tu_range(&r, 0, 2);
@@ -78,21 +79,31 @@ static void check_random(int wide, int real, uint64_t seed0, int count0)
 static void test_small_exact(void **state)
 {
     (void)state;
-    check_random(0, 0, 0x1a9e11, 1500);
+    check_random(0, 0, 0x1a9e11, 1500, CONV_MATH_DEFAULT);
 }
 
 /* Wider problems crossing the 8-filter, 64-filter and 32/48-position blocks. */
 static void test_wide_exact(void **state)
 {
     (void)state;
-    check_random(1, 0, 0x1a9e22, 150);
+    check_random(1, 0, 0x1a9e22, 150, CONV_MATH_DEFAULT);
 }
 
 /* Real-valued data: within the rounding bound of a dot product. */
 static void test_real(void **state)
 {
     (void)state;
-    check_random(1, 1, 0x1a9e33, 60);
+    check_random(1, 1, 0x1a9e33, 60, CONV_MATH_DEFAULT);
+}
+
+/* CONV_MATH_STRICT: channel blocks of at most 32 summed apart and then
+ * added (a second way through the tiles), exact and on real data. The
+ * channel counts go past 32 so that there are several blocks. */
+static void test_strict(void **state)
+{
+    (void)state;
+    check_random(1, 0, 0x1a9e44, 150, CONV_MATH_STRICT);
+    check_random(1, 1, 0x1a9e55, 60, CONV_MATH_STRICT);
 }
 
 /* Fixed channels-first fp32 layers shaped like real networks' strided ones:
@@ -175,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_small_exact),
         cmocka_unit_test(test_wide_exact),
         cmocka_unit_test(test_real),
+        cmocka_unit_test(test_strict),
         cmocka_unit_test(test_strided_layers),
         cmocka_unit_test(test_declines),
     };

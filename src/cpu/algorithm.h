@@ -17,12 +17,14 @@ namespace conv::cpu {
 // BACKWARD_DATA), w the filter (dw for BACKWARD_FILTER), y the output (dy for
 // the backward passes), bias the bias (db for BACKWARD_FILTER, may be null).
 // `prepared`: weights the solver prepared earlier (prepare_weights), or null.
+// `strict`: a CONV_MATH_STRICT context; a solver may sum more carefully.
 struct ConvArgs {
     conv_op_t op;
     const ConvGeometry *g;
     conv_dtype_t dtype;
     void *x, *w, *y, *bias;
     const void *prepared = nullptr;
+    bool strict = false;
 };
 
 class Algorithm : public Solver {

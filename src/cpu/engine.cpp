@@ -115,8 +115,9 @@ public:
         if (empty_reduction(g))
             run_empty(o, solver_bias, pool);
         else
-            algo_.run({p_.op, &g, p_.dtype, o.x, o.w, o.y, solver_bias, o.prepared}, env.scratch,
-                      pool, threads);
+            algo_.run({p_.op, &g, p_.dtype, o.x, o.w, o.y, solver_bias, o.prepared,
+                       p_.math == CONV_MATH_STRICT},
+                      env.scratch, pool, threads);
         if (!g.transposed) return;
         ChannelShape out{g.layout, g.n, g.c, g.in_size()};
         if (p_.user_op == CONV_OP_FORWARD)

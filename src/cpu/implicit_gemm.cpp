@@ -42,7 +42,7 @@ constexpr int kMR = 8;                 // filters per micro-tile
 constexpr int64_t kKChunk = 64;        // filters per work item
 constexpr int64_t kTilesPerItem = 2;   // micro-tiles of positions per work item
 constexpr int64_t kL1Budget = 24 << 10; // bytes of source a channel block may read
-constexpr int64_t kAccuracyBlock = 32;  // most source channels summed apart (accuracy)
+constexpr int64_t kStrictBlock = 32;   // source channels summed apart under CONV_MATH_STRICT
 
 // The correlation both passes reduce to: destination channel m of group gi
 // at (oh, ow) = sum over source channels c of the group and taps (r, s) of
@@ -79,7 +79,7 @@ int choose_nr(int64_t positions) {
     return waste32 < waste48 ? 32 : 48;
 }
 
-Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es) {
+Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es, bool strict = false) {
     Problem p;
     p.backward = op == CONV_OP_BACKWARD_DATA;
     p.filter = op == CONV_OP_BACKWARD_FILTER;
@@ -133,13 +133,17 @@ Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es) {
     int64_t rows = ceil_div((p.kr - 1) * p.dh + 1, p.sh);
     int64_t phases_read = std::min(p.sh, (p.kr - 1) * p.dh + 1) * std::min(p.sw, (p.ks - 1) * p.dw + 1);
     int64_t per_channel = phases_read * (rows * p.wq + p.nr) * (int64_t)es;
-    // At most 32 channels a block, for accuracy: blocks are summed apart and
-    // then added (see tile_portable), and 32-channel blocks bring a
-    // 256-channel 3x3 layer's error to im2col + OpenBLAS's (8.3e-5 vs
-    // 8.4e-5 max against float64; one 256-channel block: 1.0e-4, one running
-    // sum: 4.7e-4), at no measurable cost single-threaded.
+    // Under CONV_MATH_STRICT at most 32 channels a block, each summed apart
+    // and then added to the blocks before it (Tile::partial): 32-channel
+    // blocks bring a 256-channel 3x3 layer's error to im2col + OpenBLAS's
+    // (8.3e-5 vs 8.4e-5 max against float64 on 2x256x28x28; one running sum
+    // over all 2304 products: 4.7e-4, 8x torch's, outside
+    // torch.testing.assert_close for 15.6% of elements). It costs 4-6% on
+    // 14x14 and 7x7 forward layers single-threaded (and gains 15-20% on
+    // 512-channel 7x7 backward-data), so the default keeps one running sum.
+    const int64_t most = strict ? std::min<int64_t>(p.csg, kStrictBlock) : p.csg;
     p.cblock = std::clamp<int64_t>(kL1Budget / std::max<int64_t>(per_channel, 1), 4,
-                                   std::max<int64_t>(std::min<int64_t>(p.csg, kAccuracyBlock), 1));
+                                   std::max<int64_t>(most, 1));
     auto align = [es](int64_t elems) { return round_up(elems * (int64_t)es, 64) / (int64_t)es; };
     int64_t tap_elems = ceil_div(taps * 8, (int64_t)es);
     int64_t step_elems = ceil_div(checked_mul(p.cblock * taps, 16, "workspace"), (int64_t)es);
@@ -255,17 +259,17 @@ struct Tile {
     const void *w[kMR];   // each filter's weights for the block (past the last filter: repeats)
     const Step *steps;
     int64_t count;        // steps of this block: its channels x taps
-    bool accumulate;      // add to `out` (a later channel block) rather than overwrite it
+    bool accumulate;      // a later channel block: continue the running sum in `out`
+    bool partial;         // a later channel block: sum it from zero, then add it to `out`
 };
 
-// Each channel block is summed from zero and then added to the sums of the
-// blocks before it (two-level summation): one running sum over all C x taps
-// products made the error grow with the whole reduction -- 8x torch's on a
-// 256-channel 3x3 layer, outside torch.testing's tolerances -- for the same
-// arithmetic.
+// A later channel block either continues the running sum (`accumulate`) or
+// is summed from zero and added at the end (`partial`: two-level
+// summation, the strict mode's; see make_problem).
 template <class T, int NR>
 void tile_portable(const Tile &t, T *out) {
     T acc[kMR][NR] = {};
+    if (t.accumulate) std::memcpy(acc, out, sizeof acc);
     const T *src = static_cast<const T *>(t.src);
     for (int64_t s = 0; s < t.count; ++s) {
         const T *x = src + t.steps[s].x;
@@ -274,7 +278,7 @@ void tile_portable(const Tile &t, T *out) {
             for (int i = 0; i < NR; ++i) acc[m][i] += wv * x[i];
         }
     }
-    if (t.accumulate)
+    if (t.partial)
         for (int m = 0; m < kMR; ++m)
             for (int i = 0; i < NR; ++i) acc[m][i] += out[m * NR + i];
     std::memcpy(out, acc, sizeof acc);
@@ -286,7 +290,8 @@ CONV_TARGET_AVX512 void tile_avx512(const Tile &t, float *out) {
     constexpr int V = NR / 16;
     __m512 acc[kMR][V];
     for (int m = 0; m < kMR; ++m)
-        for (int v = 0; v < V; ++v) acc[m][v] = _mm512_setzero_ps();
+        for (int v = 0; v < V; ++v)
+            acc[m][v] = t.accumulate ? _mm512_loadu_ps(out + m * NR + 16 * v) : _mm512_setzero_ps();
     const float *src = static_cast<const float *>(t.src);
     const float *w[kMR];
     for (int m = 0; m < kMR; ++m) w[m] = static_cast<const float *>(t.w[m]);
@@ -300,11 +305,12 @@ CONV_TARGET_AVX512 void tile_avx512(const Tile &t, float *out) {
             for (int v = 0; v < V; ++v) acc[m][v] = _mm512_fmadd_ps(wv, xv[v], acc[m][v]);
         }
     }
+    if (t.partial)
+        for (int m = 0; m < kMR; ++m)
+            for (int v = 0; v < V; ++v)
+                acc[m][v] = _mm512_add_ps(acc[m][v], _mm512_loadu_ps(out + m * NR + 16 * v));
     for (int m = 0; m < kMR; ++m)
-        for (int v = 0; v < V; ++v) {
-            float *o = out + m * NR + 16 * v;
-            _mm512_storeu_ps(o, t.accumulate ? _mm512_add_ps(acc[m][v], _mm512_loadu_ps(o)) : acc[m][v]);
-        }
+        for (int v = 0; v < V; ++v) _mm512_storeu_ps(out + m * NR + 16 * v, acc[m][v]);
 }
 #endif
 
@@ -357,7 +363,7 @@ void pad_source(const Problem &p, const T *src, T *source, ThreadPool &pool, int
 template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
-    const Problem p = make_problem(g, args.op, sizeof(T));
+    const Problem p = make_problem(g, args.op, sizeof(T), args.strict);
     T *base = static_cast<T *>(ws);
     int64_t *taps = reinterpret_cast<int64_t *>(base + p.taps_at);
     T *source = base + p.source_at;
@@ -403,7 +409,8 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 int64_t q0 = pt * p.nr;
                 for (int64_t c0 = 0; c0 < p.csg; c0 += p.cblock) {
                     Tile t{group_src + c0 * p.plane + q0, {}, steps,
-                           std::min(p.cblock, p.csg - c0) * ntaps, c0 > 0};
+                           std::min(p.cblock, p.csg - c0) * ntaps, c0 > 0 && !args.strict,
+                           c0 > 0 && args.strict};
                     for (int64_t m = m0; m < m1; m += kMR) {
                         int64_t last = std::min<int64_t>(kMR, m1 - m) - 1;
                         for (int r = 0; r < kMR; ++r)
