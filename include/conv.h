@@ -443,7 +443,7 @@ CONV_API conv_status_t conv_context_get_device_name(conv_context_t ctx, char *na
 
 /* The trace (like oneDNN's ONEDNN_VERBOSE). Level 1 prints one line per
  * executed pass to stderr:
- *   conv_verbose,exec,cpu,fwd,float32,channels_first,x=1x64x56x56,w=64x64x3x3,
+ *   conv_verbose,exec,cpu,fwd,float32,channels-first,x=1x64x56x56,w=64x64x3x3,
  *   y=1x64x56x56,s=1x1,d=1x1,p=1x1:1x1,g=1,bias,relu,solver=winograd_4x4_3x3,
  *   plan=hit,0.412
  * (the last field is milliseconds of host time: on a GPU the time to
