@@ -34,10 +34,6 @@ void check_op(int op) {
         fail(CONV_STATUS_INVALID_ARGUMENT, "unknown op %d", op);
 }
 
-// The tensors of a plan's execution, per pass, for messages.
-const char *const kRoleNames[3][4] = {
-    {"x", "w", "y", "b"}, {"dx", "w", "dy", "bias"}, {"x", "dw", "dy", "db"}};
-
 Workspace *optional_workspace(conv_workspace_t ws) {
     conv_workspace_s *h = api::checked_optional(ws, "ws");
     return h ? &h->impl : nullptr;
@@ -205,11 +201,9 @@ conv_status_t conv_plan_execute(conv_plan_t plan, conv_tensor_t x, conv_tensor_t
                                 conv_tensor_t b, conv_tensor_t y, conv_workspace_t ws) {
     return api::guarded([&] {
         const dispatch::Plan &pl = *api::checked(plan, "plan").impl;
-        const char *const *names = pl.op == CONV_OP_FORWARD         ? kRoleNames[0]
-                                   : pl.op == CONV_OP_BACKWARD_DATA ? kRoleNames[1]
-                                                                    : kRoleNames[2];
-        dispatch::Pass pass{pl.op, tensor(x, names[0]), tensor(w, names[1]), tensor(y, names[2]),
-                            optional_tensor(b, names[3])};
+        const dispatch::RoleNames names = dispatch::role_names(pl.op);
+        dispatch::Pass pass{pl.op, tensor(x, names.x), tensor(w, names.w), tensor(y, names.y),
+                            optional_tensor(b, names.bias)};
         dispatch::execute_checked(pl, pass, optional_workspace(ws));
     });
 }

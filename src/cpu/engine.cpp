@@ -74,9 +74,9 @@ void zero(void *p, int64_t elements, size_t size) {
     if (elements > 0) std::memset(p, 0, (size_t)elements * size);
 }
 
-int64_t x_elements(const ConvGeometry &g);
-int64_t w_elements(const ConvGeometry &g);
-int64_t y_elements(const ConvGeometry &g);
+int64_t x_elements(const ConvGeometry &g) { return g.n * g.c * g.in_size(); }
+int64_t w_elements(const ConvGeometry &g) { return g.k * g.cg() * g.kernel_size(); }
+int64_t y_elements(const ConvGeometry &g) { return g.n * g.k * g.out_size(); }
 
 // The most workspace AUTO may take for a problem whose leanest solver needs `least`.
 size_t workspace_bound(const Problem &p, size_t least) {
@@ -86,10 +86,6 @@ size_t workspace_bound(const Problem &p, size_t least) {
                                    tensors * kWorkspaceRatio});
     return bound >= (double)SIZE_MAX ? SIZE_MAX : (size_t)bound;
 }
-
-int64_t x_elements(const ConvGeometry &g) { return g.n * g.c * g.in_size(); }
-int64_t w_elements(const ConvGeometry &g) { return g.k * g.cg() * g.kernel_size(); }
-int64_t y_elements(const ConvGeometry &g) { return g.n * g.k * g.out_size(); }
 
 class CpuPlan final : public EnginePlan {
 public:

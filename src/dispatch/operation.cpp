@@ -9,12 +9,7 @@
 #include "dispatch/plan.h"
 
 namespace conv::dispatch {
-namespace {
 
-// Names of the tensor roles, per pass, for messages.
-struct RoleNames {
-    const char *x, *w, *y, *bias;
-};
 RoleNames role_names(conv_op_t op) {
     switch (op) {
     case CONV_OP_BACKWARD_DATA: return {"dx", "w", "dy", "bias"};
@@ -22,6 +17,9 @@ RoleNames role_names(conv_op_t op) {
     default: return {"x", "w", "y", "b"};
     }
 }
+
+namespace {
+
 
 void check_same_kind(const Context &ctx, const Tensor &ref, const char *ref_name, const Tensor &t,
                      const char *name) {

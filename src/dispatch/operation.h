@@ -21,6 +21,13 @@ struct Pass {
     const Tensor *x, *w, *y, *bias;  // bias may be null
 };
 
+// The names of a pass's tensors in the roles of Pass, for messages:
+// forward x, w, y, b; backward-data dx, w, dy; backward-filter x, dw, dy, db.
+struct RoleNames {
+    const char *x, *w, *y, *bias;
+};
+RoleNames role_names(conv_op_t op);
+
 // Validates the pass and returns its geometry; throws with the numbers.
 ConvGeometry validate(const Context &ctx, const ConvParams &params, const Pass &pass);
 

@@ -146,12 +146,6 @@ bool make_key(const Context &ctx, const ConvParams &params, const Pass &pass, Pl
     return true;
 }
 
-const char *role_name(conv_op_t op, int role) {
-    static const char *const kRoles[3][4] = {
-        {"x", "w", "y", "b"}, {"dx", "w", "dy", "bias"}, {"x", "dw", "dy", "db"}};
-    return kRoles[op][role];
-}
-
 // Every output of the user's pass, after it ran (the numerical guard).
 void check_outputs(const Pass &pass) {
     static const char *const kPass[] = {"forward", "backward-data", "backward-filter"};
@@ -240,11 +234,13 @@ void execute(const Plan &plan, const Pass &pass, Workspace *user_ws, const char 
 
 void execute_checked(const Plan &plan, const Pass &pass, Workspace *ws) {
     Context &ctx = plan_context(plan);
+    const RoleNames names = role_names(plan.op);
     const Tensor *ts[] = {pass.x, pass.w, pass.y};
+    const char *role[] = {names.x, names.w, names.y};
     const int64_t *want[] = {plan.x_dims, plan.w_dims, plan.y_dims};
     for (int r = 0; r < 3; ++r) {
         const Tensor &t = *ts[r];
-        const char *name = role_name(plan.op, r);
+        const char *name = role[r];
         if (t.dtype() != plan.dtype)
             fail(CONV_STATUS_TYPE_MISMATCH, "%s is %s but the plan was made for %s", name,
                  dtype_name(t.dtype()), dtype_name(plan.dtype));
@@ -255,7 +251,7 @@ void execute_checked(const Plan &plan, const Pass &pass, Workspace *ws) {
             fail(CONV_STATUS_SHAPE_MISMATCH, "%s dims %s do not match the plan's %s", name,
                  dims_x(t.ndim(), t.dims()).c_str(), dims_x(plan.ndim, want[r]).c_str());
     }
-    const char *bname = role_name(plan.op, 3);
+    const char *bname = names.bias;
     if (plan.op == CONV_OP_BACKWARD_DATA && pass.bias)
         fail(CONV_STATUS_INVALID_ARGUMENT, "a backward-data plan takes no bias tensor");
     if (plan.op != CONV_OP_BACKWARD_DATA && plan.bias != (pass.bias != nullptr))
