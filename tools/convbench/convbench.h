@@ -90,6 +90,7 @@ typedef struct cb_options {
     const char *peer_lib;       /* --peer-lib: the peer's library or its folder; NULL: not given */
     int list;
     int overhead; /* --overhead: time calls on tiny problems instead of a suite */
+    int prepared; /* --prepared: time plans with weights prepared once (conv_plan_*) */
 } cb_options;
 
 /* Fills `o` from argv. Returns 0 to go on, -1 when done (--help printed:

@@ -97,6 +97,12 @@ static void usage(FILE *f)
             "                   libdnnl.so.3 on the loader's path (LD_LIBRARY_PATH)\n",
             ONEDNN_WHEEL_VERSION);
     fprintf(f,
+            "  --prepared       time each pass as a plan (conv_plan_create) whose weights\n"
+            "                   are prepared once before timing (conv_plan_prepare_weights,\n"
+            "                   forward and backward-data): a framework's steady state\n"
+            "                   between weight updates, and the like of the peer's\n"
+            "                   'primitive only' (its weights already in its own layout);\n"
+            "                   without it each timed call is the one-shot conv_forward &c.\n"
             "  --overhead       instead of a suite, the host's time per call on tiny\n"
             "                   problems (1x1 8->8 on 1x8x4x4, 3x3 8->8 on 1x8x8x8), for\n"
             "                   the passes of --op: 2000 warm-up calls, then 9 rounds of\n"
@@ -236,6 +242,10 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
             o->overhead = 1;
             continue;
         }
+        if (strcmp(arg, "--prepared") == 0) {
+            o->prepared = 1;
+            continue;
+        }
 
         /* The rest take a value: "--opt=V" or "--opt V". */
         char name[32];
@@ -332,9 +342,9 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
         return bad("--peer-lib %s: names the library of a --peer, and no --peer is given",
                    o->peer_lib);
     if (o->overhead && (o->suite || o->n_custom || o->batch != 1 || o->tune || o->verify ||
-                        o->json || o->peer))
+                        o->json || o->peer || o->prepared))
         return bad("--overhead times its own tiny problems at batch 1: it does not combine "
-                   "with --suite, --layer, --batch, --tune, --verify, --json or --peer");
+                   "with --suite, --layer, --batch, --tune, --verify, --json, --peer or --prepared");
     if (o->overhead && !o->threads)
         o->threads = 1; /* the overhead of one thread's calls */
     return 0;

@@ -37,6 +37,8 @@ def run_one(args, cfg, path):
            "--math", math, "--dtype", dtype, "--op", "all", "--peer", args.peer, "--json", path]
     if args.repeats:
         cmd += ["--repeats", str(args.repeats)]
+    if args.prepared:
+        cmd.append("--prepared")
     if threads == 1 and shutil.which("taskset"):
         cmd = ["taskset", "-c", str(os.cpu_count() - 1)] + cmd
     env = dict(os.environ)
@@ -84,6 +86,7 @@ def main():
     ap.add_argument("--threads", default="2")
     ap.add_argument("--math", default="strict")
     ap.add_argument("--dtype", default="f32")
+    ap.add_argument("--prepared", action="store_true", help="convbench --prepared (plans)")
     ap.add_argument("--json-dir", help="keep every run's JSON here")
     a = ap.parse_args()
     a.convbench = os.path.abspath(a.convbench)

@@ -29,10 +29,11 @@ void cb_print_header(const cb_bench *b)
      * context is created and parallelises around the GEMMs itself, so 1 here
      * means the context's threads are libconv's; cores is what OpenBLAS sees. */
     int blas_threads = openblas_get_num_threads();
-    printf("libconv %s | device %s | %s %s | batch %lld | threads %s | OpenBLAS %s, "
+    printf("libconv %s | device %s | %s %s | batch %lld | threads %s | %s | OpenBLAS %s, "
            "%d thread%s, %d cores (%s)\n",
            conv_version_string(), b->device == CONV_DEVICE_CUDA ? "cuda:0" : "cpu",
            cb_dtype_name(o->dtype), cb_layout_name(o->layout), (long long)o->batch, threads,
+           o->prepared ? "plans, weights prepared" : "one-shot calls",
            openblas_get_corename(), blas_threads, blas_threads == 1 ? "" : "s",
            openblas_get_num_procs(), openblas_get_config());
     if (b->device == CONV_DEVICE_CUDA) {
@@ -281,6 +282,7 @@ static void json_row(FILE *f, const cb_bench *b, const cb_row *r)
     json_number(f, checked ? r->verify.tol : NAN);
     fprintf(f, ", \"checked\": %lld, \"nan_count\": %lld", (long long)r->verify.checked,
             (long long)r->verify.nan_count);
+    fprintf(f, ", \"prepared\": %s", o->prepared ? "true" : "false");
     /* The peer's median for the same layer and pass and the implementation
      * it ran; null when it did not run (no --peer, f64 with oneDNN, or a
      * failure the text output shows). */

@@ -33,6 +33,7 @@ typedef struct layer_run {
     int64_t x_dims[CB_MAX_SPATIAL + 2], w_dims[CB_MAX_SPATIAL + 2], y_dims[CB_MAX_SPATIAL + 2];
     host_tensor x, w, dy; /* inputs, created for the passes that read them */
     host_tensor out;      /* the output of the pass being run */
+    conv_plan_t plan;     /* --prepared: the pass's plan, its weights prepared */
 } layer_run;
 
 static double now_ms(void)
@@ -156,6 +157,20 @@ static conv_status_t call_pass(layer_run *lr, conv_op_t op)
 {
     cb_bench *b = lr->b;
     conv_status_t s;
+    if (lr->plan) { /* the roles of conv_plan_execute: x, w, b, y */
+        switch (op) {
+        case CONV_OP_FORWARD:
+            s = conv_plan_execute(lr->plan, lr->x.t, lr->w.t, NULL, lr->out.t, b->ws);
+            break;
+        case CONV_OP_BACKWARD_DATA:
+            s = conv_plan_execute(lr->plan, lr->out.t, lr->w.t, NULL, lr->dy.t, b->ws);
+            break;
+        default:
+            s = conv_plan_execute(lr->plan, lr->x.t, lr->out.t, NULL, lr->dy.t, b->ws);
+            break;
+        }
+        return s == CONV_STATUS_SUCCESS ? wait_device(b) : s;
+    }
     switch (op) {
     case CONV_OP_FORWARD:
         s = conv_forward(b->ctx, lr->desc, lr->x.t, lr->w.t, NULL, lr->out.t, b->ws);
@@ -237,6 +252,23 @@ static void time_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
     r->ms = t.ms;
 }
 
+/* --prepared: the pass's plan, with the weights prepared once for the
+ * passes that read them. Returns 0, or -1 with the reason in *r. */
+static int make_prepared_plan(layer_run *lr, conv_op_t op, cb_row *r)
+{
+    const cb_options *o = lr->b->opt;
+    int prepared = 0;
+    if (failed(conv_plan_create(lr->b->ctx, lr->desc, op, o->dtype, o->layout, lr->ndim,
+                                lr->x_dims, lr->w_dims, 0, &lr->plan),
+               "conv_plan_create", r))
+        return -1;
+    if (op != CONV_OP_BACKWARD_FILTER &&
+        failed(conv_plan_prepare_weights(lr->plan, lr->w.t, &prepared), "conv_plan_prepare_weights",
+               r))
+        return -1;
+    return 0;
+}
+
 /* One pass: its output tensor, cost, workspace size, timing, check. */
 static void run_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
 {
@@ -262,12 +294,14 @@ static void run_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
     }
     if (s == CONV_STATUS_SUCCESS) {
         s = conv_workspace_size(lr->b->ctx, lr->desc, op, in, filt, outp, &r->workspace_bytes);
-        if (s == CONV_STATUS_SUCCESS)
-            time_pass(lr, op, times, r);
-        else
+        if (s != CONV_STATUS_SUCCESS)
             failed(s, "conv_workspace_size", r);
+        else if (!o->prepared || make_prepared_plan(lr, op, r) == 0)
+            time_pass(lr, op, times, r);
     }
     r->algo = algo_used(lr, op, in, filt, outp);
+    conv_plan_destroy(lr->plan);
+    lr->plan = NULL;
 
     /* A forced algorithm that does not fit this layer is not a failure. */
     if (r->status == CB_ROW_FAILED && o->algo != CONV_ALGO_AUTO &&
