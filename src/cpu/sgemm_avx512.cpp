@@ -50,11 +50,13 @@ thread_local PackBuffers t_pack;
 enum class Store { overwrite, add, scale };  // alpha*acc; alpha*acc + C; alpha*acc + beta*C
 
 // C[rows R x columns < 16V] (op)= alpha * Ap(R x kc) * Bp(kc x 16V). Ap holds
-// R values per step of k, Bp 16V; `last` masks the columns of the last vector.
+// R values per step of k; Bp's steps are `bstride` apart (packed: 16V, in
+// place: ldb), the last vector's loads masked by `bmask` and its columns of C
+// by `last`.
 template <int R, int V>
-CONV_TARGET_AVX512 void micro_kernel(int64_t kc, const float *ap, const float *bp, float *c,
-                                     int64_t ldc, __mmask16 last, float alpha, float beta,
-                                     Store how) {
+CONV_TARGET_AVX512 void micro_kernel(int64_t kc, const float *ap, const float *bp,
+                                     int64_t bstride, __mmask16 bmask, float *c, int64_t ldc,
+                                     __mmask16 last, float alpha, float beta, Store how) {
     __m512 acc[R][V];
 #pragma GCC unroll 14
     for (int i = 0; i < R; ++i)
@@ -67,7 +69,9 @@ CONV_TARGET_AVX512 void micro_kernel(int64_t kc, const float *ap, const float *b
     for (int64_t p = 0; p < kc; ++p) {
         __m512 bv[V];
 #pragma GCC unroll 2
-        for (int v = 0; v < V; ++v) bv[v] = _mm512_load_ps(bp + p * 16 * V + 16 * v);
+        for (int v = 0; v < V; ++v)
+            bv[v] = _mm512_maskz_loadu_ps(v == V - 1 ? bmask : (__mmask16)0xffff,
+                                          bp + p * bstride + 16 * v);
 #pragma GCC unroll 14
         for (int i = 0; i < R; ++i) {
             const __m512 ai = _mm512_set1_ps(ap[p * R + i]);
@@ -93,8 +97,8 @@ CONV_TARGET_AVX512 void micro_kernel(int64_t kc, const float *ap, const float *b
     }
 }
 
-using Kernel = void (*)(int64_t, const float *, const float *, float *, int64_t, __mmask16, float,
-                        float, Store);
+using Kernel = void (*)(int64_t, const float *, const float *, int64_t, __mmask16, float *,
+                        int64_t, __mmask16, float, float, Store);
 
 // kernels[R - 1][V - 1]: every row count of a panel, one or two vectors.
 template <size_t... I>
@@ -207,10 +211,22 @@ CONV_TARGET_AVX512 void pack_b(bool trans, const float *b, int64_t ldb, int64_t 
     }
 }
 
+// Whether the micro-kernel reads B where it lies instead of from packed
+// panels. Packing copies all of B for every call; it pays where the panel is
+// re-read by many row panels from L1, and where B's rows are 4 KiB-multiples
+// apart (every row in the same L1 set). 1 thread pinned, GFLOP/s in place vs
+// packed: m = 64, n = 784, k = 576: 149 vs 129; m = 128 (k = 1152): 148 vs
+// 139; m = 192: 153 vs 143; m = 256: 149 vs 148; m = 336, n = k = 1024: 135
+// vs 143; m = 128, n = ldb = 2048: 116 vs 128.
+bool reads_b_in_place(bool tb, int64_t m, int64_t ldb) {
+    return !tb && m <= 192 && ldb % 1024 != 0;
+}
+
 CONV_TARGET_AVX512 void sgemm_blocked(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                                       float alpha, const float *a, int64_t lda, const float *b,
                                       int64_t ldb, float beta, float *c, int64_t ldc, float *ap,
                                       float *bp) {
+    const bool direct = reads_b_in_place(tb, m, ldb);
     for (int64_t jc = 0; jc < n; jc += kNc) {
         const int64_t nc = std::min(kNc, n - jc);
         for (int64_t pc = 0; pc < k; pc += kKc) {
@@ -219,7 +235,7 @@ CONV_TARGET_AVX512 void sgemm_blocked(bool ta, bool tb, int64_t m, int64_t n, in
                               : beta == 0.f ? Store::overwrite
                               : beta == 1.f ? Store::add
                                             : Store::scale;
-            pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
+            if (!direct) pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
             for (int64_t ic = 0; ic < m; ic += kMc) {
                 const int64_t mc = std::min(kMc, m - ic);
                 pack_a(ta, a, lda, ic, mc, pc, kc, ap);
@@ -227,10 +243,12 @@ CONV_TARGET_AVX512 void sgemm_blocked(bool ta, bool tb, int64_t m, int64_t n, in
                     const int64_t w = std::min<int64_t>(kNr, nc - jr);
                     const int v = w > 16 ? 2 : 1;
                     const __mmask16 last = first_lanes(w - 16 * (v - 1));
-                    const float *bpanel = bp + jr * kc;
+                    const float *bpanel = direct ? b + pc * ldb + jc + jr : bp + jr * kc;
+                    const int64_t bstride = direct ? ldb : 16 * v;
+                    const __mmask16 bmask = direct ? last : (__mmask16)0xffff;
                     for (int64_t ir = 0; ir < mc; ir += kMr) {
                         const int64_t r = std::min<int64_t>(kMr, mc - ir);
-                        kKernels.k[r - 1][v - 1](kc, ap + ir * kc, bpanel,
+                        kKernels.k[r - 1][v - 1](kc, ap + ir * kc, bpanel, bstride, bmask,
                                                  c + (ic + ir) * ldc + jc + jr, ldc, last, alpha,
                                                  beta, how);
                     }
