@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "core/error.h"
+#include "cpu/isa.h"
+#include "cpu/sgemm_avx512.h"
 
 namespace conv::cpu {
 
@@ -142,8 +146,21 @@ static void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alph
         [&] { own_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
 }
 
+// Float GEMMs go to libconv's own AVX-512 SGEMM where the CPU has AVX-512:
+// OpenBLAS's per-CPU kernel choice is outside libconv's control (on a
+// Sapphire Rapids part it ran its SSE kernels, a third of the FMA peak).
+// CONV_CPU_SGEMM=openblas sends them to OpenBLAS, for comparison.
+static bool own_sgemm() {
+    static const bool own = [] {
+        const char *choice = std::getenv("CONV_CPU_SGEMM");
+        return cpu_isa() == Isa::avx512 && !(choice && std::strcmp(choice, "openblas") == 0);
+    }();
+    return own;
+}
+
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
           int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (own_sgemm() && sgemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
     gemm_typed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 

@@ -1,5 +1,6 @@
-// Row-major GEMM over OpenBLAS's CBLAS, for float and double, with int64
-// sizes checked against what OpenBLAS can index (32-bit blasint).
+// Row-major GEMM for float and double: float on AVX-512 CPUs by libconv's
+// own SGEMM (sgemm_avx512.h), everything else over OpenBLAS's CBLAS, with
+// int64 sizes checked against what OpenBLAS can index (32-bit blasint).
 #pragma once
 
 #include <cstdint>

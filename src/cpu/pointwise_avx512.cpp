@@ -343,12 +343,18 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     if (g.n <= 0 || g.c <= 0 || g.k <= 0 || g.out_size() <= 0) return false;
     if (op == CONV_OP_BACKWARD_FILTER) return true;
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
-    // Where sgemm measured faster (single-threaded, docs/performance.md):
+    // Where the GEMM (libconv's AVX-512 SGEMM, blas.h) measured faster, 1
+    // thread pinned, batch 1, A/B interleaved, GFLOP/s GEMM vs this kernel:
     // channels-first backward-data reads W across its rows, C floats apart,
-    // for every panel; on a 7x7 plane (one or two panels) nothing amortises
-    // those reads (0.56-0.81x sgemm's time).
-    return g.layout == CONV_LAYOUT_CHANNELS_LAST || op == CONV_OP_FORWARD ||
-           g.out_size() >= 128;
+    // for every panel, and below a 28x28 plane nothing amortises those reads
+    // (14x14: 1024->512 139 vs 83, 512->1024 137 vs 74, 1024->256 148 vs
+    // 123; 7x7: 86-94 vs 58-62); from 28x28 up the two are even (128->512
+    // 147 vs 153, 512->128 160 vs 158, 32->64 at 112x112 103 vs 93-98).
+    // Channels-last on a 7x7 image (49 rows) the same: forward 111 vs 78,
+    // backward-data 122 vs 98; from 14x14 up this kernel is even or ahead.
+    // Forward channels-first and backward-filter: even or this kernel ahead.
+    if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return g.n * g.out_size() >= 128;
+    return op == CONV_OP_FORWARD || g.out_size() >= 784;
 }
 
 size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
