@@ -1,0 +1,301 @@
+// "bf16_gemm": bfloat16 convolutions on CPUs with AVX512_BF16, the three
+// passes, both layouts, every geometry. Lowered to GEMM as im2col_gemm is
+// (gemm_conv.h), over the bf16 GEMM of bf16_gemm.h: products of bf16
+// values summed in float, each output rounded to bf16 once, to nearest with
+// ties to even -- after the bias and ReLU (forward), after the fold of
+// overlapping windows (backward-data, into a float copy of the block), after
+// the sum over the whole batch (backward-filter, a float copy of the block).
+//
+// Work items are split as gemm_conv's are (no two threads write one output
+// element; each item sums in a fixed order), so results are identical from
+// run to run with the same thread count.
+#include <algorithm>
+#include <cstring>
+
+#include "core/checked.h"
+#include "core/dtype.h"
+#include "cpu/algorithm.h"
+#include "cpu/bf16_gemm.h"
+#include "cpu/epilogue.h"
+#include "cpu/isa.h"
+#include "cpu/unfold.h"
+
+namespace conv::cpu {
+namespace {
+
+// Scratch budgets per thread (bytes): the unfolded tile and the float tile
+// of GEMM results, each well inside the L2 of a core.
+constexpr int64_t kUnfoldBudget = 1 << 20;
+constexpr int64_t kResultBudget = 256 << 10;
+
+int64_t tile(int64_t total, int64_t per_unit_bytes, int64_t budget, int64_t multiple) {
+    int64_t fit = budget / std::max<int64_t>(1, per_unit_bytes);
+    if (fit >= total) return std::max<int64_t>(total, 1);
+    return std::max(multiple, fit / multiple * multiple);
+}
+
+// Splits `total` into blocks so that `work * blocks` reaches `threads`.
+int64_t block_for_threads(int64_t total, int64_t work, int threads) {
+    if (total <= 1 || work >= threads) return std::max<int64_t>(total, 1);
+    int64_t parts = std::min<int64_t>(total, ceil_div(threads, std::max<int64_t>(work, 1)));
+    return ceil_div(total, parts);
+}
+
+size_t bytes64(int64_t elements, int64_t size) {
+    return (size_t)round_up(checked_mul(elements, size, "workspace"), 64);
+}
+
+// How a problem is cut: tiles, blocks, and the parts of a thread's slot.
+struct Bf16Plan {
+    int64_t pt = 1;      // output positions per tile
+    int64_t ct = 1;      // input channels per block (backward passes)
+    int64_t kt = 1;      // filters per block (forward: per thread's share; backward-filter)
+    int64_t rt = 1;      // GEMM result rows (channels-first) or columns per float tile
+    int64_t items = 0;
+    size_t unfold_bytes = 0, result_bytes = 0, acc_bytes = 0;
+    size_t slot_bytes() const { return gemm_bf16_pack_bytes() + unfold_bytes + result_bytes + acc_bytes; }
+};
+
+Bf16Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
+    const int64_t P = g.out_size(), I = g.in_size(), KK = g.kernel_size(), CK = g.reduction();
+    const int64_t G = g.groups, Cg = g.cg(), Kg = g.kg();
+    const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST, unfold = !g.is_pointwise();
+    Bf16Plan p;
+    switch (op) {
+    case CONV_OP_FORWARD: {
+        const int64_t work = g.n * G;
+        p.pt = tile(P, CK * 2, kUnfoldBudget, 32);
+        // Too few images and tiles for the threads: split the filters.
+        p.kt = block_for_threads(Kg, work * ceil_div(P, p.pt), threads);
+        p.items = work * ceil_div(P, p.pt) * ceil_div(Kg, p.kt);
+        p.rt = last ? std::min(p.kt, tile(p.kt, p.pt * 4, kResultBudget, 32))
+                    : std::min(p.kt, tile(p.kt, p.pt * 4, kResultBudget, 14));
+        if (unfold) p.unfold_bytes = bytes64(CK * p.pt, 2);
+        p.result_bytes = bytes64(p.rt * p.pt, 4);
+        break;
+    }
+    case CONV_OP_BACKWARD_DATA: {
+        p.ct = last ? std::max<int64_t>(Cg, 1) : block_for_threads(Cg, g.n * G, threads);
+        p.pt = tile(P, p.ct * KK * 4, kUnfoldBudget, 32);
+        p.items = g.n * G * ceil_div(Cg, p.ct);
+        p.acc_bytes = bytes64(checked_mul(p.ct, I, "workspace"), 4);
+        if (unfold) p.result_bytes = bytes64(p.ct * KK * p.pt, 4);
+        break;
+    }
+    case CONV_OP_BACKWARD_FILTER: {
+        p.ct = last ? std::max<int64_t>(Cg, 1) : block_for_threads(Cg, G, threads);
+        const int64_t cblocks = ceil_div(Cg, p.ct);
+        p.kt = block_for_threads(Kg, G * std::max<int64_t>(cblocks, 1), threads);
+        p.pt = tile(P, p.ct * KK * 2, kUnfoldBudget, 32);
+        p.items = G * cblocks * ceil_div(Kg, p.kt);
+        if (unfold) p.unfold_bytes = bytes64(p.ct * KK * p.pt, 2);
+        p.acc_bytes = bytes64(checked_mul(p.kt, p.ct * KK, "workspace"), 4);
+        break;
+    }
+    default: break;  // unknown values
+    }
+    return p;
+}
+
+// Float block -> bf16 rows (no bias, no activation).
+void round_rows(const float *c, int64_t ldc, int64_t rows, int64_t cols, bf16_t *y, int64_t ldy) {
+    store_bf16(c, ldc, rows, cols, y, ldy, nullptr, false, false);
+}
+
+struct Bf16Conv {
+    const ConvGeometry &g;
+    const Bf16Plan &p;
+    char *ws;
+    int64_t N = g.n, C = g.c, K = g.k, G = g.groups, Cg = g.cg(), Kg = g.kg();
+    int64_t P = g.out_size(), I = g.in_size(), KK = g.kernel_size(), CK = g.reduction();
+    bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST, unfold = !g.is_pointwise();
+
+    // A thread's slot: GEMM packing, unfolded tile, float results, float accumulator.
+    char *slot(int s) const { return ws + (size_t)s * p.slot_bytes(); }
+    bf16_t *col(int s) const { return reinterpret_cast<bf16_t *>(slot(s) + gemm_bf16_pack_bytes()); }
+    float *result(int s) const {
+        return reinterpret_cast<float *>(slot(s) + gemm_bf16_pack_bytes() + p.unfold_bytes);
+    }
+    float *acc(int s) const {
+        return reinterpret_cast<float *>(slot(s) + gemm_bf16_pack_bytes() + p.unfold_bytes +
+                                         p.result_bytes);
+    }
+
+    // Item = (image, group, position tile, filter block).
+    void forward(int64_t item, int s, const bf16_t *x, const bf16_t *w, const bf16_t *bias,
+                 bf16_t *y) const {
+        const bool relu = g.activation == CONV_ACTIVATION_RELU;
+        int64_t kblocks = ceil_div(Kg, p.kt), kb = item % kblocks;
+        int64_t tiles = ceil_div(P, p.pt), t = item / kblocks % tiles, rest = item / kblocks / tiles;
+        int64_t n = rest / G, gi = rest % G;
+        int64_t p0 = t * p.pt, p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
+        int64_t k0 = kb * p.kt, k1 = std::min(Kg, k0 + p.kt);
+        void *pack = slot(s);
+        float *r = result(s);
+        const bf16_t *wg = w + gi * Kg * CK;
+        if (!last) {
+            const bf16_t *xg = x + (n * C + gi * Cg) * I;
+            Bf16Operand b{xg + p0, P, false};
+            if (unfold) {
+                im2col_tile(g, xg, 0, Cg, p0, p1, col(s));
+                b = {col(s), rows, false};
+            }
+            for (int64_t a0 = k0; a0 < k1; a0 += p.rt) {
+                int64_t a1 = std::min(k1, a0 + p.rt);
+                gemm_bf16(a1 - a0, rows, CK, {wg + a0 * CK, CK, false}, b, r, rows, false, pack);
+                store_bf16(r, rows, a1 - a0, rows, y + (n * K + gi * Kg + a0) * P + p0, P,
+                           bias ? bias + gi * Kg + a0 : nullptr, true, relu);
+            }
+            return;
+        }
+        const bf16_t *xg = x + n * I * C + gi * Cg;
+        Bf16Operand a{xg + p0 * C, C, false};
+        if (unfold) {
+            im2row_tile(g, xg, 0, Cg, p0, p1, col(s));
+            a = {col(s), CK, false};
+        }
+        for (int64_t a0 = k0; a0 < k1; a0 += p.rt) {
+            int64_t a1 = std::min(k1, a0 + p.rt);
+            gemm_bf16(rows, a1 - a0, CK, a, {wg + a0 * CK, CK, true}, r, a1 - a0, false, pack);
+            store_bf16(r, a1 - a0, rows, a1 - a0, y + (n * P + p0) * K + gi * Kg + a0, K,
+                       bias ? bias + gi * Kg + a0 : nullptr, false, relu);
+        }
+    }
+
+    // Item = (image, group, channel block): dx of the block summed in float,
+    // then (a transposed forward) its bias and ReLU, rounded once.
+    void backward_data(int64_t item, int s, bf16_t *dx, const bf16_t *w, const bf16_t *dy,
+                       const bf16_t *bias, bool relu) const {
+        int64_t blocks = ceil_div(Cg, p.ct), cb = item % blocks;
+        int64_t n = item / blocks / G, gi = item / blocks % G;
+        int64_t c0 = cb * p.ct, c1 = std::min(Cg, c0 + p.ct), ct = c1 - c0;
+        void *pack = slot(s);
+        float *dxf = acc(s), *r = result(s);
+        const bf16_t *wg = w + gi * Kg * CK;
+        if (!last) {
+            const bf16_t *dyg = dy + (n * K + gi * Kg) * P;
+            if (!unfold) {
+                gemm_bf16(ct, P, Kg, {wg + c0, CK, true}, {dyg, P, false}, dxf, I, false, pack);
+            } else {
+                std::fill(dxf, dxf + ct * I, 0.f);
+                for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
+                    int64_t p1 = std::min(P, p0 + p.pt);
+                    gemm_bf16(ct * KK, p1 - p0, Kg, {wg + c0 * KK, CK, true}, {dyg + p0, P, false},
+                              r, p1 - p0, false, pack);
+                    col2im_tile_add(g, r, 0, ct, p0, p1, dxf);
+                }
+            }
+            store_bf16(dxf, I, ct, I, dx + (n * C + gi * Cg + c0) * I, I,
+                       bias ? bias + gi * Cg + c0 : nullptr, true, relu);
+            return;
+        }
+        // Channels-last, the whole group (ct == Cg): dxf is I x Cg.
+        const bf16_t *dyg = dy + n * P * K + gi * Kg;
+        if (!unfold) {
+            gemm_bf16(P, Cg, Kg, {dyg, K, false}, {wg, CK, false}, dxf, Cg, false, pack);
+        } else {
+            ConvGeometry gg = g;  // the group's channels as a whole image's
+            gg.c = Cg;
+            gg.k = Kg;
+            gg.groups = 1;
+            std::fill(dxf, dxf + Cg * I, 0.f);
+            for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
+                int64_t p1 = std::min(P, p0 + p.pt);
+                gemm_bf16(p1 - p0, CK, Kg, {dyg + p0 * K, K, false}, {wg, CK, false}, r, CK, false,
+                          pack);
+                row2im_tile_add(gg, r, 0, Cg, p0, p1, dxf);
+            }
+        }
+        store_bf16(dxf, Cg, I, Cg, dx + n * I * C + gi * Cg, C, bias ? bias + gi * Cg : nullptr,
+                   false, relu);
+    }
+
+    // Item = (group, channel block, filter block), summed over the batch.
+    void backward_filter(int64_t item, int s, const bf16_t *x, bf16_t *dw, const bf16_t *dy) const {
+        int64_t cblocks = ceil_div(Cg, p.ct), kblocks = ceil_div(Kg, p.kt);
+        int64_t kb = item % kblocks, cb = item / kblocks % cblocks, gi = item / kblocks / cblocks;
+        int64_t c0 = cb * p.ct, c1 = std::min(Cg, c0 + p.ct), ct = c1 - c0;
+        int64_t k0 = kb * p.kt, k1 = std::min(Kg, k0 + p.kt), kt = k1 - k0;
+        int64_t cols = ct * KK;
+        void *pack = slot(s);
+        float *dwf = acc(s);
+        bool first = true;
+        for (int64_t n = 0; n < N; ++n)
+            for (int64_t p0 = 0; p0 < P; p0 += p.pt, first = false) {
+                int64_t p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
+                if (!last) {
+                    const bf16_t *xg = x + (n * C + gi * Cg) * I;
+                    Bf16Operand b{xg + c0 * I + p0, I, true};
+                    if (unfold) {
+                        im2col_tile(g, xg, c0, c1, p0, p1, col(s));
+                        b = {col(s), rows, true};
+                    }
+                    gemm_bf16(kt, cols, rows, {dy + (n * K + gi * Kg + k0) * P + p0, P, false}, b,
+                              dwf, cols, !first, pack);
+                } else {
+                    const bf16_t *xg = x + n * I * C + gi * Cg;
+                    Bf16Operand b{xg + p0 * C, C, false};
+                    if (unfold) {
+                        im2row_tile(g, xg, 0, Cg, p0, p1, col(s));
+                        b = {col(s), CK, false};
+                    }
+                    gemm_bf16(kt, CK, rows, {dy + (n * P + p0) * K + gi * Kg + k0, K, true}, b,
+                              dwf, CK, !first, pack);
+                }
+            }
+        bf16_t *dwb = dw + (gi * Kg + k0) * CK + (last ? 0 : c0 * KK);
+        if (first)  // empty batch: the gradient is zero
+            for (int64_t k = 0; k < kt; ++k) std::fill(dwb + k * CK, dwb + k * CK + cols, bf16_t(0));
+        else
+            round_rows(dwf, cols, kt, cols, dwb, CK);
+    }
+};
+
+class Bf16Gemm final : public Algorithm {
+public:
+    const char *name() const override { return "bf16_gemm"; }
+    conv_algo_t id() const override { return (conv_algo_t)(kFirstPrivateSolverId + 1); }
+    const char *why_not_dtype(conv_dtype_t dtype) const override {
+        if (dtype != CONV_DTYPE_BFLOAT16) return "computes bfloat16 only";
+        return cpu_has_avx512_bf16() ? nullptr : "needs AVX512_BF16";
+    }
+    const char *why_not(const ConvGeometry &, conv_op_t) const override { return nullptr; }
+    bool fuses_transposed_epilogue() const override { return true; }
+    size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t,
+                           int threads) const override {
+        return checked_mul((int64_t)make_plan(g, op, threads).slot_bytes(), threads, "workspace");
+    }
+    void run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) const override {
+        const ConvGeometry &g = *a.g;
+        const Bf16Plan plan = make_plan(g, a.op, threads);
+        const Bf16Conv conv{g, plan, static_cast<char *>(ws)};
+        auto *x = static_cast<bf16_t *>(a.x), *w = static_cast<bf16_t *>(a.w);
+        auto *y = static_cast<bf16_t *>(a.y), *bias = static_cast<bf16_t *>(a.bias);
+        switch (a.op) {
+        case CONV_OP_FORWARD:
+            pool.parallel_for(plan.items, [&](int64_t i, int s) { conv.forward(i, s, x, w, bias, y); },
+                              threads);
+            return;
+        case CONV_OP_BACKWARD_DATA:
+            pool.parallel_for(plan.items, [&](int64_t i, int s) { conv.backward_data(i, s, x, w, y, bias, a.relu); },
+                              threads);
+            return;
+        case CONV_OP_BACKWARD_FILTER:
+            pool.parallel_for(plan.items,
+                              [&](int64_t i, int s) { conv.backward_filter(i, s, x, w, y); }, threads);
+            if (bias)
+                channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool, threads);
+            return;
+        default: break;  // unknown values
+        }
+    }
+};
+
+}  // namespace
+
+const Algorithm &bf16_gemm_algorithm() {
+    static const Bf16Gemm algo;
+    return algo;
+}
+
+}  // namespace conv::cpu
