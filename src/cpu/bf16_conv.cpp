@@ -1,4 +1,4 @@
-// "bf16_gemm": bfloat16 convolutions on CPUs with AVX512_BF16, the three
+// "bf16_gemm": bfloat16 convolutions on CPUs with AVX-512, the three
 // passes, both layouts, every geometry. Lowered to GEMM as im2col_gemm is
 // (gemm_conv.h), over the bf16 GEMM of bf16_gemm.h: products of bf16
 // values summed in float, each output rounded to bf16 once, to nearest with
@@ -257,7 +257,7 @@ public:
     conv_algo_t id() const override { return (conv_algo_t)(kFirstPrivateSolverId + 1); }
     const char *why_not_dtype(conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_BFLOAT16) return "computes bfloat16 only";
-        return cpu_has_avx512_bf16() ? nullptr : "needs AVX512_BF16";
+        return cpu_isa() == Isa::avx512 ? nullptr : "needs AVX-512";
     }
     const char *why_not(const ConvGeometry &, conv_op_t) const override { return nullptr; }
     bool fuses_transposed_epilogue() const override { return true; }

@@ -159,16 +159,15 @@ public:
     const std::vector<const Solver *> &solvers() const override { return solver_list(); }
 
     void check(const Problem &p) const override {
-        if (p.dtype == CONV_DTYPE_BFLOAT16 && !cpu_has_avx512_bf16())
+        if (p.dtype == CONV_DTYPE_BFLOAT16 && cpu_isa() != Isa::avx512)
             fail(CONV_STATUS_UNSUPPORTED,
-                 "the CPU engine computes bfloat16 only with AVX512_BF16, which this CPU (%s) "
-                 "lacks%s; convert the tensors to float32",
-                 cpu_model().c_str(),
-                 std::getenv("CONV_CPU_ISA") ? " or CONV_CPU_ISA caps away" : "");
+                 "the CPU engine computes bfloat16 only with AVX-512 (F, BW, DQ, VL), which this "
+                 "CPU (%s) lacks%s; convert the tensors to float32",
+                 cpu_model().c_str(), std::getenv("CONV_CPU_ISA") ? " or CONV_CPU_ISA caps away" : "");
         if (p.dtype != CONV_DTYPE_FLOAT32 && p.dtype != CONV_DTYPE_FLOAT64 &&
             p.dtype != CONV_DTYPE_BFLOAT16)
             fail(CONV_STATUS_UNSUPPORTED,
-                 "the CPU engine computes float32, float64 and (with AVX512_BF16) bfloat16; %s "
+                 "the CPU engine computes float32, float64 and (with AVX-512) bfloat16; %s "
                  "tensors are storage only",
                  dtype_name(p.dtype));
         // GEMM sizes and leading dimensions go to OpenBLAS as 32-bit

@@ -1,9 +1,7 @@
 // Which x86 vector instructions the CPU kernels may use. Decided once per
 // process from what the CPU reports (cpuid), capped by the environment
-// variable CONV_CPU_ISA=baseline|avx512|avx512_bf16 -- as oneDNN's
-// ONEDNN_MAX_CPU_ISA -- so the portable paths run and are tested on a
-// machine that has AVX-512, and the refusal of bfloat16 on one that has
-// AVX512_BF16 (CONV_CPU_ISA=avx512: AVX-512 without the BF16 extension).
+// variable CONV_CPU_ISA=baseline|avx512 -- as oneDNN's ONEDNN_MAX_CPU_ISA --
+// so the portable paths run and are tested on a machine that has AVX-512.
 //
 // Kernels for an ISA live in ordinary translation units, each function
 // marked CONV_TARGET_AVX512 (GCC/Clang compile just that function for the
@@ -20,20 +18,12 @@ enum class Isa { baseline, avx512 };
 Isa cpu_isa();
 const char *isa_name(Isa isa);
 
-// Whether the bfloat16 kernels may run: the CPU has AVX512_BF16 (vdpbf16ps,
-// vcvtne2ps2bf16) besides AVX-512, the OS saves zmm state, and CONV_CPU_ISA
-// does not cap it away.
-bool cpu_has_avx512_bf16();
-
 }  // namespace conv::cpu
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CONV_HAVE_AVX512_KERNELS 1
 #define CONV_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
-#define CONV_TARGET_AVX512_BF16 \
-    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma")))
 #else
 #define CONV_HAVE_AVX512_KERNELS 0
 #define CONV_TARGET_AVX512
-#define CONV_TARGET_AVX512_BF16
 #endif
