@@ -17,27 +17,45 @@ constexpr int64_t kNC = 16 * kNR;  // columns per packed B block (512 KiB, L2)
 constexpr size_t kPackA = (size_t)kMC * kKC * 4;  // bytes
 constexpr size_t kPackB = (size_t)kNC * kKC * 4;
 
-inline float widen(bf16_t h) {
-    uint32_t b = (uint32_t)h << 16;
-    float f;
-    std::memcpy(&f, &b, 4);
-    return f;
-}
-
 // 16 bf16 -> 16 floats, exactly (the bits shifted into place); masked lanes 0.
 CONV_TARGET_AVX512 inline __m512 widen16(__mmask16 mask, const bf16_t *p) {
     return _mm512_castsi512_ps(
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
 }
 
-// Packs rows [i0, i0+mc) x reduction [k0, k0+kc) of A, widened to float:
-// micro-panels of kMR rows, each [k][row]; rows past m are zeros.
-CONV_TARGET_AVX512 void pack_a(const Bf16Operand &a, int64_t m, int64_t i0, int64_t mc,
-                               int64_t k0, int64_t kc, float *out) {
+// 16 vectors of 16 floats transposed in place: r[i][j] <- r[j][i].
+CONV_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {  // per 128-bit lane: a0 b0 a1 b1 | a2 b2 a3 b3
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {  // r[4g + q], lane L: rows 4g..4g+3 of column 4L + q
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int q = 0; q < 4; ++q) {  // the 4x4 transpose of 128-bit lanes
+        __m512 e = _mm512_shuffle_f32x4(r[q], r[4 + q], 0x44), f = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0x44);
+        __m512 g = _mm512_shuffle_f32x4(r[q], r[4 + q], 0xee), h = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0xee);
+        r[q] = _mm512_shuffle_f32x4(e, f, 0x88);
+        r[4 + q] = _mm512_shuffle_f32x4(e, f, 0xdd);
+        r[8 + q] = _mm512_shuffle_f32x4(g, h, 0x88);
+        r[12 + q] = _mm512_shuffle_f32x4(g, h, 0xdd);
+    }
+}
+
+// Packs rows [i0, i0+mc) x reduction [k0, k0+kc) of A, widened to float,
+// in micro-panels of kMR rows (kKC * kMR floats each) laid out the way A's
+// memory is read fastest: A(i, k) = p[i * ld + k] row by row ([row][k], row
+// stride kKC); A(i, k) = p[k * ld + i] (trans) as [k][row]. Missing rows are zeros.
+CONV_TARGET_AVX512 void pack_a(const Bf16Operand &a, int64_t i0, int64_t mc, int64_t k0,
+                               int64_t kc, float *out) {
     for (int64_t ip = 0; ip < mc; ip += kMR) {
-        float *panel = out + ip * kc;
-        const int64_t rows = std::min(kMR, std::min(mc, m - i0) - ip);
-        if (a.trans) {  // A(i, k) = p[k * ld + i]: a row of the panel is contiguous
+        float *panel = out + ip * kKC;
+        const int64_t rows = std::min(kMR, mc - ip);
+        if (a.trans) {
             const __mmask16 mask = first_lanes(rows);
             const bf16_t *src = a.p + k0 * a.ld + i0 + ip;
             for (int64_t k = 0; k < kc; ++k)
@@ -45,12 +63,16 @@ CONV_TARGET_AVX512 void pack_a(const Bf16Operand &a, int64_t m, int64_t i0, int6
             continue;
         }
         for (int64_t r = 0; r < kMR; ++r) {
+            float *dst = panel + r * kKC;
             if (r >= rows) {
-                for (int64_t k = 0; k < kc; ++k) panel[k * kMR + r] = 0.f;
+                std::fill(dst, dst + kc, 0.f);
                 continue;
             }
             const bf16_t *row = a.p + (i0 + ip + r) * a.ld + k0;
-            for (int64_t k = 0; k < kc; ++k) panel[k * kMR + r] = widen(row[k]);
+            for (int64_t k = 0; k < kc; k += 16) {
+                const __mmask16 mask = first_lanes(kc - k);
+                _mm512_mask_storeu_ps(dst + k, mask, widen16(mask, row + k));
+            }
         }
     }
 }
@@ -71,18 +93,25 @@ CONV_TARGET_AVX512 void pack_b(const Bf16Operand &b, int64_t k0, int64_t kc, int
             }
             continue;
         }
-        for (int64_t c = 0; c < kNR; ++c) {
-            if (c >= cols) {
-                for (int64_t k = 0; k < kc; ++k) panel[k * kNR + c] = 0.f;
-                continue;
+        // B(k, j) = p[j * ld + k]: 16 columns x 16 k at a time, transposed.
+        for (int64_t half = 0; half < kNR; half += 16)
+            for (int64_t k = 0; k < kc; k += 16) {
+                __m512 v[16];
+                const __mmask16 mask = first_lanes(kc - k);
+                for (int64_t c = 0; c < 16; ++c)
+                    v[c] = half + c < cols
+                               ? widen16(mask, b.p + (j0 + jp + half + c) * b.ld + k0 + k)
+                               : _mm512_setzero_ps();
+                transpose16(v);
+                for (int64_t q = 0; q < 16 && k + q < kc; ++q)
+                    _mm512_store_ps(panel + (k + q) * kNR + half, v[q]);
             }
-            const bf16_t *col = b.p + (j0 + jp + c) * b.ld + k0;
-            for (int64_t k = 0; k < kc; ++k) panel[k * kNR + c] = widen(col[k]);
-        }
     }
 }
 
-// C tile (rows x cols of kMR x kNR) = or += A panel x B panel over kc.
+// C tile (rows x cols of kMR x kNR) = or += A panel x B panel over kc; the
+// A panel is [row][k] (kRowsA) or [k][row] (see pack_a).
+template <bool kRowsA>
 CONV_TARGET_AVX512 void micro_kernel(const float *a, const float *b, int64_t kc, float *c,
                                      int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
     __m512 c0[kMR], c1[kMR];
@@ -90,10 +119,9 @@ CONV_TARGET_AVX512 void micro_kernel(const float *a, const float *b, int64_t kc,
     for (int r = 0; r < kMR; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
     for (int64_t k = 0; k < kc; ++k) {
         const __m512 b0 = _mm512_load_ps(b + k * kNR), b1 = _mm512_load_ps(b + k * kNR + 16);
-        const float *ak = a + k * kMR;
 #pragma GCC unroll 14
         for (int r = 0; r < kMR; ++r) {
-            const __m512 ar = _mm512_set1_ps(ak[r]);
+            const __m512 ar = _mm512_set1_ps(kRowsA ? a[r * kKC + k] : a[k * kMR + r]);
             c0[r] = _mm512_fmadd_ps(ar, b0, c0[r]);
             c1[r] = _mm512_fmadd_ps(ar, b1, c1[r]);
         }
@@ -148,11 +176,12 @@ void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, fl
             pack_b(b, k0, kc, j0, nc, pb);
             for (int64_t i0 = 0; i0 < m; i0 += kMC) {
                 const int64_t mc = std::min(kMC, m - i0);
-                pack_a(a, m, i0, mc, k0, kc, pa);
+                pack_a(a, i0, mc, k0, kc, pa);
+                const auto kernel = a.trans ? micro_kernel<false> : micro_kernel<true>;
                 for (int64_t jp = 0; jp < nc; jp += kNR)
                     for (int64_t ip = 0; ip < mc; ip += kMR)
-                        micro_kernel(pa + ip * kc, pb + jp * kc, kc, c + (i0 + ip) * ldc + j0 + jp,
-                                     ldc, std::min(kMR, mc - ip), std::min(kNR, nc - jp), add);
+                        kernel(pa + ip * kKC, pb + jp * kc, kc, c + (i0 + ip) * ldc + j0 + jp, ldc,
+                               std::min(kMR, mc - ip), std::min(kNR, nc - jp), add);
             }
         }
     }
