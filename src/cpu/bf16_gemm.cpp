@@ -52,16 +52,18 @@ CONV_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
 // stride kKC); A(i, k) = p[k * ld + i] (trans) as [k][row]. Missing rows are zeros.
 CONV_TARGET_AVX512 void pack_a(const Bf16Operand &a, int64_t i0, int64_t mc, int64_t k0,
                                int64_t kc, float *out) {
+    if (a.trans) {  // k outermost: each row of memory is read once, in order
+        for (int64_t k = 0; k < kc; ++k) {
+            const bf16_t *src = a.p + (k0 + k) * a.ld + i0;
+            for (int64_t ip = 0; ip < mc; ip += kMR)
+                _mm512_mask_storeu_ps(out + ip * kKC + k * kMR, 0x3fff,
+                                      widen16(first_lanes(mc - ip), src + ip));
+        }
+        return;
+    }
     for (int64_t ip = 0; ip < mc; ip += kMR) {
         float *panel = out + ip * kKC;
         const int64_t rows = std::min(kMR, mc - ip);
-        if (a.trans) {
-            const __mmask16 mask = first_lanes(rows);
-            const bf16_t *src = a.p + k0 * a.ld + i0 + ip;
-            for (int64_t k = 0; k < kc; ++k)
-                _mm512_mask_storeu_ps(panel + k * kMR, 0x3fff, widen16(mask, src + k * a.ld));
-            continue;
-        }
         for (int64_t r = 0; r < kMR; ++r) {
             float *dst = panel + r * kKC;
             if (r >= rows) {
@@ -205,6 +207,25 @@ CONV_TARGET_AVX512 void store_bf16(const float *c, int64_t ldc, int64_t rows, in
             _mm256_mask_storeu_epi16(yr + j, mask, round_bf16(v));
         }
     }
+}
+
+}  // namespace conv::cpu
+
+namespace conv::cpu {
+
+CONV_TARGET_AVX512 void store_bf16_transposed(const float *c, int64_t ldc, int64_t rows,
+                                              int64_t cols, bf16_t *y, int64_t ldy) {
+    for (int64_t i0 = 0; i0 < rows; i0 += 16)
+        for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+            __m512 v[16];
+            const __mmask16 jmask = first_lanes(cols - j0), imask = first_lanes(rows - i0);
+            for (int64_t i = 0; i < 16; ++i)
+                v[i] = i0 + i < rows ? _mm512_maskz_loadu_ps(jmask, c + (i0 + i) * ldc + j0)
+                                     : _mm512_setzero_ps();
+            transpose16(v);
+            for (int64_t j = 0; j < 16 && j0 + j < cols; ++j)
+                _mm256_mask_storeu_epi16(y + (j0 + j) * ldy + i0, imask, round_bf16(v[j]));
+        }
 }
 
 }  // namespace conv::cpu
