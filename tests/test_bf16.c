@@ -429,6 +429,32 @@ static void test_plans(void **state)
     }
 }
 
+/* The numerical guard reads bf16 outputs: a NaN input reaches y. */
+static void test_numerical_guard(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_int_equal(conv_context_create(CONV_DEVICE_CPU, 0, &ctx), CONV_STATUS_SUCCESS);
+    assert_int_equal(conv_context_set_check_numerics(ctx, 1), CONV_STATUS_SUCCESS);
+    tu_rng r;
+    tu_problem tp;
+    tu_seed(&r, 1700000);
+    do
+        random_bf16_problem(&r, &tp, CONV_OP_FORWARD);
+    while (tp.p.n == 0 || tp.p.relu);
+    bcase c;
+    bcase_make(&c, ctx, &tp, &r);
+    conv_desc_t d;
+    assert_int_equal(tu_make_desc(&tp, CONV_OP_FORWARD, &d), CONV_STATUS_SUCCESS);
+    assert_int_equal(run_pass(ctx, d, CONV_OP_FORWARD, &c), CONV_STATUS_SUCCESS);
+    bt_fill_nan(&c.w); /* every output reads the filter */
+    assert_int_equal(run_pass(ctx, d, CONV_OP_FORWARD, &c), CONV_STATUS_NUMERICAL_ERROR);
+    assert_non_null(strstr(conv_last_error(), "NaN"));
+    conv_desc_destroy(d);
+    bcase_free(&c);
+    conv_context_destroy(ctx);
+}
+
 /* CONV_CPU_ISA=baseline: the engine refuses bf16 naming the feature, the
  * CPU and the cap, and writes nothing. */
 static void test_refused(void **state)
@@ -516,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_forward),    cmocka_unit_test(test_backward_data),
         cmocka_unit_test(test_backward_filter), cmocka_unit_test(test_large),
         cmocka_unit_test(test_transposed), cmocka_unit_test(test_plans),
+        cmocka_unit_test(test_numerical_guard),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
