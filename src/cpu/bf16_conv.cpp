@@ -80,7 +80,9 @@ Bf16Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         break;
     }
     case CONV_OP_BACKWARD_DATA: {
-        p.ct = last ? std::max<int64_t>(Cg, 1) : block_for_threads(Cg, g.n * G, threads);
+        // Channels-last blocks narrower than the group cost a GEMM per tap
+        // (their channels are strided in each tap): only for idle threads.
+        p.ct = block_for_threads(Cg, g.n * G, threads);
         if (last) {
             p.pt = tile(P, p.ct * KK * 4, kUnfoldBudget, 32);
         } else {  // tiles of rt channels x pt positions: all positions when they are few
@@ -202,25 +204,30 @@ struct Bf16Conv {
                        bias ? bias + gi * Cg + c0 : nullptr, true, relu);
             return;
         }
-        // Channels-last, the whole group (ct == Cg): dxf is I x Cg.
+        // Channels-last: dxf is I x ct, the block's channels of the group.
         const bf16_t *dyg = dy + n * P * K + gi * Kg;
         if (!unfold) {
-            gemm_bf16(P, Cg, Kg, {dyg, K, false}, {wg, CK, false}, dxf, Cg, false, pack);
+            gemm_bf16(P, ct, Kg, {dyg, K, false}, {wg + c0, CK, false}, dxf, ct, false, pack);
         } else {
-            ConvGeometry gg = g;  // the group's channels as a whole image's
-            gg.c = Cg;
+            ConvGeometry gg = g;  // the block's channels as a whole image's
+            gg.c = ct;
             gg.k = Kg;
             gg.groups = 1;
-            std::fill(dxf, dxf + Cg * I, 0.f);
+            std::fill(dxf, dxf + ct * I, 0.f);
             for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
-                int64_t p1 = std::min(P, p0 + p.pt);
-                gemm_bf16(p1 - p0, CK, Kg, {dyg + p0 * K, K, false}, {wg, CK, false}, r, CK, false,
-                          pack);
-                row2im_tile_add(gg, r, 0, Cg, p0, p1, dxf);
+                int64_t p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
+                if (ct == Cg)
+                    gemm_bf16(rows, CK, Kg, {dyg + p0 * K, K, false}, {wg, CK, false}, r, CK, false,
+                              pack);
+                else  // a GEMM per tap: the block's columns are strided within each
+                    for (int64_t kk = 0; kk < KK; ++kk)
+                        gemm_bf16(rows, ct, Kg, {dyg + p0 * K, K, false},
+                                  {wg + kk * Cg + c0, CK, false}, r + kk * ct, KK * ct, false, pack);
+                row2im_tile_add(gg, r, 0, ct, p0, p1, dxf);
             }
         }
-        store_bf16(dxf, Cg, I, Cg, dx + n * I * C + gi * Cg, C, bias ? bias + gi * Cg : nullptr,
-                   false, relu);
+        store_bf16(dxf, ct, I, ct, dx + n * I * C + gi * Cg + c0, C,
+                   bias ? bias + gi * Cg + c0 : nullptr, false, relu);
     }
 
     // Item = (group, channel block, filter block), summed over the batch.
