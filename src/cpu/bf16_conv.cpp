@@ -154,9 +154,10 @@ struct Bf16Conv {
             }
             for (int64_t a0 = k0; a0 < k1; a0 += p.rt) {
                 int64_t a1 = std::min(k1, a0 + p.rt);
-                gemm_bf16(a1 - a0, rows, CK, {wg + a0 * CK, CK, false}, b, r, rows, false, pack);
-                store_bf16(r, rows, a1 - a0, rows, y + (n * K + gi * Kg + a0) * P + p0, P,
-                           bias ? bias + gi * Kg + a0 : nullptr, true, relu);
+                const Bf16Epilogue epi{y + (n * K + gi * Kg + a0) * P + p0, P,
+                                       bias ? bias + gi * Kg + a0 : nullptr, true, relu};
+                gemm_bf16(a1 - a0, rows, CK, {wg + a0 * CK, CK, false}, b, r, rows, false, pack,
+                          &epi);
             }
             return;
         }
@@ -168,9 +169,10 @@ struct Bf16Conv {
         }
         for (int64_t a0 = k0; a0 < k1; a0 += p.rt) {
             int64_t a1 = std::min(k1, a0 + p.rt);
-            gemm_bf16(rows, a1 - a0, CK, a, {wg + a0 * CK, CK, true}, r, a1 - a0, false, pack);
-            store_bf16(r, a1 - a0, rows, a1 - a0, y + (n * P + p0) * K + gi * Kg + a0, K,
-                       bias ? bias + gi * Kg + a0 : nullptr, false, relu);
+            const Bf16Epilogue epi{y + (n * P + p0) * K + gi * Kg + a0, K,
+                                   bias ? bias + gi * Kg + a0 : nullptr, false, relu};
+            gemm_bf16(rows, a1 - a0, CK, a, {wg + a0 * CK, CK, true}, r, a1 - a0, false, pack,
+                      &epi);
         }
     }
 
@@ -186,49 +188,60 @@ struct Bf16Conv {
         const bf16_t *wg = w + gi * Kg * CK;
         if (!last) {
             const bf16_t *dyg = dy + (n * K + gi * Kg) * P;
-            if (!unfold) {
-                gemm_bf16(ct, P, Kg, {wg + c0, CK, true}, {dyg, P, false}, dxf, I, false, pack);
-            } else {
-                std::fill(dxf, dxf + ct * I, 0.f);
-                for (int64_t a0 = 0; a0 < ct; a0 += p.rt) {
-                    int64_t a1 = std::min(ct, a0 + p.rt);
-                    for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
-                        int64_t p1 = std::min(P, p0 + p.pt);
-                        gemm_bf16((a1 - a0) * KK, p1 - p0, Kg, {wg + (c0 + a0) * KK, CK, true},
-                                  {dyg + p0, P, false}, r, p1 - p0, false, pack);
-                        col2im_tile_add(g, r, a0, a1, p0, p1, dxf);
-                    }
+            const Bf16Epilogue epi{dx + (n * C + gi * Cg + c0) * I, I,
+                                   bias ? bias + gi * Cg + c0 : nullptr, true, relu};
+            if (!unfold) {  // no fold: the GEMM rounds dx itself
+                gemm_bf16(ct, P, Kg, {wg + c0, CK, true}, {dyg, P, false}, dxf, I, false, pack, &epi);
+                return;
+            }
+            std::fill(dxf, dxf + ct * I, 0.f);
+            for (int64_t a0 = 0; a0 < ct; a0 += p.rt) {
+                int64_t a1 = std::min(ct, a0 + p.rt);
+                for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
+                    int64_t p1 = std::min(P, p0 + p.pt);
+                    gemm_bf16((a1 - a0) * KK, p1 - p0, Kg, {wg + (c0 + a0) * KK, CK, true},
+                              {dyg + p0, P, false}, r, p1 - p0, false, pack);
+                    col2im_tile_add(g, r, a0, a1, p0, p1, dxf);
                 }
             }
-            store_bf16(dxf, I, ct, I, dx + (n * C + gi * Cg + c0) * I, I,
-                       bias ? bias + gi * Cg + c0 : nullptr, true, relu);
+            store_bf16(dxf, I, ct, I, epi.y, epi.ldy, epi.bias, true, relu);
             return;
         }
         // Channels-last: dxf is I x ct, the block's channels of the group.
         const bf16_t *dyg = dy + n * P * K + gi * Kg;
+        const Bf16Epilogue epi{dx + n * I * C + gi * Cg + c0, C, bias ? bias + gi * Cg + c0 : nullptr,
+                               false, relu};
         if (!unfold) {
-            gemm_bf16(P, ct, Kg, {dyg, K, false}, {wg + c0, CK, false}, dxf, ct, false, pack);
-        } else {
-            ConvGeometry gg = g;  // the block's channels as a whole image's
-            gg.c = ct;
-            gg.k = Kg;
-            gg.groups = 1;
-            std::fill(dxf, dxf + ct * I, 0.f);
-            for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
-                int64_t p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
-                if (ct == Cg)
-                    gemm_bf16(rows, CK, Kg, {dyg + p0 * K, K, false}, {wg, CK, false}, r, CK, false,
-                              pack);
-                else  // a GEMM per tap: the block's columns are strided within each
-                    for (int64_t kk = 0; kk < KK; ++kk)
-                        gemm_bf16(rows, ct, Kg, {dyg + p0 * K, K, false},
-                                  {wg + kk * Cg + c0, CK, false}, r + kk * ct, KK * ct, false, pack);
-                row2im_tile_add(gg, r, 0, ct, p0, p1, dxf);
-            }
+            gemm_bf16(P, ct, Kg, {dyg, K, false}, {wg + c0, CK, false}, dxf, ct, false, pack, &epi);
+            return;
         }
-        store_bf16(dxf, ct, I, ct, dx + n * I * C + gi * Cg + c0, C,
-                   bias ? bias + gi * Cg + c0 : nullptr, false, relu);
+        ConvGeometry gg = g;  // the block's channels as a whole image's
+        gg.c = ct;
+        gg.k = Kg;
+        gg.groups = 1;
+        std::fill(dxf, dxf + ct * I, 0.f);
+        for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
+            int64_t p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
+            if (ct == Cg)
+                gemm_bf16(rows, CK, Kg, {dyg + p0 * K, K, false}, {wg, CK, false}, r, CK, false,
+                          pack);
+            else  // a GEMM per tap: the block's columns are strided within each
+                for (int64_t kk = 0; kk < KK; ++kk)
+                    gemm_bf16(rows, ct, Kg, {dyg + p0 * K, K, false}, {wg + kk * Cg + c0, CK, false},
+                              r + kk * ct, KK * ct, false, pack);
+            row2im_tile_add(gg, r, 0, ct, p0, p1, dxf);
+        }
+        store_bf16(dxf, ct, I, ct, epi.y, epi.ldy, epi.bias, false, relu);
     }
+
+    // Channels-first backward-filter: one operand of its GEMM is transposed
+    // while packed, the other result is transposed once when rounded. With
+    // more positions (over the batch) than filters the unfolded tile is the
+    // large one, so it is packed as A and dw comes out transposed (res2's
+    // 3x3: 64 filters, 3136 positions); else dw comes out as it is stored
+    // (res5's: 512 filters, 49 positions, where the transposed store of
+    // 2.4M sums took 16% of the pass).
+    bool dw_transposed() const { return N * P >= Kg; }
 
     // Item = (group, channel block, filter block), summed over the batch.
     void backward_filter(int64_t item, int s, const bf16_t *x, bf16_t *dw, const bf16_t *dy) const {
@@ -239,19 +252,28 @@ struct Bf16Conv {
         int64_t cols = ct * KK;
         void *pack = slot(s);
         float *dwf = acc(s);
+        bf16_t *dwb = dw + (gi * Kg + k0) * CK + (last ? 0 : c0 * KK);
+        // One GEMM for the whole sum (one image, one tile): it rounds dw itself.
+        const bool fused = N == 1 && P <= p.pt && (last || !dw_transposed());
+        const Bf16Epilogue epi{dwb, CK, nullptr, false, false};
+        const Bf16Epilogue *end = fused ? &epi : nullptr;
         bool first = true;
         for (int64_t n = 0; n < N; ++n)
             for (int64_t p0 = 0; p0 < P; p0 += p.pt, first = false) {
                 int64_t p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
-                if (!last) {  // dw^T (cols x kt) += col x dy^T: the unfolded tile is A
+                if (!last) {
                     const bf16_t *xg = x + (n * C + gi * Cg) * I;
-                    Bf16Operand a{xg + c0 * I + p0, I, false};
+                    Bf16Operand xcol{xg + c0 * I + p0, I, false};
                     if (unfold) {
                         im2col_tile(g, xg, c0, c1, p0, p1, col(s));
-                        a = {col(s), rows, false};
+                        xcol = {col(s), rows, false};
                     }
-                    gemm_bf16(cols, kt, rows, a, {dy + (n * K + gi * Kg + k0) * P + p0, P, true},
-                              dwf, kt, !first, pack);
+                    Bf16Operand dyt{dy + (n * K + gi * Kg + k0) * P + p0, P, false};
+                    if (dw_transposed())  // dw^T (cols x kt) += col x dy^T
+                        gemm_bf16(cols, kt, rows, xcol, {dyt.p, dyt.ld, true}, dwf, kt, !first, pack);
+                    else  // dw (kt x cols) += dy x col^T
+                        gemm_bf16(kt, cols, rows, dyt, {xcol.p, xcol.ld, true}, dwf, cols, !first,
+                                  pack, end);
                 } else {
                     const bf16_t *xg = x + n * I * C + gi * Cg;
                     Bf16Operand b{xg + p0 * C, C, false};
@@ -260,13 +282,14 @@ struct Bf16Conv {
                         b = {col(s), CK, false};
                     }
                     gemm_bf16(kt, CK, rows, {dy + (n * P + p0) * K + gi * Kg + k0, K, true}, b,
-                              dwf, CK, !first, pack);
+                              dwf, CK, !first, pack, end);
                 }
             }
-        bf16_t *dwb = dw + (gi * Kg + k0) * CK + (last ? 0 : c0 * KK);
         if (first)  // empty batch: the gradient is zero
             for (int64_t k = 0; k < kt; ++k) std::fill(dwb + k * CK, dwb + k * CK + cols, bf16_t(0));
-        else if (!last)
+        else if (fused)
+            return;
+        else if (!last && dw_transposed())
             store_bf16_transposed(dwf, kt, cols, kt, dwb, CK);
         else
             round_rows(dwf, cols, kt, cols, dwb, CK);

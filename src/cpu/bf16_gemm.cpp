@@ -111,36 +111,6 @@ CONV_TARGET_AVX512 void pack_b(const Bf16Operand &b, int64_t k0, int64_t kc, int
     }
 }
 
-// C tile (rows x cols of kMR x kNR) = or += A panel x B panel over kc; the
-// A panel is [row][k] (kRowsA) or [k][row] (see pack_a).
-template <bool kRowsA>
-CONV_TARGET_AVX512 void micro_kernel(const float *a, const float *b, int64_t kc, float *c,
-                                     int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
-    __m512 c0[kMR], c1[kMR];
-#pragma GCC unroll 14
-    for (int r = 0; r < kMR; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < kc; ++k) {
-        const __m512 b0 = _mm512_load_ps(b + k * kNR), b1 = _mm512_load_ps(b + k * kNR + 16);
-#pragma GCC unroll 14
-        for (int r = 0; r < kMR; ++r) {
-            const __m512 ar = _mm512_set1_ps(kRowsA ? a[r * kKC + k] : a[k * kMR + r]);
-            c0[r] = _mm512_fmadd_ps(ar, b0, c0[r]);
-            c1[r] = _mm512_fmadd_ps(ar, b1, c1[r]);
-        }
-    }
-    const __mmask16 m0 = first_lanes(cols), m1 = first_lanes(cols - 16);
-    for (int r = 0; r < rows; ++r) {
-        float *cr = c + r * ldc;
-        __m512 v0 = c0[r], v1 = c1[r];
-        if (accumulate) {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
-        }
-        _mm512_mask_storeu_ps(cr, m0, v0);
-        _mm512_mask_storeu_ps(cr + 16, m1, v1);
-    }
-}
-
 // float -> bfloat16 bits, round to nearest, ties to even (NaN stays a quiet
 // NaN; subnormals are rounded, not flushed), as comm/half.h's float_to_bf16.
 CONV_TARGET_AVX512 inline __m256i round_bf16(__m512 v) {
@@ -157,17 +127,80 @@ CONV_TARGET_AVX512 inline __m512 widen_bf16(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+// Where a micro-tile goes: float C (`c`), or -- the last reduction block
+// of a GEMM with an epilogue -- bf16 y after the bias and ReLU.
+struct TileOut {
+    float *c;
+    int64_t ldc;
+    const Bf16Epilogue *epi;  // null: float C
+    int64_t i, j;             // the tile's first row and column in C
+};
+
+// One row of a finished micro-tile: 16 + 16 sums stored as float or bf16.
+CONV_TARGET_AVX512 inline void store_row(const TileOut &o, int64_t r, __m512 v0, __m512 v1,
+                                         int64_t cols, bool accumulate) {
+    const __mmask16 m0 = first_lanes(cols), m1 = first_lanes(cols - 16);
+    const float *cr = o.c + (o.i + r) * o.ldc + o.j;
+    if (accumulate) {
+        v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+    }
+    if (!o.epi) {
+        _mm512_mask_storeu_ps(o.c + (o.i + r) * o.ldc + o.j, m0, v0);
+        _mm512_mask_storeu_ps(o.c + (o.i + r) * o.ldc + o.j + 16, m1, v1);
+        return;
+    }
+    const Bf16Epilogue &e = *o.epi;
+    if (e.bias && e.bias_per_row) {
+        const __m512 b = widen_bf16(_mm256_set1_epi16((short)e.bias[o.i + r]));
+        v0 = _mm512_add_ps(v0, b);
+        v1 = _mm512_add_ps(v1, b);
+    } else if (e.bias) {
+        v0 = _mm512_add_ps(v0, widen_bf16(_mm256_maskz_loadu_epi16(m0, e.bias + o.j)));
+        v1 = _mm512_add_ps(v1, widen_bf16(_mm256_maskz_loadu_epi16(m1, e.bias + o.j + 16)));
+    }
+    if (e.relu) {  // max(0, v) keeps a NaN (the second operand when one is NaN)
+        v0 = _mm512_max_ps(_mm512_setzero_ps(), v0);
+        v1 = _mm512_max_ps(_mm512_setzero_ps(), v1);
+    }
+    bf16_t *yr = e.y + (o.i + r) * e.ldy + o.j;
+    _mm256_mask_storeu_epi16(yr, m0, round_bf16(v0));
+    _mm256_mask_storeu_epi16(yr + 16, m1, round_bf16(v1));
+}
+
+// A tile (rows x cols of kMR x kNR) of A panel x B panel over kc, stored
+// (added to C when `accumulate`) through `o`; the A panel is [row][k]
+// (kRowsA) or [k][row] (see pack_a).
+template <bool kRowsA>
+CONV_TARGET_AVX512 void micro_kernel(const float *a, const float *b, int64_t kc, const TileOut &o,
+                                     int64_t rows, int64_t cols, bool accumulate) {
+    __m512 c0[kMR], c1[kMR];
+#pragma GCC unroll 14
+    for (int r = 0; r < kMR; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; ++k) {
+        const __m512 b0 = _mm512_load_ps(b + k * kNR), b1 = _mm512_load_ps(b + k * kNR + 16);
+#pragma GCC unroll 14
+        for (int r = 0; r < kMR; ++r) {
+            const __m512 ar = _mm512_set1_ps(kRowsA ? a[r * kKC + k] : a[k * kMR + r]);
+            c0[r] = _mm512_fmadd_ps(ar, b0, c0[r]);
+            c1[r] = _mm512_fmadd_ps(ar, b1, c1[r]);
+        }
+    }
+    for (int r = 0; r < rows; ++r) store_row(o, r, c0[r], c1[r], cols, accumulate);
+}
+
 }  // namespace
 
 size_t gemm_bf16_pack_bytes() { return kPackA + kPackB; }
 
 void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float *c,
-               int64_t ldc, bool accumulate, void *pack) {
+               int64_t ldc, bool accumulate, void *pack, const Bf16Epilogue *epi) {
     float *pa = static_cast<float *>(pack);
     float *pb = pa + kPackA / 4;
     if (k == 0) {  // an empty reduction: zeros (or C unchanged)
         if (!accumulate)
             for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
+        if (epi) store_bf16(c, ldc, m, n, epi->y, epi->ldy, epi->bias, epi->bias_per_row, epi->relu);
         return;
     }
     for (int64_t j0 = 0; j0 < n; j0 += kNC) {
@@ -175,6 +208,7 @@ void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, fl
         for (int64_t k0 = 0; k0 < k; k0 += kKC) {
             const int64_t kc = std::min(kKC, k - k0);
             const bool add = accumulate || k0 > 0;
+            const Bf16Epilogue *last = k0 + kc == k ? epi : nullptr;
             pack_b(b, k0, kc, j0, nc, pb);
             for (int64_t i0 = 0; i0 < m; i0 += kMC) {
                 const int64_t mc = std::min(kMC, m - i0);
@@ -182,7 +216,7 @@ void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, fl
                 const auto kernel = a.trans ? micro_kernel<false> : micro_kernel<true>;
                 for (int64_t jp = 0; jp < nc; jp += kNR)
                     for (int64_t ip = 0; ip < mc; ip += kMR)
-                        kernel(pa + ip * kKC, pb + jp * kc, kc, c + (i0 + ip) * ldc + j0 + jp, ldc,
+                        kernel(pa + ip * kKC, pb + jp * kc, kc, {c, ldc, last, i0 + ip, j0 + jp},
                                std::min(kMR, mc - ip), std::min(kNR, nc - jp), add);
             }
         }

@@ -30,11 +30,23 @@ struct Bf16Operand {
 // Bytes of the packing buffer gemm_bf16 needs (one per thread), 64-byte multiple.
 size_t gemm_bf16_pack_bytes();
 
+// The end of a GEMM that rounds its result: y[i * ldy + j] =
+// bf16(act(C(i, j) + bias)), bias (nullable) per row or per column, ReLU
+// keeping a NaN a NaN.
+struct Bf16Epilogue {
+    bf16_t *y;
+    int64_t ldy;
+    const bf16_t *bias;
+    bool bias_per_row, relu;
+};
+
 // C(m x n, row stride ldc, float) = op(A) * op(B), or += when `accumulate`.
-// `pack` holds gemm_bf16_pack_bytes(), 64-byte aligned. Only on a CPU with
-// AVX-512 (cpu_isa() == Isa::avx512).
+// With `epi`, the sums go to epi's bf16 y instead, rounded once as they
+// leave the registers (C is then only scratch for reductions longer than a
+// packed block). `pack` holds gemm_bf16_pack_bytes(), 64-byte aligned. Only
+// on a CPU with AVX-512 (cpu_isa() == Isa::avx512).
 void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float *c,
-               int64_t ldc, bool accumulate, void *pack);
+               int64_t ldc, bool accumulate, void *pack, const Bf16Epilogue *epi = nullptr);
 
 // y[r * ldy + j] = bf16(act(c[r * ldc + j] + bias)) for r < rows, j < cols,
 // rounded to nearest, ties to even; bias (nullable) per row or per column.
