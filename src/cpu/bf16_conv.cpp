@@ -17,6 +17,7 @@
 #include "cpu/algorithm.h"
 #include "cpu/bf16_gemm.h"
 #include "cpu/epilogue.h"
+#include "cpu/gemm_conv.h"
 #include "cpu/isa.h"
 #include "cpu/unfold.h"
 
@@ -39,26 +40,21 @@ int64_t tile(int64_t total, int64_t per_unit_bytes, int64_t budget, int64_t mult
     return std::max(multiple, fit / multiple * multiple);
 }
 
-// Splits `total` into blocks so that `work * blocks` reaches `threads`.
-int64_t block_for_threads(int64_t total, int64_t work, int threads) {
-    if (total <= 1 || work >= threads) return std::max<int64_t>(total, 1);
-    int64_t parts = std::min<int64_t>(total, ceil_div(threads, std::max<int64_t>(work, 1)));
-    return ceil_div(total, parts);
-}
-
 size_t bytes64(int64_t elements, int64_t size) {
     return (size_t)round_up(checked_mul(elements, size, "workspace"), 64);
 }
 
 // How a problem is cut: tiles, blocks, and the parts of a thread's slot.
 struct Bf16Plan {
-    int64_t pt = 1;      // output positions per tile
-    int64_t ct = 1;      // input channels per block (backward passes)
-    int64_t kt = 1;      // filters per block (forward: per thread's share; backward-filter)
-    int64_t rt = 1;      // GEMM result rows (channels-first) or columns per float tile
+    int64_t pt = 1;  // output positions per tile
+    int64_t ct = 1;  // input channels per block (backward passes)
+    int64_t kt = 1;  // filters per block (forward: per thread's share; backward-filter)
+    int64_t rt = 1;  // GEMM result rows (channels-first) or columns per float tile
     int64_t items = 0;
     size_t unfold_bytes = 0, result_bytes = 0, acc_bytes = 0;
-    size_t slot_bytes() const { return gemm_bf16_pack_bytes() + unfold_bytes + result_bytes + acc_bytes; }
+    size_t slot_bytes() const {
+        return gemm_bf16_pack_bytes() + unfold_bytes + result_bytes + acc_bytes;
+    }
 };
 
 Bf16Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
@@ -67,44 +63,45 @@ Bf16Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
     const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST, unfold = !g.is_pointwise();
     Bf16Plan p;
     switch (op) {
-    case CONV_OP_FORWARD: {
-        const int64_t work = g.n * G;
-        p.pt = tile(P, CK * 2, kUnfoldBudget, 32);
-        // Too few images and tiles for the threads: split the filters.
-        p.kt = block_for_threads(Kg, work * ceil_div(P, p.pt), threads);
-        p.items = work * ceil_div(P, p.pt) * ceil_div(Kg, p.kt);
-        p.rt = last ? std::min(p.kt, tile(p.kt, p.pt * 4, kResultBudget, 32))
-                    : std::min(p.kt, tile(p.kt, p.pt * 4, kResultBudget, 14));
-        if (unfold) p.unfold_bytes = bytes64(CK * p.pt, 2);
-        p.result_bytes = bytes64(p.rt * p.pt, 4);
-        break;
-    }
-    case CONV_OP_BACKWARD_DATA: {
-        // Channels-last blocks narrower than the group cost a GEMM per tap
-        // (their channels are strided in each tap): only for idle threads.
-        p.ct = block_for_threads(Cg, g.n * G, threads);
-        if (last) {
-            p.pt = tile(P, p.ct * KK * 4, kUnfoldBudget, 32);
-        } else {  // tiles of rt channels x pt positions: all positions when they are few
-            p.pt = std::min(P, kFoldPositions);
-            p.rt = std::min(p.ct, std::max<int64_t>(1, kUnfoldBudget / (KK * p.pt * 4)));
+        case CONV_OP_FORWARD: {
+            const int64_t work = g.n * G;
+            p.pt = tile(P, CK * 2, kUnfoldBudget, 32);
+            // Too few images and tiles for the threads: split the filters.
+            p.kt = block_for_threads(Kg, work * ceil_div(P, p.pt), threads);
+            p.items = work * ceil_div(P, p.pt) * ceil_div(Kg, p.kt);
+            p.rt = last ? std::min(p.kt, tile(p.kt, p.pt * 4, kResultBudget, 32))
+                        : std::min(p.kt, tile(p.kt, p.pt * 4, kResultBudget, 14));
+            if (unfold) p.unfold_bytes = bytes64(CK * p.pt, 2);
+            p.result_bytes = bytes64(p.rt * p.pt, 4);
+            break;
         }
-        p.items = g.n * G * ceil_div(Cg, p.ct);
-        p.acc_bytes = bytes64(checked_mul(p.ct, I, "workspace"), 4);
-        if (unfold) p.result_bytes = bytes64((last ? p.ct : p.rt) * KK * p.pt, 4);
-        break;
-    }
-    case CONV_OP_BACKWARD_FILTER: {
-        p.ct = last ? std::max<int64_t>(Cg, 1) : block_for_threads(Cg, G, threads);
-        const int64_t cblocks = ceil_div(Cg, p.ct);
-        p.kt = block_for_threads(Kg, G * std::max<int64_t>(cblocks, 1), threads);
-        p.pt = tile(P, p.ct * KK * 2, kUnfoldBudget, 32);
-        p.items = G * cblocks * ceil_div(Kg, p.kt);
-        if (unfold) p.unfold_bytes = bytes64(p.ct * KK * p.pt, 2);
-        p.acc_bytes = bytes64(checked_mul(p.kt, p.ct * KK, "workspace"), 4);
-        break;
-    }
-    default: break;  // unknown values
+        case CONV_OP_BACKWARD_DATA: {
+            // Channels-last blocks narrower than the group cost a GEMM per tap
+            // (their channels are strided in each tap): only for idle threads.
+            p.ct = block_for_threads(Cg, g.n * G, threads);
+            if (last) {
+                p.pt = tile(P, p.ct * KK * 4, kUnfoldBudget, 32);
+            } else {  // tiles of rt channels x pt positions: all positions when they are few
+                p.pt = std::min(P, kFoldPositions);
+                p.rt = std::min(p.ct, std::max<int64_t>(1, kUnfoldBudget / (KK * p.pt * 4)));
+            }
+            p.items = g.n * G * ceil_div(Cg, p.ct);
+            p.acc_bytes = bytes64(checked_mul(p.ct, I, "workspace"), 4);
+            if (unfold) p.result_bytes = bytes64((last ? p.ct : p.rt) * KK * p.pt, 4);
+            break;
+        }
+        case CONV_OP_BACKWARD_FILTER: {
+            p.ct = last ? std::max<int64_t>(Cg, 1) : block_for_threads(Cg, G, threads);
+            const int64_t cblocks = ceil_div(Cg, p.ct);
+            p.kt = block_for_threads(Kg, G * std::max<int64_t>(cblocks, 1), threads);
+            p.pt = tile(P, p.ct * KK * 2, kUnfoldBudget, 32);
+            p.items = G * cblocks * ceil_div(Kg, p.kt);
+            if (unfold) p.unfold_bytes = bytes64(p.ct * KK * p.pt, 2);
+            p.acc_bytes = bytes64(checked_mul(p.kt, p.ct * KK, "workspace"), 4);
+            break;
+        }
+        default:
+            break;  // unknown values
     }
     return p;
 }
@@ -124,7 +121,9 @@ struct Bf16Conv {
 
     // A thread's slot: GEMM packing, unfolded tile, float results, float accumulator.
     char *slot(int s) const { return ws + (size_t)s * p.slot_bytes(); }
-    bf16_t *col(int s) const { return reinterpret_cast<bf16_t *>(slot(s) + gemm_bf16_pack_bytes()); }
+    bf16_t *col(int s) const {
+        return reinterpret_cast<bf16_t *>(slot(s) + gemm_bf16_pack_bytes());
+    }
     float *result(int s) const {
         return reinterpret_cast<float *>(slot(s) + gemm_bf16_pack_bytes() + p.unfold_bytes);
     }
@@ -138,7 +137,8 @@ struct Bf16Conv {
                  bf16_t *y) const {
         const bool relu = g.activation == CONV_ACTIVATION_RELU;
         int64_t kblocks = ceil_div(Kg, p.kt), kb = item % kblocks;
-        int64_t tiles = ceil_div(P, p.pt), t = item / kblocks % tiles, rest = item / kblocks / tiles;
+        int64_t tiles = ceil_div(P, p.pt), t = item / kblocks % tiles,
+                rest = item / kblocks / tiles;
         int64_t n = rest / G, gi = rest % G;
         int64_t p0 = t * p.pt, p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
         int64_t k0 = kb * p.kt, k1 = std::min(Kg, k0 + p.kt);
@@ -191,7 +191,8 @@ struct Bf16Conv {
             const Bf16Epilogue epi{dx + (n * C + gi * Cg + c0) * I, I,
                                    bias ? bias + gi * Cg + c0 : nullptr, true, relu};
             if (!unfold) {  // no fold: the GEMM rounds dx itself
-                gemm_bf16(ct, P, Kg, {wg + c0, CK, true}, {dyg, P, false}, dxf, I, false, pack, &epi);
+                gemm_bf16(ct, P, Kg, {wg + c0, CK, true}, {dyg, P, false}, dxf, I, false, pack,
+                          &epi);
                 return;
             }
             std::fill(dxf, dxf + ct * I, 0.f);
@@ -209,8 +210,8 @@ struct Bf16Conv {
         }
         // Channels-last: dxf is I x ct, the block's channels of the group.
         const bf16_t *dyg = dy + n * P * K + gi * Kg;
-        const Bf16Epilogue epi{dx + n * I * C + gi * Cg + c0, C, bias ? bias + gi * Cg + c0 : nullptr,
-                               false, relu};
+        const Bf16Epilogue epi{dx + n * I * C + gi * Cg + c0, C,
+                               bias ? bias + gi * Cg + c0 : nullptr, false, relu};
         if (!unfold) {
             gemm_bf16(P, ct, Kg, {dyg, K, false}, {wg + c0, CK, false}, dxf, ct, false, pack, &epi);
             return;
@@ -227,8 +228,8 @@ struct Bf16Conv {
                           pack);
             else  // a GEMM per tap: the block's columns are strided within each
                 for (int64_t kk = 0; kk < KK; ++kk)
-                    gemm_bf16(rows, ct, Kg, {dyg + p0 * K, K, false}, {wg + kk * Cg + c0, CK, false},
-                              r + kk * ct, KK * ct, false, pack);
+                    gemm_bf16(rows, ct, Kg, {dyg + p0 * K, K, false},
+                              {wg + kk * Cg + c0, CK, false}, r + kk * ct, KK * ct, false, pack);
             row2im_tile_add(gg, r, 0, ct, p0, p1, dxf);
         }
         store_bf16(dxf, ct, I, ct, epi.y, epi.ldy, epi.bias, false, relu);
@@ -270,7 +271,8 @@ struct Bf16Conv {
                     }
                     Bf16Operand dyt{dy + (n * K + gi * Kg + k0) * P + p0, P, false};
                     if (dw_transposed())  // dw^T (cols x kt) += col x dy^T
-                        gemm_bf16(cols, kt, rows, xcol, {dyt.p, dyt.ld, true}, dwf, kt, !first, pack);
+                        gemm_bf16(cols, kt, rows, xcol, {dyt.p, dyt.ld, true}, dwf, kt, !first,
+                                  pack);
                     else  // dw (kt x cols) += dy x col^T
                         gemm_bf16(kt, cols, rows, dyt, {xcol.p, xcol.ld, true}, dwf, cols, !first,
                                   pack, end);
@@ -281,12 +283,13 @@ struct Bf16Conv {
                         im2row_tile(g, xg, 0, Cg, p0, p1, col(s));
                         b = {col(s), CK, false};
                     }
-                    gemm_bf16(kt, CK, rows, {dy + (n * P + p0) * K + gi * Kg + k0, K, true}, b,
-                              dwf, CK, !first, pack, end);
+                    gemm_bf16(kt, CK, rows, {dy + (n * P + p0) * K + gi * Kg + k0, K, true}, b, dwf,
+                              CK, !first, pack, end);
                 }
             }
         if (first)  // empty batch: the gradient is zero
-            for (int64_t k = 0; k < kt; ++k) std::fill(dwb + k * CK, dwb + k * CK + cols, bf16_t(0));
+            for (int64_t k = 0; k < kt; ++k)
+                std::fill(dwb + k * CK, dwb + k * CK + cols, bf16_t(0));
         else if (fused)
             return;
         else if (!last && dw_transposed())
@@ -317,21 +320,27 @@ public:
         auto *x = static_cast<bf16_t *>(a.x), *w = static_cast<bf16_t *>(a.w);
         auto *y = static_cast<bf16_t *>(a.y), *bias = static_cast<bf16_t *>(a.bias);
         switch (a.op) {
-        case CONV_OP_FORWARD:
-            pool.parallel_for(plan.items, [&](int64_t i, int s) { conv.forward(i, s, x, w, bias, y); },
-                              threads);
-            return;
-        case CONV_OP_BACKWARD_DATA:
-            pool.parallel_for(plan.items, [&](int64_t i, int s) { conv.backward_data(i, s, x, w, y, bias, a.relu); },
-                              threads);
-            return;
-        case CONV_OP_BACKWARD_FILTER:
-            pool.parallel_for(plan.items,
-                              [&](int64_t i, int s) { conv.backward_filter(i, s, x, w, y); }, threads);
-            if (bias)
-                channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool, threads);
-            return;
-        default: break;  // unknown values
+            case CONV_OP_FORWARD:
+                pool.parallel_for(
+                    plan.items, [&](int64_t i, int s) { conv.forward(i, s, x, w, bias, y); },
+                    threads);
+                return;
+            case CONV_OP_BACKWARD_DATA:
+                pool.parallel_for(
+                    plan.items,
+                    [&](int64_t i, int s) { conv.backward_data(i, s, x, w, y, bias, a.relu); },
+                    threads);
+                return;
+            case CONV_OP_BACKWARD_FILTER:
+                pool.parallel_for(
+                    plan.items, [&](int64_t i, int s) { conv.backward_filter(i, s, x, w, y); },
+                    threads);
+                if (bias)
+                    channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool,
+                                 threads);
+                return;
+            default:
+                break;  // unknown values
         }
     }
 };

@@ -8,9 +8,9 @@
 namespace conv::cpu {
 namespace {
 
-constexpr int64_t kMR = 14;   // rows of a micro-tile: 28 accumulators + 2 B vectors + 1
-constexpr int64_t kNR = 32;   // columns of a micro-tile: two vectors of 16 floats
-constexpr int64_t kKC = 256;  // reduction elements per packed block: a B panel is 32 KiB (L1)
+constexpr int64_t kMR = 14;        // rows of a micro-tile: 28 accumulators + 2 B vectors + 1
+constexpr int64_t kNR = 32;        // columns of a micro-tile: two vectors of 16 floats
+constexpr int64_t kKC = 256;       // reduction elements per packed block: a B panel is 32 KiB (L1)
 constexpr int64_t kMC = 12 * kMR;  // rows per packed A block (168 KiB, L2)
 constexpr int64_t kNC = 16 * kNR;  // columns per packed B block (512 KiB, L2)
 
@@ -37,8 +37,10 @@ CONV_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
         r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
     }
     for (int q = 0; q < 4; ++q) {  // the 4x4 transpose of 128-bit lanes
-        __m512 e = _mm512_shuffle_f32x4(r[q], r[4 + q], 0x44), f = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0x44);
-        __m512 g = _mm512_shuffle_f32x4(r[q], r[4 + q], 0xee), h = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0xee);
+        __m512 e = _mm512_shuffle_f32x4(r[q], r[4 + q], 0x44),
+               f = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0x44);
+        __m512 g = _mm512_shuffle_f32x4(r[q], r[4 + q], 0xee),
+               h = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0xee);
         r[q] = _mm512_shuffle_f32x4(e, f, 0x88);
         r[4 + q] = _mm512_shuffle_f32x4(e, f, 0xdd);
         r[8 + q] = _mm512_shuffle_f32x4(g, h, 0x88);
@@ -50,8 +52,8 @@ CONV_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
 // in micro-panels of kMR rows (kKC * kMR floats each) laid out the way A's
 // memory is read fastest: A(i, k) = p[i * ld + k] row by row ([row][k], row
 // stride kKC); A(i, k) = p[k * ld + i] (trans) as [k][row]. Missing rows are zeros.
-CONV_TARGET_AVX512 void pack_a(const Bf16Operand &a, int64_t i0, int64_t mc, int64_t k0,
-                               int64_t kc, float *out) {
+CONV_TARGET_AVX512 void pack_a(const Bf16Operand &a, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+                               float *out) {
     if (a.trans) {  // k outermost: each row of memory is read once, in order
         for (int64_t k = 0; k < kc; ++k) {
             const bf16_t *src = a.p + (k0 + k) * a.ld + i0;
@@ -81,8 +83,8 @@ CONV_TARGET_AVX512 void pack_a(const Bf16Operand &a, int64_t i0, int64_t mc, int
 
 // Packs reduction [k0, k0+kc) x columns [j0, j0+nc) of B, widened to float:
 // micro-panels of kNR columns, each [k][column]; columns past nc are zeros.
-CONV_TARGET_AVX512 void pack_b(const Bf16Operand &b, int64_t k0, int64_t kc, int64_t j0,
-                               int64_t nc, float *out) {
+CONV_TARGET_AVX512 void pack_b(const Bf16Operand &b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                               float *out) {
     for (int64_t jp = 0; jp < nc; jp += kNR) {
         float *panel = out + jp * kc;
         const int64_t cols = std::min(kNR, nc - jp);
@@ -116,9 +118,10 @@ CONV_TARGET_AVX512 void pack_b(const Bf16Operand &b, int64_t k0, int64_t kc, int
 CONV_TARGET_AVX512 inline __m256i round_bf16(__m512 v) {
     const __m512i u = _mm512_castps_si512(v);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
     r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(r);
 }
@@ -193,14 +196,15 @@ CONV_TARGET_AVX512 void micro_kernel(const float *a, const float *b, int64_t kc,
 
 size_t gemm_bf16_pack_bytes() { return kPackA + kPackB; }
 
-void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float *c,
-               int64_t ldc, bool accumulate, void *pack, const Bf16Epilogue *epi) {
+void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float *c, int64_t ldc,
+               bool accumulate, void *pack, const Bf16Epilogue *epi) {
     float *pa = static_cast<float *>(pack);
     float *pb = pa + kPackA / 4;
     if (k == 0) {  // an empty reduction: zeros (or C unchanged)
         if (!accumulate)
             for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
-        if (epi) store_bf16(c, ldc, m, n, epi->y, epi->ldy, epi->bias, epi->bias_per_row, epi->relu);
+        if (epi)
+            store_bf16(c, ldc, m, n, epi->y, epi->ldy, epi->bias, epi->bias_per_row, epi->relu);
         return;
     }
     for (int64_t j0 = 0; j0 < n; j0 += kNC) {
@@ -224,8 +228,8 @@ void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, fl
 }
 
 CONV_TARGET_AVX512 void store_bf16(const float *c, int64_t ldc, int64_t rows, int64_t cols,
-                                        bf16_t *y, int64_t ldy, const bf16_t *bias,
-                                        bool bias_per_row, bool relu) {
+                                   bf16_t *y, int64_t ldy, const bf16_t *bias, bool bias_per_row,
+                                   bool relu) {
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t r = 0; r < rows; ++r) {
         const float *cr = c + r * ldc;

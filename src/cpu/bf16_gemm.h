@@ -45,8 +45,8 @@ struct Bf16Epilogue {
 // leave the registers (C is then only scratch for reductions longer than a
 // packed block). `pack` holds gemm_bf16_pack_bytes(), 64-byte aligned. Only
 // on a CPU with AVX-512 (cpu_isa() == Isa::avx512).
-void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float *c,
-               int64_t ldc, bool accumulate, void *pack, const Bf16Epilogue *epi = nullptr);
+void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, float *c, int64_t ldc,
+               bool accumulate, void *pack, const Bf16Epilogue *epi = nullptr);
 
 // y[r * ldy + j] = bf16(act(c[r * ldc + j] + bias)) for r < rows, j < cols,
 // rounded to nearest, ties to even; bias (nullable) per row or per column.

@@ -163,7 +163,8 @@ public:
             fail(CONV_STATUS_UNSUPPORTED,
                  "the CPU engine computes bfloat16 only with AVX-512 (F, BW, DQ, VL), which this "
                  "CPU (%s) lacks%s; convert the tensors to float32",
-                 cpu_model().c_str(), std::getenv("CONV_CPU_ISA") ? " or CONV_CPU_ISA caps away" : "");
+                 cpu_model().c_str(),
+                 std::getenv("CONV_CPU_ISA") ? " or CONV_CPU_ISA caps away" : "");
         if (p.dtype != CONV_DTYPE_FLOAT32 && p.dtype != CONV_DTYPE_FLOAT64 &&
             p.dtype != CONV_DTYPE_BFLOAT16)
             fail(CONV_STATUS_UNSUPPORTED,
