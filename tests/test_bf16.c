@@ -7,7 +7,9 @@
  * (L the reduction length, abs_sum the sum of |products|: the float
  * accumulation; 2^-8: half a bf16 unit, the final rounding). Random
  * problems cover rank 1-3, both layouts, groups, stride, dilation, padding,
- * batch 0-3, bias and ReLU, 1-3 threads; outputs start as NaN. Also:
+ * batch 0-3, bias and ReLU, 1-3 threads; outputs start as NaN. With integer
+ * data the float sums are exact, and every output must be bit for bit the
+ * bf16 nearest to the exact result (ties to even: one rounding). Also:
  * transposed convolutions (as adjoints), plans, determinism, and -- run
  * with CONV_CPU_ISA=baseline (ctest: test_bf16_refused) -- the refusal on a
  * CPU without AVX-512. Skips (77) on a CPU without it.
@@ -67,10 +69,11 @@ static void bt_make(btensor *b, conv_context_t ctx, const tu_problem *tp, int nd
     b->ref = calloc((size_t)b->elems + 1, sizeof(double));
 }
 
-static void bt_fill(btensor *b, tu_rng *r)
+/* Uniform [-1, 1) values rounded to bf16, or (ints) integers in [-8, 8]. */
+static void bt_fill(btensor *b, tu_rng *r, int ints)
 {
     for (int64_t i = 0; i < b->elems; i++) {
-        b->data[i] = to_bf16(tu_uniform(r));
+        b->data[i] = to_bf16(ints ? (double)tu_range(r, -8, 8) : tu_uniform(r));
         b->ref[i] = from_bf16(b->data[i]);
     }
 }
@@ -93,7 +96,8 @@ typedef struct bcase {
     btensor x, w, y, b;
 } bcase;
 
-static void bcase_make(bcase *c, conv_context_t ctx, const tu_problem *tp, tu_rng *r)
+static void bcase_make_data(bcase *c, conv_context_t ctx, const tu_problem *tp, tu_rng *r,
+                            int ints)
 {
     int64_t d[5];
     int nd = tu_x_dims(tp, d);
@@ -107,11 +111,16 @@ static void bcase_make(bcase *c, conv_context_t ctx, const tu_problem *tp, tu_rn
         int bn = tu_b_dims(tp, d);
         bt_make(&c->b, ctx, tp, bn, d);
     }
-    bt_fill(&c->x, r);
-    bt_fill(&c->w, r);
-    bt_fill(&c->y, r);
+    bt_fill(&c->x, r, ints);
+    bt_fill(&c->w, r, ints);
+    bt_fill(&c->y, r, ints);
     if (tp->bias)
-        bt_fill(&c->b, r);
+        bt_fill(&c->b, r, ints);
+}
+
+static void bcase_make(bcase *c, conv_context_t ctx, const tu_problem *tp, tu_rng *r)
+{
+    bcase_make_data(c, ctx, tp, r, 0);
 }
 
 static void bcase_free(bcase *c)
@@ -143,7 +152,7 @@ static double bound(int64_t length, double want, double abs_sum)
 /* Checks `got` (one pass's output) element by element; 0 when all are within
  * the bound. `relu`: wanted values pass through max(0, .) (transposed). */
 static int check(const tu_problem *tp, conv_op_t op, const bcase *c, const btensor *got,
-                 const double *bias_of, int relu, char *msg, size_t size)
+                 const double *bias_of, int relu, int exact, char *msg, size_t size)
 {
     const ref_problem *p = &tp->p;
     const void *bias = tp->bias && op == CONV_OP_FORWARD && !bias_of ? c->b.ref : NULL;
@@ -166,7 +175,7 @@ static int check(const tu_problem *tp, conv_op_t op, const bcase *c, const btens
         if (relu && want < 0)
             want = 0;
         double g = from_bf16(got->data[i]), b = bound(reduction_length(p, op), want, mag);
-        if (!(fabs(g - want) <= b)) {
+        if (exact ? g != from_bf16(to_bf16(want)) : !(fabs(g - want) <= b)) {
             snprintf(msg, size, "element %" PRId64 " of %" PRId64 ": got %.9g want %.9g (bound %g)",
                      i, got->elems, g, want, b);
             return 1;
@@ -176,7 +185,7 @@ static int check(const tu_problem *tp, conv_op_t op, const bcase *c, const btens
 }
 
 /* db: sums of dy over batch and positions, rounded once. */
-static int check_db(const tu_problem *tp, const bcase *c, char *msg, size_t size)
+static int check_db(const tu_problem *tp, const bcase *c, int exact, char *msg, size_t size)
 {
     for (int64_t k = 0; k < tp->p.k; k++) {
         double want = 0, mag = 0;
@@ -186,7 +195,8 @@ static int check_db(const tu_problem *tp, const bcase *c, char *msg, size_t size
                 mag += fabs(c->y.ref[i]);
             }
         double g = from_bf16(c->b.data[k]);
-        if (!(fabs(g - want) <= bound(c->y.elems / tp->p.k, want, mag))) {
+        if (exact ? g != from_bf16(to_bf16(want))
+                  : !(fabs(g - want) <= bound(c->y.elems / tp->p.k, want, mag))) {
             snprintf(msg, size, "db[%" PRId64 "]: got %.9g want %.9g", k, g, want);
             return 1;
         }
@@ -218,7 +228,10 @@ static void random_bf16_problem(tu_rng *r, tu_problem *tp, conv_op_t op)
         tp->bias = 0;
 }
 
-static void run_many(conv_op_t op, uint64_t base)
+/* Random problems of one pass. `exact`: integer data, whose float sums are
+ * exact, so every output must be exactly the bf16 nearest (ties to even) to
+ * the exact result -- the one rounding, bit for bit. */
+static void run_many(conv_op_t op, uint64_t base, int exact)
 {
     uint64_t first = tu_env_seed(base);
     int n = tu_env_count(PROBLEMS), layouts[2] = {0, 0}, grouped = 0, rank[4] = {0};
@@ -240,7 +253,7 @@ static void run_many(conv_op_t op, uint64_t base)
 
         bcase c;
         conv_desc_t d;
-        bcase_make(&c, ctx, &tp, &r);
+        bcase_make_data(&c, ctx, &tp, &r, exact);
         bt_fill_nan((btensor *)output_of(&c, op));
         if (op == CONV_OP_BACKWARD_FILTER && tp.bias)
             bt_fill_nan(&c.b);
@@ -248,35 +261,39 @@ static void run_many(conv_op_t op, uint64_t base)
         conv_status_t s = run_pass(ctx, d, op, &c);
         if (s != CONV_STATUS_SUCCESS)
             fail_msg("%s: status %d: %s", what, (int)s, conv_last_error());
-        if (check(&tp, op, &c, output_of(&c, op), NULL, 0, msg, sizeof msg))
+        if (check(&tp, op, &c, output_of(&c, op), NULL, 0, exact, msg, sizeof msg))
             fail_msg("%s: %s", what, msg);
-        if (op == CONV_OP_BACKWARD_FILTER && tp.bias && check_db(&tp, &c, msg, sizeof msg))
+        if (op == CONV_OP_BACKWARD_FILTER && tp.bias &&
+            check_db(&tp, &c, exact, msg, sizeof msg))
             fail_msg("%s: %s", what, msg);
         conv_desc_destroy(d);
         bcase_free(&c);
     }
-    print_message("%s: %d bf16 problems (seeds %" PRIu64 "..), %d/%d channels-first/last, "
+    print_message("%s: %d bf16 problems (%s, seeds %" PRIu64 "..), %d/%d channels-first/last, "
                   "%d grouped, %d/%d/%d of rank 1/2/3\n",
-                  tu_op_name(op), n, first, layouts[0], layouts[1], grouped, rank[1], rank[2],
-                  rank[3]);
+                  tu_op_name(op), n, exact ? "integers, exact" : "real data", first, layouts[0],
+                  layouts[1], grouped, rank[1], rank[2], rank[3]);
 }
 
 static void test_forward(void **state)
 {
     (void)state;
-    run_many(CONV_OP_FORWARD, 1100000);
+    run_many(CONV_OP_FORWARD, 1100000, 0);
+    run_many(CONV_OP_FORWARD, 1110000, 1);
 }
 
 static void test_backward_data(void **state)
 {
     (void)state;
-    run_many(CONV_OP_BACKWARD_DATA, 1200000);
+    run_many(CONV_OP_BACKWARD_DATA, 1200000, 0);
+    run_many(CONV_OP_BACKWARD_DATA, 1210000, 1);
 }
 
 static void test_backward_filter(void **state)
 {
     (void)state;
-    run_many(CONV_OP_BACKWARD_FILTER, 1300000);
+    run_many(CONV_OP_BACKWARD_FILTER, 1300000, 0);
+    run_many(CONV_OP_BACKWARD_FILTER, 1310000, 1);
 }
 
 /* Layers with ResNet-50's shapes (scaled down): several GEMM blocks along
@@ -315,11 +332,11 @@ static void test_large(void **state)
                 bt_fill_nan((btensor *)output_of(&c, (conv_op_t)op));
                 assert_int_equal(tu_make_desc(&tp, (conv_op_t)op, &d), CONV_STATUS_SUCCESS);
                 assert_int_equal(run_pass(contexts[1], d, (conv_op_t)op, &c), CONV_STATUS_SUCCESS);
-                if (check(&tp, (conv_op_t)op, &c, output_of(&c, (conv_op_t)op), NULL, 0, msg,
+                if (check(&tp, (conv_op_t)op, &c, output_of(&c, (conv_op_t)op), NULL, 0, 0, msg,
                           sizeof msg))
                     fail_msg("layer %zu %s %s: %s", i, last ? "channels-last" : "channels-first",
                              tu_op_name((conv_op_t)op), msg);
-                if (op == CONV_OP_BACKWARD_FILTER && check_db(&tp, &c, msg, sizeof msg))
+                if (op == CONV_OP_BACKWARD_FILTER && check_db(&tp, &c, 0, msg, sizeof msg))
                     fail_msg("layer %zu: %s", i, msg);
                 conv_desc_destroy(d);
                 bcase_free(&c);
@@ -352,7 +369,7 @@ static void test_transposed(void **state)
         int64_t bd[5];
         int bn = tu_b_dims(&ub, bd);
         bt_make(&tb, contexts[0], &u, bn, bd);
-        bt_fill(&tb, &r);
+        bt_fill(&tb, &r, 0);
         bt_fill_nan(&c.x);
         conv_desc_t d;
         int64_t out_pad[3] = {0, 0, 0};
@@ -370,7 +387,7 @@ static void test_transposed(void **state)
         if (s != CONV_STATUS_SUCCESS)
             fail_msg("seed %" PRIu64 " transposed %s: status %d: %s", seed, what, (int)s,
                      conv_last_error());
-        if (check(&u, CONV_OP_BACKWARD_DATA, &c, &c.x, tb.ref, u.p.relu, msg, sizeof msg))
+        if (check(&u, CONV_OP_BACKWARD_DATA, &c, &c.x, tb.ref, u.p.relu, 0, msg, sizeof msg))
             fail_msg("seed %" PRIu64 " transposed %s: %s", seed, what, msg);
         conv_desc_destroy(d);
         bt_free(&tb);
