@@ -171,25 +171,39 @@ CONV_TARGET_AVX512 inline void store_row(const TileOut &o, int64_t r, __m512 v0,
     _mm256_mask_storeu_epi16(yr + 16, m1, round_bf16(v1));
 }
 
-// A tile (rows x cols of kMR x kNR) of A panel x B panel over kc, stored
-// (added to C when `accumulate`) through `o`; the A panel is [row][k]
-// (kRowsA) or [k][row] (see pack_a).
-template <bool kRowsA>
+// A tile (rows x cols of kR x kNR, kR <= kMR) of A panel x B panel over kc,
+// stored (added to C when `accumulate`) through `o`; the A panel is [row][k]
+// (kRowsA) or [k][row] (see pack_a). A kR below kMR serves the last rows of
+// an A block and GEMMs of few rows (a depthwise group has one).
+template <int kR, bool kRowsA>
 CONV_TARGET_AVX512 void micro_kernel(const float *a, const float *b, int64_t kc, const TileOut &o,
                                      int64_t rows, int64_t cols, bool accumulate) {
-    __m512 c0[kMR], c1[kMR];
+    __m512 c0[kR], c1[kR];
 #pragma GCC unroll 14
-    for (int r = 0; r < kMR; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (int r = 0; r < kR; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
     for (int64_t k = 0; k < kc; ++k) {
         const __m512 b0 = _mm512_load_ps(b + k * kNR), b1 = _mm512_load_ps(b + k * kNR + 16);
 #pragma GCC unroll 14
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < kR; ++r) {
             const __m512 ar = _mm512_set1_ps(kRowsA ? a[r * kKC + k] : a[k * kMR + r]);
             c0[r] = _mm512_fmadd_ps(ar, b0, c0[r]);
             c1[r] = _mm512_fmadd_ps(ar, b1, c1[r]);
         }
     }
     for (int r = 0; r < rows; ++r) store_row(o, r, c0[r], c1[r], cols, accumulate);
+}
+
+using MicroKernel = void (*)(const float *, const float *, int64_t, const TileOut &, int64_t,
+                             int64_t, bool);
+
+// The micro-kernel for a tile of `rows` rows: the fewest rows >= rows among 1, 2, 4, 8, 14.
+template <bool kRowsA>
+MicroKernel kernel_for(int64_t rows) {
+    if (rows <= 1) return micro_kernel<1, kRowsA>;
+    if (rows <= 2) return micro_kernel<2, kRowsA>;
+    if (rows <= 4) return micro_kernel<4, kRowsA>;
+    if (rows <= 8) return micro_kernel<8, kRowsA>;
+    return micro_kernel<kMR, kRowsA>;
 }
 
 }  // namespace
@@ -217,11 +231,14 @@ void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, fl
             for (int64_t i0 = 0; i0 < m; i0 += kMC) {
                 const int64_t mc = std::min(kMC, m - i0);
                 pack_a(a, i0, mc, k0, kc, pa);
-                const auto kernel = a.trans ? micro_kernel<false> : micro_kernel<true>;
                 for (int64_t jp = 0; jp < nc; jp += kNR)
-                    for (int64_t ip = 0; ip < mc; ip += kMR)
+                    for (int64_t ip = 0; ip < mc; ip += kMR) {
+                        const int64_t rows = std::min(kMR, mc - ip);
+                        const MicroKernel kernel =
+                            a.trans ? kernel_for<false>(rows) : kernel_for<true>(rows);
                         kernel(pa + ip * kKC, pb + jp * kc, kc, {c, ldc, last, i0 + ip, j0 + jp},
-                               std::min(kMR, mc - ip), std::min(kNR, nc - jp), add);
+                               rows, std::min(kNR, nc - jp), add);
+                    }
             }
         }
     }
