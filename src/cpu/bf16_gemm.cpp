@@ -268,6 +268,13 @@ CONV_TARGET_AVX512 void store_bf16(const float *c, int64_t ldc, int64_t rows, in
 
 namespace conv::cpu {
 
+CONV_TARGET_AVX512 void widen_bf16(const bf16_t *src, float *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = first_lanes(n - i);
+        _mm512_mask_storeu_ps(dst + i, mask, widen16(mask, src + i));
+    }
+}
+
 CONV_TARGET_AVX512 void store_bf16_transposed(const float *c, int64_t ldc, int64_t rows,
                                               int64_t cols, bf16_t *y, int64_t ldy) {
     for (int64_t i0 = 0; i0 < rows; i0 += 16)

@@ -54,6 +54,9 @@ void gemm_bf16(int64_t m, int64_t n, int64_t k, Bf16Operand a, Bf16Operand b, fl
 void store_bf16(const float *c, int64_t ldc, int64_t rows, int64_t cols, bf16_t *y, int64_t ldy,
                 const bf16_t *bias, bool bias_per_row, bool relu);
 
+// dst[i] = src[i] as float (exact), for i < n.
+void widen_bf16(const bf16_t *src, float *dst, int64_t n);
+
 // y[j * ldy + i] = bf16(c[i * ldc + j]) for i < rows, j < cols: a float
 // block rounded into its transpose.
 void store_bf16_transposed(const float *c, int64_t ldc, int64_t rows, int64_t cols, bf16_t *y,
