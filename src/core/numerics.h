@@ -42,11 +42,26 @@ inline int64_t first_non_finite(const double *v, int64_t n) {
     return first_non_finite_bits<double, uint64_t, 0x7ff0000000000000ull>(v, n);
 }
 
+// bfloat16 bits (computed on the CPU with AVX-512): the exponent alone says.
+inline int64_t first_non_finite_bf16(const uint16_t *v, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+        if ((v[i] & 0x7f80u) == 0x7f80u) return i;
+    return -1;
+}
+
+inline double bf16_value(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+
 inline int64_t first_non_finite(const Tensor &t) {
     switch (t.dtype()) {
     case CONV_DTYPE_FLOAT32: return first_non_finite(t.as<const float>(), t.elements());
     case CONV_DTYPE_FLOAT64: return first_non_finite(t.as<const double>(), t.elements());
-    default: return -1;  // storage-only types are never computed
+    case CONV_DTYPE_BFLOAT16: return first_non_finite_bf16(t.as<const uint16_t>(), t.elements());
+    default: return -1;  // float16 is never computed on the host
     }
 }
 
@@ -59,8 +74,9 @@ inline void check_finite(const Tensor &t, const char *pass, const char *name) {
                             : first_non_finite(t);
     if (i < 0) return;
     if (!t.runtime())
-        v = t.dtype() == CONV_DTYPE_FLOAT32 ? (double)t.as<const float>()[i]
-                                            : t.as<const double>()[i];
+        v = t.dtype() == CONV_DTYPE_FLOAT32    ? (double)t.as<const float>()[i]
+            : t.dtype() == CONV_DTYPE_BFLOAT16 ? bf16_value(t.as<const uint16_t>()[i])
+                                               : t.as<const double>()[i];
     fail(CONV_STATUS_NUMERICAL_ERROR,
          "numerical guard: %s produced %s in %s (%s): first at element %lld in memory order; "
          "the outputs were written",

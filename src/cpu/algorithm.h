@@ -18,6 +18,8 @@ namespace conv::cpu {
 // the backward passes), bias the bias (db for BACKWARD_FILTER, may be null).
 // `prepared`: weights the solver prepared earlier (prepare_weights), or null.
 // `strict`: a CONV_MATH_STRICT context; a solver may sum more carefully.
+// `relu`: with `bias`, a BACKWARD_DATA pass's epilogue on dx -- a transposed
+// convolution's forward -- given only to a solver that fuses_transposed_epilogue().
 struct ConvArgs {
     conv_op_t op;
     const ConvGeometry *g;
@@ -25,6 +27,7 @@ struct ConvArgs {
     void *x, *w, *y, *bias;
     const void *prepared = nullptr;
     bool strict = false;
+    bool relu = false;
 };
 
 class Algorithm : public Solver {
@@ -32,6 +35,12 @@ public:
     // Null when the algorithm computes this problem; otherwise a static
     // reason.
     virtual const char *why_not(const ConvGeometry &g, conv_op_t op) const = 0;
+    // Null when it computes tensors of `dtype` (on this CPU); else a static reason.
+    virtual const char *why_not_dtype(conv_dtype_t dtype) const {
+        return dtype == CONV_DTYPE_FLOAT32 || dtype == CONV_DTYPE_FLOAT64
+                   ? nullptr
+                   : "computes float32 and float64 only";
+    }
     // Scratch bytes for a run with `threads` threads (0 when none).
     virtual size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                                    int threads) const = 0;
@@ -47,6 +56,11 @@ public:
     // computes empty reductions itself).
     virtual void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const = 0;
 
+    // Whether it applies a transposed convolution's bias and ReLU to dx
+    // itself (ConvArgs::relu), before dx is rounded to a 16-bit dtype once,
+    // instead of leaving them to the engine after that rounding.
+    virtual bool fuses_transposed_epilogue() const { return false; }
+
     // Prepared weights (conv_plan_prepare_weights): bytes of the prepared
     // copy of the filter for this problem, 0 when the algorithm prepares
     // nothing; prepare_weights writes it (`out` 64-byte aligned) and run()
@@ -61,7 +75,10 @@ public:
     }
 
     // conv::Solver, from the above.
-    const char *why_not(const Problem &p) const final { return why_not(p.g, p.op); }
+    const char *why_not(const Problem &p) const final {
+        const char *why = why_not_dtype(p.dtype);
+        return why ? why : why_not(p.g, p.op);
+    }
     Estimate estimate(const Problem &p) const final {
         return {workspace_bytes(p.g, p.op, p.dtype, p.threads), competitive(p.g, p.op, p.dtype)};
     }
@@ -72,5 +89,6 @@ const Algorithm &gemm_1x1_algorithm();
 const Algorithm &depthwise_direct_algorithm();
 const Algorithm &winograd_4x4_3x3_algorithm();
 const Algorithm &implicit_gemm_algorithm();
+const Algorithm &bf16_gemm_algorithm();
 
 }  // namespace conv::cpu

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -30,6 +31,7 @@ const std::vector<const Solver *> &solver_list() {
         &winograd_4x4_3x3_algorithm(),
         &implicit_gemm_algorithm(),
         &im2col_gemm_algorithm(),
+        &bf16_gemm_algorithm(),
     };
     return list;
 }
@@ -108,13 +110,15 @@ public:
         // A transposed convolution's bias and activation act on the user's
         // output, the lowered pass's x; a plain one's are the solver's.
         void *solver_bias = g.transposed ? nullptr : o.bias;
+        const bool fused = g.transposed && p_.user_op == CONV_OP_FORWARD &&
+                           algo_.fuses_transposed_epilogue() && !empty_reduction(g);
         if (empty_reduction(g))
             run_empty(o, solver_bias, pool);
         else
-            algo_.run({p_.op, &g, p_.dtype, o.x, o.w, o.y, solver_bias, o.prepared,
-                       p_.math == CONV_MATH_STRICT},
+            algo_.run({p_.op, &g, p_.dtype, o.x, o.w, o.y, fused ? o.bias : solver_bias,
+                       o.prepared, p_.math == CONV_MATH_STRICT, fused && p_.relu},
                       env.scratch, pool, threads);
-        if (!g.transposed) return;
+        if (!g.transposed || fused) return;
         ChannelShape out{g.layout, g.n, g.c, g.in_size()};
         if (p_.user_op == CONV_OP_FORWARD)
             bias_act_tensor(out, p_.dtype, o.x, o.bias, p_.relu, pool, threads);
@@ -155,9 +159,17 @@ public:
     const std::vector<const Solver *> &solvers() const override { return solver_list(); }
 
     void check(const Problem &p) const override {
-        if (p.dtype != CONV_DTYPE_FLOAT32 && p.dtype != CONV_DTYPE_FLOAT64)
+        if (p.dtype == CONV_DTYPE_BFLOAT16 && cpu_isa() != Isa::avx512)
             fail(CONV_STATUS_UNSUPPORTED,
-                 "the CPU engine computes float32 and float64; %s tensors are storage only",
+                 "the CPU engine computes bfloat16 only with AVX-512 (F, BW, DQ, VL), which this "
+                 "CPU (%s) lacks%s; convert the tensors to float32",
+                 cpu_model().c_str(),
+                 std::getenv("CONV_CPU_ISA") ? " or CONV_CPU_ISA caps away" : "");
+        if (p.dtype != CONV_DTYPE_FLOAT32 && p.dtype != CONV_DTYPE_FLOAT64 &&
+            p.dtype != CONV_DTYPE_BFLOAT16)
+            fail(CONV_STATUS_UNSUPPORTED,
+                 "the CPU engine computes float32, float64 and (with AVX-512) bfloat16; %s "
+                 "tensors are storage only",
                  dtype_name(p.dtype));
         // GEMM sizes and leading dimensions go to OpenBLAS as 32-bit
         // integers: refused here, before anything is written.

@@ -1,6 +1,9 @@
 #include "cpu/epilogue.h"
 
 #include <algorithm>
+#include <cstdint>
+
+#include "comm/half.h"
 
 namespace conv::cpu {
 
@@ -33,6 +36,23 @@ void bias_act_cols(T *y, int64_t rows, int64_t k, const T *bias, bool relu) {
 
 namespace {
 
+// bfloat16 bits, for the whole-tensor epilogues: computed in float, rounded
+// to nearest (ties to even) once.
+struct Bf16 {
+    uint16_t bits;
+};
+inline double widen(float v) { return v; }
+inline double widen(double v) { return v; }
+inline double widen(Bf16 v) { return comm::bf16_to_float(v.bits); }
+template <class T>
+inline T narrow(double v) {
+    return static_cast<T>(v);
+}
+template <>
+inline Bf16 narrow<Bf16>(double v) {
+    return {comm::float_to_bf16((float)v)};
+}
+
 template <class T>
 void channel_sums_typed(const ChannelShape &sh, const T *t, T *sums, ThreadPool &pool,
                         int threads) {
@@ -48,18 +68,35 @@ void channel_sums_typed(const ChannelShape &sh, const T *t, T *sums, ThreadPool 
                 if (last) {
                     for (int64_t p = 0; p < P; ++p) {
                         const T *row = t + (n * P + p) * C;
-                        for (int64_t c = c0; c < c1; ++c) acc[c - c0] += row[c];
+                        for (int64_t c = c0; c < c1; ++c) acc[c - c0] += widen(row[c]);
                     }
                 } else {
                     for (int64_t c = c0; c < c1; ++c) {
                         const T *row = t + (n * C + c) * P;
                         double s = 0;
-                        for (int64_t p = 0; p < P; ++p) s += row[p];
+                        for (int64_t p = 0; p < P; ++p) s += widen(row[p]);
                         acc[c - c0] += s;
                     }
                 }
             }
-            for (int64_t c = c0; c < c1; ++c) sums[c] = static_cast<T>(acc[c - c0]);
+            for (int64_t c = c0; c < c1; ++c) sums[c] = narrow<T>(acc[c - c0]);
+        },
+        threads);
+}
+
+void bias_act_tensor_bf16(const ChannelShape &sh, Bf16 *t, const Bf16 *bias, bool relu,
+                         ThreadPool &pool, int threads) {
+    const int64_t C = sh.channels, P = sh.positions;
+    const bool last = sh.layout == CONV_LAYOUT_CHANNELS_LAST;
+    pool.parallel_for(
+        sh.n,
+        [&](int64_t n, int) {
+            Bf16 *tn = t + n * P * C;
+            for (int64_t i = 0; i < P * C; ++i) {
+                int64_t c = last ? i % C : i / P;
+                float v = (float)widen(tn[i]) + (bias ? (float)widen(bias[c]) : 0.f);
+                tn[i] = narrow<Bf16>(apply(v, 0.f, relu));
+            }
         },
         threads);
 }
@@ -82,7 +119,10 @@ void bias_act_tensor_typed(const ChannelShape &sh, T *t, const T *bias, bool rel
 
 void channel_sums(const ChannelShape &s, conv_dtype_t dtype, const void *t, void *sums,
                   ThreadPool &pool, int threads) {
-    if (dtype == CONV_DTYPE_FLOAT32)
+    if (dtype == CONV_DTYPE_BFLOAT16)
+        channel_sums_typed(s, static_cast<const Bf16 *>(t), static_cast<Bf16 *>(sums), pool,
+                           threads);
+    else if (dtype == CONV_DTYPE_FLOAT32)
         channel_sums_typed(s, static_cast<const float *>(t), static_cast<float *>(sums), pool,
                            threads);
     else
@@ -93,7 +133,10 @@ void channel_sums(const ChannelShape &s, conv_dtype_t dtype, const void *t, void
 void bias_act_tensor(const ChannelShape &s, conv_dtype_t dtype, void *t, const void *bias,
                      bool relu, ThreadPool &pool, int threads) {
     if (!bias && !relu) return;
-    if (dtype == CONV_DTYPE_FLOAT32)
+    if (dtype == CONV_DTYPE_BFLOAT16)
+        bias_act_tensor_bf16(s, static_cast<Bf16 *>(t), static_cast<const Bf16 *>(bias), relu,
+                             pool, threads);
+    else if (dtype == CONV_DTYPE_FLOAT32)
         bias_act_tensor_typed(s, static_cast<float *>(t), static_cast<const float *>(bias), relu,
                               pool, threads);
     else

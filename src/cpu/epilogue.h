@@ -25,7 +25,7 @@ struct ChannelShape {
 };
 
 // sums[c] = sum over batch and positions of t (the bias gradient when t is
-// dy), accumulated in double. `dtype` is float32 or float64.
+// dy), accumulated in double. `dtype` is float32, float64 or bfloat16.
 void channel_sums(const ChannelShape &s, conv_dtype_t dtype, const void *t, void *sums,
                   ThreadPool &pool, int threads);
 

@@ -27,13 +27,6 @@ int64_t position_tile(int64_t P, int64_t per_position, size_t esize) {
     return std::min(pt, std::max<int64_t>(P, 1));
 }
 
-// Splits `total` into blocks so that `work * blocks` reaches `threads`.
-int64_t block_for_threads(int64_t total, int64_t work, int threads) {
-    if (total <= 1 || work >= threads) return std::max<int64_t>(total, 1);
-    int64_t parts = std::min<int64_t>(total, ceil_div(threads, std::max<int64_t>(work, 1)));
-    return ceil_div(total, parts);
-}
-
 // A position tile of at most `pt` such that the items (work x tiles) split
 // evenly over the threads when they are few: 56x56 = 3136 positions in
 // tiles of 2048 gave one thread 2048 columns and the other 1088, and the
@@ -46,6 +39,12 @@ int64_t balance_tiles(int64_t P, int64_t pt, int64_t work, int threads) {
 }
 
 }  // namespace
+
+int64_t block_for_threads(int64_t total, int64_t work, int threads) {
+    if (total <= 1 || work >= threads) return std::max<int64_t>(total, 1);
+    int64_t parts = std::min<int64_t>(total, ceil_div(threads, std::max<int64_t>(work, 1)));
+    return ceil_div(total, parts);
+}
 
 GemmConvPlan plan_gemm_conv(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, bool unfold,
                             int threads) {

@@ -26,6 +26,10 @@ struct GemmConvPlan {
     size_t slot_bytes = 0;  // scratch per thread, 64-byte multiple
 };
 
+// The block size splitting `total` (filters, channels) so that `work`
+// items times the blocks reach `threads`: all of it when work already does.
+int64_t block_for_threads(int64_t total, int64_t work, int threads);
+
 GemmConvPlan plan_gemm_conv(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, bool unfold,
                             int threads);
 

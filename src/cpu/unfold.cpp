@@ -165,5 +165,10 @@ void row2im_tile_add(const ConvGeometry &g, const T *row, int64_t c0, int64_t c1
                                      int64_t, T *);
 CONV_INSTANTIATE_UNFOLD(float)
 CONV_INSTANTIATE_UNFOLD(double)
+// bfloat16 bits (cpu/bf16_gemm.h): unfolding only copies, folding is done in float.
+template void im2col_tile<uint16_t>(const ConvGeometry &, const uint16_t *, int64_t, int64_t,
+                                    int64_t, int64_t, uint16_t *);
+template void im2row_tile<uint16_t>(const ConvGeometry &, const uint16_t *, int64_t, int64_t,
+                                    int64_t, int64_t, uint16_t *);
 
 }  // namespace conv::cpu

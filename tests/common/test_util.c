@@ -313,7 +313,10 @@ void tu_describe(const tu_problem *tp, char *buf, size_t size)
                    "%dD %s %s n=%" PRId64 " c=%" PRId64 " k=%" PRId64 " groups=%" PRId64
                    " bias=%d%s relu=%d algo=%s pad=%s ",
                    p->spatial, p->channels_last ? "channels-last" : "channels-first",
-                   tp->dtype == CONV_DTYPE_FLOAT64 ? "f64" : "f32", p->n, p->c, p->k, p->groups,
+                   tp->dtype == CONV_DTYPE_FLOAT64    ? "f64"
+                   : tp->dtype == CONV_DTYPE_BFLOAT16 ? "bf16"
+                                                      : "f32",
+                   p->n, p->c, p->k, p->groups,
                    tp->bias, tp->bias_k_first ? "(K-first)" : "", p->relu,
                    conv_algo_name(tp->algo), auto_pad_name(tp->auto_pad));
     if (at >= end)

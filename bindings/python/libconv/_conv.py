@@ -685,9 +685,10 @@ _CONV_DOC = """{nd}{name}: x (N, C_in, {spatial}) or batchless (C_in, {spatial})
     copying.
 
     Args:
-        x: the input, float32 or float64 (float16/bfloat16 are storage-only
-            on the CPU), channels-first or channels-last (what its strides
-            show). Batchless input gives a batchless result.
+        x: the input, float32, float64 or bfloat16 (float16 is storage-only
+            on the CPU; bfloat16 there needs AVX-512), channels-first or
+            channels-last (what its strides show). Batchless input gives a
+            batchless result.
         w: {w}, in the same layout and dtype.
         bias: None or C_out elements.
         stride, padding, dilation, groups{op}: as :class:`Conv` (padding
