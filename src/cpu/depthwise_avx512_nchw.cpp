@@ -39,6 +39,7 @@ constexpr int kRowsS1 = 8;      // forward, stride 1
 constexpr int kRowsS2 = 6;      // forward, stride 2
 constexpr int kFilterRows = 4;  // backward-filter (its 9 sums take the weights' place)
 constexpr int kMaxRows = 8;
+constexpr int kNarrowRows = 16;  // narrow planes: output rows kept in registers
 constexpr int kMaxInRows = (kMaxRows - 1) * 2 + kK;  // input rows one block reads
 
 // A 2-D plane convolution out[oh][ow] = init + sum over kh, kw of
@@ -325,6 +326,132 @@ CONV_TARGET_AVX512 void forward_block_any(int rows, const PlaneShape &p, const P
     case 6: forward_block<S, 6>(p, job, src, oh0); break;
     case 7: forward_block<S, 7>(p, job, src, oh0); break;
     default: forward_block<S, 8>(p, job, src, oh0); break;
+    }
+}
+
+// ---- Narrow planes: stride 1, output at most 16 x 16 (MobileNet's 14x14
+// and 7x7). One call computes a whole plane with every output row's sum in
+// a register (16 rows + 9 weights + 3 inputs fit the 32), its row loop
+// unrolled for the plane's height; the masks and offsets are the same for
+// every plane and computed once per pass (NarrowPlan). Per-plane set-up
+// (row pointers, block splits, mask building) cost the row-block kernels
+// more than the FMAs on these planes.
+struct NarrowPlan {
+    bool ok = false;
+    bool flip = false;          // the window rotated (backward-data): tap i reads w[8 - i]
+    __mmask16 load[kK], store;  // output lanes whose tap column is inside the row; the row
+    int64_t off[kK];            // input column of tap kw for output column 0
+};
+
+NarrowPlan narrow_plan(const PlaneShape &p) {
+    NarrowPlan n;
+    if (p.s != 1 || p.oh > kNarrowRows || p.ow > kVec || p.oh < 1) return n;
+    n.ok = true;
+    n.store = (__mmask16)((1u << p.ow) - 1u);
+    for (int kw = 0; kw < kK; ++kw) {
+        n.off[kw] = kw - p.pl;
+        const int64_t lo = std::clamp<int64_t>(-n.off[kw], 0, kVec);
+        const int64_t hi = std::clamp<int64_t>(p.iw - n.off[kw], lo, kVec);
+        n.load[kw] = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u) & n.store);
+    }
+    return n;
+}
+
+// a in lanes 0-7 and b in lanes 8-15 (Two), else a in all.
+template <bool Two>
+CONV_TARGET_AVX512 inline __m512 halves(float a, float b) {
+    return Two ? _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(a), _mm512_set1_ps(b))
+               : _mm512_set1_ps(a);
+}
+
+// One plane, or two (Two) side by side in the vectors' halves when rows
+// are at most 8 wide: lanes 8-15 hold the second plane, loaded from 8
+// floats before its row under the mask shifted up 8 lanes.
+template <int R, bool Two>
+CONV_TARGET_AVX512 void narrow_planes(const PlaneShape &p, const NarrowPlan &n,
+                                      const PlaneJob *job) {
+    constexpr int kHalf = kVec / 2;
+    const __mmask16 store2 = (__mmask16)(n.store << kHalf);
+    __m512 w[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) {
+        const int j = n.flip ? kK * kK - 1 - i : i;
+        w[i] = halves<Two>(job[0].w[j], job[Two].w[j]);
+    }
+    __m512 acc[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        if (!job[0].accumulate) {
+            acc[r] = halves<Two>(job[0].init, job[Two].init);
+            continue;
+        }
+        acc[r] = _mm512_maskz_loadu_ps(n.store, job[0].out + r * p.ow);
+        if (Two) acc[r] = _mm512_mask_loadu_ps(acc[r], store2, job[1].out + r * p.ow - kHalf);
+    }
+#pragma GCC unroll 18
+    for (int t = 0; t < R + kK - 1; ++t) {
+        const int64_t ih = t - p.pt;
+        if (ih < 0 || ih >= p.ih) continue;
+        __m512 v[kK];
+        for (int kw = 0; kw < kK; ++kw) {
+            v[kw] = _mm512_maskz_loadu_ps(n.load[kw], job[0].in + ih * p.iw + n.off[kw]);
+            if (Two)
+                v[kw] = _mm512_mask_loadu_ps(v[kw], (__mmask16)(n.load[kw] << kHalf),
+                                             job[1].in + ih * p.iw + n.off[kw] - kHalf);
+        }
+        __asm__("" : "+v"(v[0]), "+v"(v[1]), "+v"(v[2]));  // loaded once, see forward_vectors
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            const int kh = t - r;
+            if (kh < 0 || kh >= kK) continue;
+            for (int kw = 0; kw < kK; ++kw)
+                acc[r] = _mm512_fmadd_ps(w[kh * kK + kw], v[kw], acc[r]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        const __m512 a = job[0].relu ? _mm512_max_ps(acc[r], _mm512_setzero_ps()) : acc[r];
+        _mm512_mask_storeu_ps(job[0].out + r * p.ow, n.store, a);
+        if (Two) _mm512_mask_storeu_ps(job[1].out + r * p.ow - kHalf, store2, a);
+    }
+}
+
+template <bool Two>
+CONV_TARGET_AVX512 void narrow_planes_any(const PlaneShape &p, const NarrowPlan &n,
+                                          const PlaneJob *job) {
+    switch (p.oh) {
+    case 1: narrow_planes<1, Two>(p, n, job); break;
+    case 2: narrow_planes<2, Two>(p, n, job); break;
+    case 3: narrow_planes<3, Two>(p, n, job); break;
+    case 4: narrow_planes<4, Two>(p, n, job); break;
+    case 5: narrow_planes<5, Two>(p, n, job); break;
+    case 6: narrow_planes<6, Two>(p, n, job); break;
+    case 7: narrow_planes<7, Two>(p, n, job); break;
+    case 8: narrow_planes<8, Two>(p, n, job); break;
+    case 9: narrow_planes<9, Two>(p, n, job); break;
+    case 10: narrow_planes<10, Two>(p, n, job); break;
+    case 11: narrow_planes<11, Two>(p, n, job); break;
+    case 12: narrow_planes<12, Two>(p, n, job); break;
+    case 13: narrow_planes<13, Two>(p, n, job); break;
+    case 14: narrow_planes<14, Two>(p, n, job); break;
+    case 15: narrow_planes<15, Two>(p, n, job); break;
+    default: narrow_planes<16, Two>(p, n, job); break;
+    }
+}
+
+// Planes [b, e) of a pass, job(i) describing plane i: two at a time where
+// they fit one vector.
+template <class Job>
+CONV_TARGET_AVX512 void narrow_range(const PlaneShape &p, const NarrowPlan &n, int64_t b,
+                                     int64_t e, Job &&job) {
+    int64_t i = b;
+    if (p.ow <= kVec / 2)
+        for (; i + 2 <= e; i += 2) {
+            const PlaneJob two[2] = {job(i), job(i + 1)};
+            narrow_planes_any<true>(p, n, two);
+        }
+    for (; i < e; ++i) {
+        const PlaneJob one = job(i);
+        narrow_planes_any<false>(p, n, &one);
     }
 }
 
@@ -668,7 +795,12 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
             return PlaneJob{x + (n * C + k / M) * in_plane, y + item * out_plane, w + k * kK * kK,
                             bias ? bias[k] : 0.0f, false, relu};
         };
+        const NarrowPlan narrow = narrow_plan(p);
         for_plane_ranges(pool, threads, N * K, in_plane + out_plane, [&](int64_t b, int64_t e) {
+            if (narrow.ok) {
+                narrow_range(p, narrow, b, e, job);
+                return;
+            }
             if (!flat.vectors) {
                 for (int64_t i = b; i < e; ++i) forward_plane(p, job(i));
                 return;
@@ -697,6 +829,18 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         }
         const PlaneShape p = backward_data_shape(g);
         const FlatPlan flat = flat_plan(p);
+        const NarrowPlan narrow = narrow_plan(p);
+        if (narrow.ok && M == 1) {  // one dy plane per dx plane: narrow_range pairs them
+            NarrowPlan flipped = narrow;
+            flipped.flip = true;
+            const auto job = [&](int64_t item) {
+                return PlaneJob{y + item * out_plane, x + item * in_plane, w + item % C * kK * kK,
+                                0.0f, false, false};
+            };
+            for_plane_ranges(pool, threads, N * C, in_plane + out_plane,
+                             [&](int64_t b, int64_t e) { narrow_range(p, flipped, b, e, job); });
+            return;
+        }
         for_planes(
             pool, threads, N * C, in_plane + M * out_plane, [&](int64_t item, int) {
                 const int64_t n = item / C, c = item % C;
@@ -706,7 +850,9 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
                     for (int i = 0; i < kK * kK; ++i) flipped[i] = w[k * kK * kK + kK * kK - 1 - i];
                     const PlaneJob job{y + (n * K + k) * out_plane, x + item * in_plane, flipped,
                                        0.0f, m > 0, false};
-                    if (flat.vectors)
+                    if (narrow.ok)
+                        narrow_planes_any<false>(p, narrow, &job);
+                    else if (flat.vectors)
                         flat_planes<1>(flat, &job);
                     else
                         forward_plane(p, job);
