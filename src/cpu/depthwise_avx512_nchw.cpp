@@ -10,7 +10,10 @@
 //
 // Stride 2 loads 32 input columns and splits them into even and odd ones
 // with vpermt2ps: a stride-2 window over a row is a stride-1 window over
-// its halves. Small "same" planes (14x14, 7x7) are computed flat (FlatPlan).
+// its halves. Narrow planes (stride 1, up to 16x16: 14x14, 7x7) run whole
+// in registers (NarrowPlan); other small "same" planes are computed flat
+// (FlatPlan). Backward-filter on planes up to 14x14 goes to
+// depthwise_avx512_blocked.cpp.
 //
 // Backward-data at stride 1 is the forward plane convolution of dy with the
 // flipped kernel (padding K - 1 - pad); at stride 2 it splits dx columns by
