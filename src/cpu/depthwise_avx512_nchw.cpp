@@ -42,7 +42,8 @@ constexpr int kRowsS1 = 8;      // forward, stride 1
 constexpr int kRowsS2 = 6;      // forward, stride 2
 constexpr int kFilterRows = 4;  // backward-filter (its 9 sums take the weights' place)
 constexpr int kMaxRows = 8;
-constexpr int kNarrowRows = 16;  // narrow planes: output rows kept in registers
+constexpr int kNarrowRows = 16;    // narrow planes: output rows kept in registers
+constexpr int kNarrowRowsS2 = 14;  // at stride 2 (4 more registers for the split)
 constexpr int kMaxInRows = (kMaxRows - 1) * 2 + kK;  // input rows one block reads
 
 // A 2-D plane convolution out[oh][ow] = init + sum over kh, kw of
@@ -341,21 +342,39 @@ CONV_TARGET_AVX512 void forward_block_any(int rows, const PlaneShape &p, const P
 // more than the FMAs on these planes.
 struct NarrowPlan {
     bool ok = false;
-    bool flip = false;          // the window rotated (backward-data): tap i reads w[8 - i]
-    __mmask16 load[kK], store;  // output lanes whose tap column is inside the row; the row
-    int64_t off[kK];            // input column of tap kw for output column 0
+    bool flip = false;  // the window rotated (backward-data): tap i reads w[8 - i]
+    __mmask16 store;    // the output row's lanes
+    // Stride 1: tap kw reads input column off[kw] + j for output column j,
+    // inside the row on lanes load[kw].
+    __mmask16 load[kK];
+    int64_t off[kK];
+    // Stride 2: from input column col[0] (taps 0 and 1: even and odd
+    // columns) and col[1] (tap 2: even), 32 columns in two loads: lanes
+    // inside the row la[i] for the first 16, lb[i] for the next.
+    __mmask16 la[2], lb[2];
+    int64_t col[2];
 };
 
 NarrowPlan narrow_plan(const PlaneShape &p) {
     NarrowPlan n;
-    if (p.s != 1 || p.oh > kNarrowRows || p.ow > kVec || p.oh < 1) return n;
+    // Stride 2 only two planes at a time (rows at most 8 wide). Measured
+    // (1 thread, interleaved, against forward_block_s2): 14x14 -> 7x7
+    // 0.030 -> 0.023 ms at batch 1, 0.24 -> 0.19 at batch 8; but one
+    // plane of 28x28 -> 14x14 0.030 -> 0.042 (its pad-1 kernel reads
+    // half the columns per output row).
+    const int rows = p.s == 1 ? kNarrowRows : kNarrowRowsS2;
+    const int64_t width = p.s == 1 ? kVec : kVec / 2;
+    if (p.oh > rows || p.ow > width || p.oh < 1) return n;
     n.ok = true;
-    n.store = (__mmask16)((1u << p.ow) - 1u);
+    n.store = first_lanes(p.ow);
     for (int kw = 0; kw < kK; ++kw) {
         n.off[kw] = kw - p.pl;
-        const int64_t lo = std::clamp<int64_t>(-n.off[kw], 0, kVec);
-        const int64_t hi = std::clamp<int64_t>(p.iw - n.off[kw], lo, kVec);
-        n.load[kw] = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u) & n.store);
+        n.load[kw] = lane_range(-n.off[kw], p.iw - n.off[kw]) & n.store;
+    }
+    for (int i = 0; i < 2; ++i) {
+        n.col[i] = 2 * i - p.pl;
+        n.la[i] = lane_range(-n.col[i], p.iw - n.col[i]);
+        n.lb[i] = lane_range(-n.col[i] - kVec, p.iw - n.col[i] - kVec);
     }
     return n;
 }
@@ -370,7 +389,11 @@ CONV_TARGET_AVX512 inline __m512 halves(float a, float b) {
 // One plane, or two (Two) side by side in the vectors' halves when rows
 // are at most 8 wide: lanes 8-15 hold the second plane, loaded from 8
 // floats before its row under the mask shifted up 8 lanes.
-template <int R, bool Two>
+//
+// Stride 2 splits 32 input columns into even and odd ones (vpermt2ps); with
+// two planes, 16 columns of each: lanes 0-7 the first plane's even (odd)
+// columns, lanes 8-15 the second's.
+template <int R, bool Two, int S>
 CONV_TARGET_AVX512 void narrow_planes(const PlaneShape &p, const NarrowPlan &n,
                                       const PlaneJob *job) {
     constexpr int kHalf = kVec / 2;
@@ -390,21 +413,36 @@ CONV_TARGET_AVX512 void narrow_planes(const PlaneShape &p, const NarrowPlan &n,
         acc[r] = _mm512_maskz_loadu_ps(n.store, job[0].out + r * p.ow);
         if (Two) acc[r] = _mm512_mask_loadu_ps(acc[r], store2, job[1].out + r * p.ow - kHalf);
     }
-#pragma GCC unroll 18
-    for (int t = 0; t < R + kK - 1; ++t) {
+#pragma GCC unroll 32
+    for (int t = 0; t < (R - 1) * S + kK; ++t) {
         const int64_t ih = t - p.pt;
         if (ih < 0 || ih >= p.ih) continue;
+        const float *row = job[0].in + ih * p.iw;
         __m512 v[kK];
-        for (int kw = 0; kw < kK; ++kw) {
-            v[kw] = _mm512_maskz_loadu_ps(n.load[kw], job[0].in + ih * p.iw + n.off[kw]);
-            if (Two)
-                v[kw] = _mm512_mask_loadu_ps(v[kw], (__mmask16)(n.load[kw] << kHalf),
-                                             job[1].in + ih * p.iw + n.off[kw] - kHalf);
+        if (S == 1) {
+            for (int kw = 0; kw < kK; ++kw) {
+                v[kw] = _mm512_maskz_loadu_ps(n.load[kw], row + n.off[kw]);
+                if (Two)
+                    v[kw] = _mm512_mask_loadu_ps(v[kw], (__mmask16)(n.load[kw] << kHalf),
+                                                 job[1].in + ih * p.iw + n.off[kw] - kHalf);
+            }
+        } else {
+            // The second 16 columns: the next ones of this row, or the
+            // other plane's first 16.
+            const float *next = Two ? job[1].in + ih * p.iw : row + kVec;
+            __m512 x[4];
+            for (int i = 0; i < 2; ++i) {
+                x[2 * i] = _mm512_maskz_loadu_ps(n.la[i], row + n.col[i]);
+                x[2 * i + 1] = _mm512_maskz_loadu_ps(Two ? n.la[i] : n.lb[i], next + n.col[i]);
+            }
+            v[0] = _mm512_permutex2var_ps(x[0], even_lanes(), x[1]);
+            v[1] = _mm512_permutex2var_ps(x[0], odd_lanes(), x[1]);
+            v[2] = _mm512_permutex2var_ps(x[2], even_lanes(), x[3]);
         }
         __asm__("" : "+v"(v[0]), "+v"(v[1]), "+v"(v[2]));  // loaded once, see forward_vectors
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
-            const int kh = t - r;
+            const int kh = t - S * r;
             if (kh < 0 || kh >= kK) continue;
             for (int kw = 0; kw < kK; ++kw)
                 acc[r] = _mm512_fmadd_ps(w[kh * kK + kw], v[kw], acc[r]);
@@ -418,27 +456,36 @@ CONV_TARGET_AVX512 void narrow_planes(const PlaneShape &p, const NarrowPlan &n,
     }
 }
 
+template <bool Two, int S>
+CONV_TARGET_AVX512 void narrow_planes_rows(const PlaneShape &p, const NarrowPlan &n,
+                                           const PlaneJob *job) {
+    switch (p.oh) {
+    case 1: narrow_planes<1, Two, S>(p, n, job); break;
+    case 2: narrow_planes<2, Two, S>(p, n, job); break;
+    case 3: narrow_planes<3, Two, S>(p, n, job); break;
+    case 4: narrow_planes<4, Two, S>(p, n, job); break;
+    case 5: narrow_planes<5, Two, S>(p, n, job); break;
+    case 6: narrow_planes<6, Two, S>(p, n, job); break;
+    case 7: narrow_planes<7, Two, S>(p, n, job); break;
+    case 8: narrow_planes<8, Two, S>(p, n, job); break;
+    case 9: narrow_planes<9, Two, S>(p, n, job); break;
+    case 10: narrow_planes<10, Two, S>(p, n, job); break;
+    case 11: narrow_planes<11, Two, S>(p, n, job); break;
+    case 12: narrow_planes<12, Two, S>(p, n, job); break;
+    case 13: narrow_planes<13, Two, S>(p, n, job); break;
+    case 14: narrow_planes<14, Two, S>(p, n, job); break;
+    case 15: narrow_planes<15, Two, S>(p, n, job); break;
+    default: narrow_planes<16, Two, S>(p, n, job); break;
+    }
+}
+
 template <bool Two>
 CONV_TARGET_AVX512 void narrow_planes_any(const PlaneShape &p, const NarrowPlan &n,
                                           const PlaneJob *job) {
-    switch (p.oh) {
-    case 1: narrow_planes<1, Two>(p, n, job); break;
-    case 2: narrow_planes<2, Two>(p, n, job); break;
-    case 3: narrow_planes<3, Two>(p, n, job); break;
-    case 4: narrow_planes<4, Two>(p, n, job); break;
-    case 5: narrow_planes<5, Two>(p, n, job); break;
-    case 6: narrow_planes<6, Two>(p, n, job); break;
-    case 7: narrow_planes<7, Two>(p, n, job); break;
-    case 8: narrow_planes<8, Two>(p, n, job); break;
-    case 9: narrow_planes<9, Two>(p, n, job); break;
-    case 10: narrow_planes<10, Two>(p, n, job); break;
-    case 11: narrow_planes<11, Two>(p, n, job); break;
-    case 12: narrow_planes<12, Two>(p, n, job); break;
-    case 13: narrow_planes<13, Two>(p, n, job); break;
-    case 14: narrow_planes<14, Two>(p, n, job); break;
-    case 15: narrow_planes<15, Two>(p, n, job); break;
-    default: narrow_planes<16, Two>(p, n, job); break;
-    }
+    if (p.s == 1)
+        narrow_planes_rows<Two, 1>(p, n, job);
+    else
+        narrow_planes_rows<Two, 2>(p, n, job);
 }
 
 // Planes [b, e) of a pass, job(i) describing plane i: two at a time where
