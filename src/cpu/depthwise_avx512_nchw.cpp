@@ -40,7 +40,10 @@ constexpr int kVec = 16;     // floats per zmm
 // 32 registers: GCC spills beyond about 24.
 constexpr int kRowsS1 = 8;      // forward, stride 1
 constexpr int kRowsS2 = 6;      // forward, stride 2
-constexpr int kFilterRows = 4;  // backward-filter (its 9 sums take the weights' place)
+// Backward-filter: its 9 sums take the weights' place; 6 rows instead of 4
+// measured 5-10% faster (fewer blocks to set up: 1 thread, 28x28 0.089 ->
+// 0.080 ms, 56x56 stride 2 0.077 -> 0.073, 56x56 0.149 -> 0.142).
+constexpr int kFilterRows = 6;
 constexpr int kMaxRows = 8;
 constexpr int kNarrowRows = 16;    // narrow planes: output rows kept in registers
 constexpr int kNarrowRowsS2 = 14;  // at stride 2 (4 more registers for the split)
