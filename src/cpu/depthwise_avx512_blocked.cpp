@@ -18,7 +18,6 @@
 // reductions and the masks (see dw_blocked_covers).
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "core/checked.h"
 #include "cpu/avx512.h"
@@ -69,20 +68,26 @@ struct ChannelMasks {
     }
 };
 
+// Tile positions [from, to) to zero.
+CONV_TARGET_AVX512 inline void zero_positions(float *tile, int64_t from, int64_t to) {
+    for (int64_t q = from; q < to; ++q) _mm512_store_ps(tile + q * kVec, _mm512_setzero_ps());
+}
+
+// Zeroes the positions of the tile outside an h x w plane (once per work
+// item: load_tile writes only the plane's positions).
+CONV_TARGET_AVX512 void zero_border(const Tile &t, int64_t h, int64_t w, float *tile) {
+    zero_positions(tile, 0, t.top * t.cols);
+    for (int64_t r = t.top; r < t.top + h; ++r) {
+        zero_positions(tile, r * t.cols, r * t.cols + t.left);
+        zero_positions(tile, r * t.cols + t.left + w, (r + 1) * t.cols);
+    }
+    zero_positions(tile, (t.top + h) * t.cols, t.rows * t.cols);
+}
+
 // The cb (<= 16) planes at `planes` (plane_stride floats apart, h x w) into
-// the tile: positions outside the planes and lanes >= cb zero.
+// the tile's plane positions, lanes >= cb zero.
 CONV_TARGET_AVX512 void load_tile(const float *planes, int64_t plane_stride, int cb, int64_t h,
                                   int64_t w, const Tile &t, float *tile) {
-    const auto zero_run = [](float *at, int64_t positions) {  // plain stores, no intrinsics
-        std::memset(at, 0, (size_t)positions * kVec * sizeof(float));
-    };
-    // The border: rows above and below, columns left and right.
-    zero_run(tile, t.top * t.cols);
-    zero_run(tile + (t.top + h) * t.cols * kVec, (t.rows - t.top - h) * t.cols);
-    for (int64_t r = t.top; r < t.top + h && t.cols > w; ++r) {
-        zero_run(tile + r * t.cols * kVec, t.left);
-        zero_run(tile + (r * t.cols + t.left + w) * kVec, t.cols - t.left - w);
-    }
     const ChannelMasks cm(cb);
     const int64_t size = h * w;
     int64_t r = 0, c = 0;  // plane position of q0
@@ -145,6 +150,7 @@ CONV_TARGET_AVX512 void filter_item(const BlockedShape &b, const ConvGeometry &g
     __m512 sums[2][kK * kK];
     for (auto &set : sums)
         for (auto &v : set) v = _mm512_setzero_ps();
+    zero_border(b.src, b.ih, b.iw, tile);
     for (int64_t n = 0; n < g.n; ++n) {
         load_tile(x + (n * g.c + c0) * in_plane, in_plane, cb, b.ih, b.iw, b.src, tile);
         load_tile(dy + (n * g.c + c0) * out_plane, out_plane, cb, b.oh, b.ow,
