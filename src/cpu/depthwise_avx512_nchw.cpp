@@ -10,8 +10,9 @@
 //
 // Stride 2 loads 32 input columns and splits them into even and odd ones
 // with vpermt2ps: a stride-2 window over a row is a stride-1 window over
-// its halves. Narrow planes (stride 1, up to 16x16: 14x14, 7x7) run whole
-// in registers (NarrowPlan); other small "same" planes are computed flat
+// its halves. Narrow planes (stride 1 up to 16x16: 14x14, 7x7; stride 2
+// with output rows up to 8 wide) run whole in registers (NarrowPlan), two
+// planes per vector where they fit; other small "same" planes are computed flat
 // (FlatPlan). Backward-filter on planes up to 14x14 goes to
 // depthwise_avx512_blocked.cpp.
 //
