@@ -7,12 +7,15 @@
  * window, stride 1 and 2 (and 3), asymmetric padding 0..4 (so also wider
  * than the window), dilation, bias and ReLU, both layouts, 1-3 spatial
  * dims, batch 1..3, all three passes,
- * 1-3 threads, and workspaces of exactly the size the library asks for.
+ * 1-3 threads, and workspaces of exactly the size the library asks for;
+ * backward-filter's sums do not depend on the thread count.
  *
  * Integer data in [-3, 3] makes every sum exact in fp32, so most checks
  * are exact; some problems use real data within a rounding tolerance.
  * A failure prints its seed; CONV_TEST_SEED=<seed> CONV_TEST_COUNT=1 reruns it.
  */
+#include <stdlib.h>
+
 #include "test_util.h"
 
 /* Widths that straddle the kernels' 16-lane vectors and 8-pixel blocks. */
@@ -127,6 +130,60 @@ static void test_mobilenet_like(void **state)
         }
 }
 
+/* Backward-filter on small channels-first planes (the 16-channel-block
+ * kernel of depthwise_avx512_blocked.cpp): channel counts with and without
+ * a tail block, both strides, odd planes and asymmetric padding, real data;
+ * each matches the reference, and 1, 2 and 3 threads give the same bits
+ * (one channel block sums the whole batch in one order). */
+static void test_filter_sums_by_threads(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t c, h, w, stride, pad_b, pad_e;
+    } layers[] = {{512, 14, 14, 1, 1, 1}, {1024, 7, 7, 1, 1, 1}, {40, 14, 14, 2, 1, 1},
+                  {17, 9, 11, 1, 0, 2}, {33, 7, 5, 2, 2, 0}, {5, 3, 1, 1, 1, 1}};
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        int64_t in[2] = {layers[i].h, layers[i].w}, kernel[2] = {3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, 3, layers[i].c, layers[i].c, in, kernel);
+        tp.p.groups = layers[i].c;
+        tp.bias = 1;
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = layers[i].stride;
+            tp.desc_pad_begin[a] = layers[i].pad_b;
+            tp.desc_pad_end[a] = layers[i].pad_e;
+        }
+        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        assert_true(tu_resolve(&tp));
+        void *first = NULL;
+        for (int t = 0; t < 3; t++) {
+            tu_rng r;
+            tu_seed(&r, 77 + i); /* the same data for every thread count */
+            tu_case c;
+            conv_desc_t d;
+            char msg[512];
+            assert_ok(tu_case_make(&c, tu_contexts[t], &tp, 0));
+            assert_ok(tu_make_desc(&tp, CONV_OP_BACKWARD_FILTER, &d));
+            tu_case_fill(&c, CONV_OP_BACKWARD_FILTER, &r, 1);
+            if (tu_case_run(&c, tu_contexts[t], d, CONV_OP_BACKWARD_FILTER, NULL) !=
+                CONV_STATUS_SUCCESS)
+                fail_msg("layer %zu, %d threads: %s", i, t + 1, conv_last_error());
+            if (tu_case_check(&c, CONV_OP_BACKWARD_FILTER, 0, msg, sizeof msg))
+                fail_msg("layer %zu, %d threads: %s", i, t + 1, msg);
+            if (!first) {
+                first = malloc(c.w.bytes);
+                assert_non_null(first);
+                tu_copy(first, c.w.data, c.w.bytes);
+            } else if (!tu_same(first, c.w.data, c.w.bytes)) {
+                fail_msg("layer %zu: dw with %d threads differs from 1 thread", i, t + 1);
+            }
+            conv_desc_destroy(d);
+            tu_case_free(&c);
+        }
+        free(first);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_any_shape_exact),
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_mobilenet_like),
+        cmocka_unit_test(test_filter_sums_by_threads),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

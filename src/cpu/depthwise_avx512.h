@@ -29,4 +29,10 @@ bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t op);
 size_t dw_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_nhwc_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
+// Channels-first small planes through 16-channel blocks
+// (depthwise_avx512_blocked.cpp); preferred over dw_nchw_* where it covers.
+bool dw_blocked_covers(const ConvGeometry &g, conv_op_t op);
+size_t dw_blocked_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+void dw_blocked_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
 }  // namespace conv::cpu
