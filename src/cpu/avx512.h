@@ -42,14 +42,17 @@ CONV_TARGET_AVX512 inline __m512i odd_lanes() {
 }
 
 // Transposes 16 rows of 16 floats in registers: v[u] lane t <- v[t] lane u.
+// (Unrolled: the arrays must stay in registers.)
 CONV_TARGET_AVX512 inline void transpose16(__m512 v[16]) {
     __m512 t[16];
     // Rows 2i and 2i+1 interleaved: in each 128-bit lane, a0 b0 a1 b1 / a2 b2 a3 b3.
+#pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
         t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
         t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
     }
     // v[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j.
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
         v[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
         v[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
@@ -57,6 +60,7 @@ CONV_TARGET_AVX512 inline void transpose16(__m512 v[16]) {
         v[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
     }
     // Column 4L + j gathers lane L of v[j], v[4 + j], v[8 + j], v[12 + j].
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
         const __m512 u0 = _mm512_shuffle_f32x4(v[j], v[4 + j], 0x88);  // L0, L2 of both
         const __m512 u1 = _mm512_shuffle_f32x4(v[j], v[4 + j], 0xDD);  // L1, L3
@@ -67,6 +71,7 @@ CONV_TARGET_AVX512 inline void transpose16(__m512 v[16]) {
         t[4 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
         t[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
     }
+#pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) v[i] = t[i];
 }
 

@@ -23,31 +23,6 @@ CONV_TARGET_AVX512 inline __m512 widen16(__mmask16 mask, const bf16_t *p) {
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
 }
 
-// 16 vectors of 16 floats transposed in place: r[i][j] <- r[j][i].
-CONV_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {  // per 128-bit lane: a0 b0 a1 b1 | a2 b2 a3 b3
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {  // r[4g + q], lane L: rows 4g..4g+3 of column 4L + q
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-    }
-    for (int q = 0; q < 4; ++q) {  // the 4x4 transpose of 128-bit lanes
-        __m512 e = _mm512_shuffle_f32x4(r[q], r[4 + q], 0x44),
-               f = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0x44);
-        __m512 g = _mm512_shuffle_f32x4(r[q], r[4 + q], 0xee),
-               h = _mm512_shuffle_f32x4(r[8 + q], r[12 + q], 0xee);
-        r[q] = _mm512_shuffle_f32x4(e, f, 0x88);
-        r[4 + q] = _mm512_shuffle_f32x4(e, f, 0xdd);
-        r[8 + q] = _mm512_shuffle_f32x4(g, h, 0x88);
-        r[12 + q] = _mm512_shuffle_f32x4(g, h, 0xdd);
-    }
-}
-
 // Packs rows [i0, i0+mc) x reduction [k0, k0+kc) of A, widened to float,
 // in micro-panels of kMR rows (kKC * kMR floats each) laid out the way A's
 // memory is read fastest: A(i, k) = p[i * ld + k] row by row ([row][k], row

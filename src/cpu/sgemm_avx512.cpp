@@ -118,39 +118,6 @@ CONV_TARGET_AVX512 inline void load_rows(__m512 t[16], const float *s, int64_t l
         t[i] = i < rows ? _mm512_maskz_loadu_ps(lanes, s + i * ld) : _mm512_setzero_ps();
 }
 
-// Transposes the 16 x 16 matrix whose rows are t[0..15], in place: 4-element
-// interleaves within 128-bit lanes, then whole-lane shuffles.
-CONV_TARGET_AVX512 inline void transpose16(__m512 t[16]) {
-    __m512 u[16];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-        u[2 * i] = _mm512_unpacklo_ps(t[2 * i], t[2 * i + 1]);
-        u[2 * i + 1] = _mm512_unpackhi_ps(t[2 * i], t[2 * i + 1]);
-    }
-    // t[4i + j]: rows 4i..4i+3, element j of each 128-bit lane (columns j, 4+j, 8+j, 12+j)
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-        t[4 * i] = _mm512_shuffle_ps(u[4 * i], u[4 * i + 2], 0x44);
-        t[4 * i + 1] = _mm512_shuffle_ps(u[4 * i], u[4 * i + 2], 0xee);
-        t[4 * i + 2] = _mm512_shuffle_ps(u[4 * i + 1], u[4 * i + 3], 0x44);
-        t[4 * i + 3] = _mm512_shuffle_ps(u[4 * i + 1], u[4 * i + 3], 0xee);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-        u[j] = _mm512_shuffle_f32x4(t[j], t[4 + j], 0x88);
-        u[4 + j] = _mm512_shuffle_f32x4(t[j], t[4 + j], 0xdd);
-        u[8 + j] = _mm512_shuffle_f32x4(t[8 + j], t[12 + j], 0x88);
-        u[12 + j] = _mm512_shuffle_f32x4(t[8 + j], t[12 + j], 0xdd);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-        t[j] = _mm512_shuffle_f32x4(u[j], u[8 + j], 0x88);
-        t[8 + j] = _mm512_shuffle_f32x4(u[j], u[8 + j], 0xdd);
-        t[4 + j] = _mm512_shuffle_f32x4(u[4 + j], u[12 + j], 0x88);
-        t[12 + j] = _mm512_shuffle_f32x4(u[4 + j], u[12 + j], 0xdd);
-    }
-}
-
 // Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of op(A) into panels of kMr
 // rows (the last one narrower): panel by panel, kMr values per step of k.
 CONV_TARGET_AVX512 void pack_a(bool trans, const float *a, int64_t lda, int64_t i0, int64_t mc,
