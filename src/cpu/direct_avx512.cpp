@@ -1,0 +1,513 @@
+// direct_avx512: 1-D and 2-D convolutions (forward, and backward-data at
+// stride 1) as direct register tiles with the OUTPUT CHANNELS in the vector
+// -- the shape of oneDNN's jit_avx512_common / brgemm forward kernels, the
+// design opposite to implicit_gemm's (positions in the vector).
+//
+// A register tile is NV vectors of 16 consecutive destination channels x UR
+// consecutive positions of one output row (NV x UR <= 28 accumulators: 4 x 7,
+// 2 x 14, ...; chosen per problem by a cost model, choose_tile). Per (source
+// channel, tap) it loads NV aligned weight vectors and FMAs each with UR
+// broadcast source scalars ({1to16} operands): no lane is wasted on a small
+// plane, and no load straddles a cache line.
+//
+// - Weights are packed into [group][K/16][C][tap][16] (zero past K; for
+//   backward-data the filters rotated by 180 degrees and transposed,
+//   [C/16][K][tap][16]): per call into the workspace, or once per plan
+//   (prepare_weights). Per call the packing reads and writes the filter
+//   once: 2.4 MB on 512->512 3x3, about 2-3% of that layer's fp32 forward
+//   at batch 1 on one thread.
+// - The source (x, or dy) is copied once per call into zero-padded,
+//   channel-major planes whose rows are split into their `stride_w` column
+//   phases, so the broadcasts of a tile are consecutive scalars at any
+//   stride and channels-last sources need nothing else.
+// - Channels are summed in blocks (an L1-sized share of the item's source
+//   rows and weights); each output's sum runs on in registers within a
+//   block and through the item's tile buffer between blocks -- one running
+//   sum, or under CONV_MATH_STRICT blocks of at most 32 channels summed from
+//   zero and then added (two-level summation, as implicit_gemm's kStrictBlock).
+// - Finished sums get bias + ReLU and are written out: transposed into
+//   channels-first rows, straight for channels-last.
+// Every output is a plain dot product, in an order that does not depend on
+// the thread count: a strict context may choose it, and it is deterministic.
+// Without AVX-512, or in float64, the same tiles run through portable C++.
+#include <array>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "core/checked.h"
+#include "core/dtype.h"
+#include "cpu/algorithm.h"
+#include "cpu/avx512.h"
+#include "cpu/isa.h"
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int kMaxVectors = 4;         // channel vectors per register tile
+constexpr int kMaxPositions = 14;      // positions per register tile
+constexpr int kRegisters = 32;         // zmm
+constexpr int kAccumulators = 28;      // the most a tile holds
+constexpr int64_t kItemSums = 4096;    // a work item's sums (its tile buffer): 16 KiB of fp32
+constexpr int64_t kL1Budget = 24 << 10; // bytes of source and weights a channel block reads
+constexpr int64_t kStrictBlock = 32;   // source channels summed apart under CONV_MATH_STRICT
+
+// Per tile the accumulators, the NV weight vectors and one broadcast must
+// fit the 32 registers (4 x 7 spilled an accumulator in the inner loop).
+int max_positions(int nv) { return std::min(kMaxPositions, (kRegisters - 1 - nv) / nv); }
+
+// The correlation both passes reduce to: destination channel m of group gi at
+// (oh, ow) = sum over source channels c of the group and taps (r, s) of
+// weight(m, c, r, s) * padded_source(c, oh * sh + r * dh, ow * sw + s * dw).
+struct Shape {
+    bool backward, last;
+    int64_t n, groups, cs, cd, csg, cdg;   // channels: total and per group
+    int64_t hs, ws, hd, wd;                // source and destination planes
+    int64_t kr, ks, dh, dw, sh, sw, top, left, taps;
+    int64_t hp, wq, plane;   // padded rows; width of a row's column phase; elements per channel
+    int64_t dvec;            // destination vectors per group: ceil(cdg / 16)
+    int64_t wvec;            // packed weights of one vector: csg * taps * 16
+    int nv, ur;              // the register tile: channel vectors x positions
+    int64_t seg, rows;       // a work item: up to `rows` rows of `seg` positions
+    int64_t cblock;          // source channels summed per pass over an item
+    size_t packed_at, steps_at, source_at, total;  // workspace, bytes
+};
+
+// Cycles of one (channel, tap) step of a tile of nv vectors x u positions:
+// 2 FMAs a cycle, 2 loads (weights and broadcasts) a cycle, and each
+// accumulator's 4-cycle FMA latency; a hair per load breaks ties toward
+// fewer loads.
+double step_cycles(int nv, int u) {
+    return std::max({nv * u / 2.0, (nv + u) / 2.0, 4.0}) + 0.01 * (nv + u);
+}
+
+// The tile (nv, ur) with the fewest modelled cycles for a whole row of
+// every channel vector: its full tiles, the row's remainder tile, and the
+// last, narrower channel block.
+void choose_tile(Shape &s) {
+    s.nv = s.ur = 1;  // where nothing is summed (no channels): sizes only
+    double best = 0;
+    for (int nv = 1; nv <= std::min<int64_t>(kMaxVectors, s.dvec); ++nv)
+        for (int u = 1; u <= std::min<int64_t>(max_positions(nv), s.wd); ++u) {
+            auto row = [&](int v) {
+                return (double)(s.wd / u) * step_cycles(v, u) +
+                       (s.wd % u ? step_cycles(v, (int)(s.wd % u)) : 0.0);
+            };
+            int64_t full = s.dvec / nv, rest = s.dvec % nv;
+            double cost = (double)full * row(nv) + (rest ? row((int)rest) : 0.0);
+            if (best == 0 || cost < best) best = cost, s.nv = nv, s.ur = u;
+        }
+}
+
+Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
+    Shape s;
+    s.backward = op == CONV_OP_BACKWARD_DATA;
+    s.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    s.n = g.n, s.groups = g.groups;
+    s.kr = g.kernel[1], s.ks = g.kernel[2], s.dh = g.dilation[1], s.dw = g.dilation[2];
+    s.taps = s.kr * s.ks;
+    if (!s.backward) {
+        s.cs = g.c, s.cd = g.k, s.hs = g.in[1], s.ws = g.in[2], s.hd = g.out[1], s.wd = g.out[2];
+        s.sh = g.stride[1], s.sw = g.stride[2], s.top = g.pad_begin[1], s.left = g.pad_begin[2];
+    } else {  // stride 1: dx = dy, padded so that every tap lands, with rotated filters
+        s.cs = g.k, s.cd = g.c, s.hs = g.out[1], s.ws = g.out[2], s.hd = g.in[1], s.wd = g.in[2];
+        s.sh = s.sw = 1;
+        s.top = (s.kr - 1) * s.dh - g.pad_begin[1];
+        s.left = (s.ks - 1) * s.dw - g.pad_begin[2];
+    }
+    s.csg = s.cs / s.groups, s.cdg = s.cd / s.groups;
+    s.hp = (s.hd - 1) * s.sh + (s.kr - 1) * s.dh + 1;
+    int64_t wp = (s.wd - 1) * s.sw + (s.ks - 1) * s.dw + 1;
+    s.wq = ceil_div(wp, s.sw);
+    s.plane = checked_mul(checked_mul(s.hp, s.sw, "workspace"), s.wq, "workspace");
+    s.dvec = ceil_div(s.cdg, kLanes);
+    s.wvec = checked_mul(checked_mul(s.csg, s.taps, "workspace"), kLanes, "workspace");
+    choose_tile(s);
+    const int64_t width = s.nv * kLanes;
+    s.seg = s.wd * width <= kItemSums ? s.wd : kItemSums / (width * s.ur) * s.ur;
+    s.rows = std::clamp<int64_t>(kItemSums / (width * s.seg), 1, s.hd);
+    // An item's channel reads: its source rows, and its weights.
+    int64_t span = (s.rows - 1) * s.sh + (s.kr - 1) * s.dh + 1;
+    int64_t per_channel = (span * s.sw * s.wq + width * s.taps) * (int64_t)es;
+    const int64_t most = strict ? std::min<int64_t>(s.csg, kStrictBlock) : s.csg;
+    s.cblock = std::clamp<int64_t>(kL1Budget / per_channel, std::min<int64_t>(8, most), most);
+    auto align = [](int64_t bytes) { return (size_t)round_up(bytes, 64); };
+    int64_t packed = checked_mul(checked_mul(s.groups * s.dvec, s.wvec, "workspace"), (int64_t)es,
+                                 "workspace");
+    int64_t source = checked_mul(checked_mul(s.n * s.cs, s.plane, "workspace"), (int64_t)es,
+                                 "workspace");
+    s.packed_at = 0;
+    s.steps_at = align(packed);
+    // Steps for the largest channel block either math mode takes.
+    s.source_at = s.steps_at + align(checked_mul(s.csg * s.taps, 16, "workspace"));
+    s.total = (size_t)checked_add((int64_t)s.source_at, source, "workspace");
+    return s;
+}
+
+// ---- preparation: packed weights, the padded source
+
+// Weight (m, c, tap) of group gi as the tiles read it -- destination
+// channel m, source channel c; for backward-data the filter w[c][m] rotated
+// -- lies at w[first(m, c) + tap * step].
+struct FilterWalk {
+    int64_t mstride, cstride, base, step;
+};
+
+FilterWalk filter_walk(const Shape &s, int64_t gi) {
+    const int64_t taps = s.taps;
+    if (!s.backward)  // w[gi * cdg + m][c][tap] or w[gi * cdg + m][tap][c]
+        return s.last ? FilterWalk{taps * s.csg, 1, gi * s.cdg * taps * s.csg, s.csg}
+                      : FilterWalk{s.csg * taps, taps, gi * s.cdg * s.csg * taps, 1};
+    // w[gi * csg + c][m][taps - 1 - tap] or w[gi * csg + c][taps - 1 - tap][m]
+    return s.last ? FilterWalk{1, taps * s.cdg, gi * s.csg * taps * s.cdg + (taps - 1) * s.cdg, -s.cdg}
+                  : FilterWalk{taps, s.cdg * taps, gi * s.csg * s.cdg * taps + taps - 1, -1};
+}
+
+// Vector v of group gi: [c][tap][16 destination channels], zero past cdg,
+// one source channel at a time (its 16 x taps block stays in L1: walking a
+// lane at a time over the whole vector cost 1.8 ns a weight on 512x512 3x3).
+template <class T>
+void pack_vector(const Shape &s, const T *w, int64_t gi, int64_t v, T *out) {
+    const FilterWalk f = filter_walk(s, gi);
+    const int64_t m0 = v * kLanes, lanes = std::min<int64_t>(kLanes, s.cdg - m0);
+    for (int64_t c = 0; c < s.csg; ++c) {
+        T *block = out + c * s.taps * kLanes;
+        for (int64_t l = 0; l < lanes; ++l) {
+            const T *from = w + f.base + (m0 + l) * f.mstride + c * f.cstride;
+            for (int64_t t = 0; t < s.taps; ++t) block[t * kLanes + l] = from[t * f.step];
+        }
+        for (int64_t t = 0; t < s.taps; ++t)
+            std::fill(block + t * kLanes + lanes, block + (t + 1) * kLanes, T(0));
+    }
+}
+
+template <class T>
+void pack_weights(const Shape &s, const T *w, T *packed, ThreadPool &pool, int threads) {
+    pool.parallel_for(
+        s.groups * s.dvec,
+        [&](int64_t i, int) { pack_vector(s, w, i / s.dvec, i % s.dvec, packed + i * s.wvec); },
+        threads);
+}
+
+// One source channel (first element at `src`, positions `ps` apart) into
+// its padded plane: row i, column phase p, column j holds source (i - top,
+// j * sw + p - left), zero outside.
+template <class T>
+void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
+    for (int64_t i = 0; i < s.hp; ++i)
+        for (int64_t p = 0; p < s.sw; ++p) {
+            T *row = out + (i * s.sw + p) * s.wq;
+            int64_t sr = i - s.top;
+            if (sr < 0 || sr >= s.hs) {
+                std::fill(row, row + s.wq, T(0));
+                continue;
+            }
+            const T *in = src + sr * s.ws * ps;
+            int64_t first = p - s.left;  // source column of j = 0
+            int64_t lo = first >= 0 ? 0 : ceil_div(-first, s.sw);
+            int64_t hi = first >= s.ws ? 0 : (s.ws - 1 - first) / s.sw + 1;
+            lo = std::min(lo, s.wq);
+            hi = std::clamp(hi, lo, s.wq);
+            std::fill(row, row + lo, T(0));
+            if (s.sw == 1 && ps == 1)
+                std::memcpy(row + lo, in + first + lo, (size_t)(hi - lo) * sizeof(T));
+            else
+                for (int64_t j = lo; j < hi; ++j) row[j] = in[(first + j * s.sw) * ps];
+            std::fill(row + hi, row + s.wq, T(0));
+        }
+}
+
+template <class T>
+void pad_source(const Shape &s, const T *src, T *source, ThreadPool &pool, int threads) {
+    const int64_t image = s.cs * s.hs * s.ws;
+    const int64_t cstride = s.last ? 1 : s.hs * s.ws, ps = s.last ? s.cs : 1;
+    pool.parallel_for(
+        s.n * s.cs,
+        [&](int64_t i, int) {
+            pad_channel(s, src + i / s.cs * image + i % s.cs * cstride, ps, source + i * s.plane);
+        },
+        threads);
+}
+
+// ---- the register tiles
+
+// One (source channel, tap) of a channel block, relative to the block's
+// first channel: its offset in the padded source and in the packed weights.
+// One flat list, so the tiles run a single loop.
+struct Step {
+    int64_t x, w;
+};
+
+void block_steps(const Shape &s, Step *steps) {
+    for (int64_t c = 0; c < s.cblock; ++c)
+        for (int64_t r = 0; r < s.kr; ++r)
+            for (int64_t q = 0; q < s.ks; ++q) {
+                int64_t col = q * s.dw, t = r * s.ks + q;
+                steps[c * s.taps + t] = {c * s.plane + (r * s.dh * s.sw + col % s.sw) * s.wq + col / s.sw,
+                                         (c * s.taps + t) * kLanes};
+            }
+}
+
+// How a tile meets the sums of the channel blocks before it in `out`.
+enum class Mode { fresh, running, partial };
+
+struct Tile {
+    const void *x;       // the block's first channel at the tile's first position
+    const void *w;       // the block's weights of the tile's first vector
+    int64_t wvec;        // elements from one vector's weights to the next's
+    const Step *steps;
+    int64_t count;
+    void *out;           // sums: [position][NV * 16]
+    Mode mode;
+};
+
+template <class T>
+void tile_portable(const Tile &t, int nv, int ur) {
+    T acc[kAccumulators * kLanes];
+    const int width = nv * kLanes;
+    T *out = static_cast<T *>(t.out);
+    for (int i = 0; i < ur * width; ++i) acc[i] = t.mode == Mode::running ? out[i] : T(0);
+    const T *x = static_cast<const T *>(t.x), *w = static_cast<const T *>(t.w);
+    for (int64_t s = 0; s < t.count; ++s) {
+        const T *xs = x + t.steps[s].x, *ws = w + t.steps[s].w;
+        for (int i = 0; i < ur; ++i)
+            for (int v = 0; v < nv; ++v)
+                for (int l = 0; l < kLanes; ++l)
+                    acc[i * width + v * kLanes + l] += ws[v * t.wvec + l] * xs[i];
+    }
+    for (int i = 0; i < ur * width; ++i) out[i] = t.mode == Mode::partial ? out[i] + acc[i] : acc[i];
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+template <int NV, int UR>
+CONV_TARGET_AVX512 void tile_avx512(const Tile &t) {
+    if constexpr (NV * UR <= kAccumulators) {
+        float *out = static_cast<float *>(t.out);
+        __m512 acc[NV][UR];
+        for (int i = 0; i < UR; ++i)
+            for (int v = 0; v < NV; ++v)
+                acc[v][i] = t.mode == Mode::running ? _mm512_load_ps(out + (i * NV + v) * kLanes)
+                                                    : _mm512_setzero_ps();
+        const float *x = static_cast<const float *>(t.x), *w = static_cast<const float *>(t.w);
+        const int64_t wvec = t.wvec;
+        for (int64_t s = 0; s < t.count; ++s) {
+            const float *xs = x + t.steps[s].x, *ws = w + t.steps[s].w;
+            __m512 wv[NV];
+            for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_ps(ws + v * wvec);
+            for (int i = 0; i < UR; ++i) {
+                const __m512 b = _mm512_set1_ps(xs[i]);
+                for (int v = 0; v < NV; ++v) acc[v][i] = _mm512_fmadd_ps(wv[v], b, acc[v][i]);
+            }
+        }
+        for (int i = 0; i < UR; ++i)
+            for (int v = 0; v < NV; ++v) {
+                float *o = out + (i * NV + v) * kLanes;
+                __m512 a = t.mode == Mode::partial ? _mm512_add_ps(_mm512_load_ps(o), acc[v][i]) : acc[v][i];
+                _mm512_store_ps(o, a);
+            }
+    }
+}
+
+using TileFn = void (*)(const Tile &);
+
+template <int NV, int... U>
+constexpr std::array<TileFn, kMaxPositions> tile_row(std::integer_sequence<int, U...>) {
+    return {{&tile_avx512<NV, U + 1>...}};
+}
+
+const std::array<std::array<TileFn, kMaxPositions>, kMaxVectors> kTiles = {
+    tile_row<1>(std::make_integer_sequence<int, kMaxPositions>{}),
+    tile_row<2>(std::make_integer_sequence<int, kMaxPositions>{}),
+    tile_row<3>(std::make_integer_sequence<int, kMaxPositions>{}),
+    tile_row<4>(std::make_integer_sequence<int, kMaxPositions>{}),
+};
+#endif
+
+template <class T>
+void run_tile(const Tile &t, int nv, int ur) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (cpu_isa() == Isa::avx512) return kTiles[nv - 1][ur - 1](t);
+#endif
+    tile_portable<T>(t, nv, ur);
+}
+
+// ---- the store: sums [row][position][channel] -> bias, ReLU, destination
+
+struct Item {
+    int64_t oh0, rows, ow0, len;  // output rows and positions of the item
+    int64_t m0, width, valid;     // first destination channel (in the group), vectors' lanes, real ones
+};
+
+// `v < 0 ? 0 : v` (not max): a NaN stays NaN, as in epilogue.cpp.
+template <class T>
+T bias_relu(T v, T b, bool relu) {
+    v += b;
+    return relu && v < T(0) ? T(0) : v;
+}
+
+// dst: the image's group's channel 0; bias: the group's (or null).
+template <class T>
+void store_portable(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
+    const int64_t plane = s.hd * s.wd;
+    for (int64_t r = 0; r < it.rows; ++r)
+        for (int64_t j = 0; j < it.len; ++j) {
+            const T *in = sums + (r * it.len + j) * it.width;
+            int64_t q = (it.oh0 + r) * s.wd + it.ow0 + j;
+            for (int64_t m = 0; m < it.valid; ++m) {
+                int64_t ch = it.m0 + m;
+                T v = bias_relu(in[m], bias ? bias[ch] : T(0), relu);
+                dst[s.last ? q * s.cd + ch : ch * plane + q] = v;
+            }
+        }
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+// Channels-first: each channel's run of positions gathered out of the sums
+// (16 at a time, `width` apart) into one row store.
+CONV_TARGET_AVX512 void store_rows_avx512(const Shape &s, const Item &it, const float *sums,
+                                          float *dst, const float *bias, bool relu) {
+    const int64_t plane = s.hd * s.wd;
+    const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                                11, 12, 13, 14, 15),
+                                             _mm512_set1_epi32((int)it.width));
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t m = 0; m < it.valid; ++m) {
+        const int64_t ch = it.m0 + m;
+        const __m512 b = _mm512_set1_ps(bias ? bias[ch] : 0.0f);
+        for (int64_t r = 0; r < it.rows; ++r) {
+            float *row = dst + ch * plane + (it.oh0 + r) * s.wd + it.ow0;
+            const float *in = sums + r * it.len * it.width + m;
+            for (int64_t j = 0; j < it.len; j += kLanes) {
+                __mmask16 keep = first_lanes(it.len - j);
+                __m512 v = _mm512_mask_i32gather_ps(zero, keep, index, in + j * it.width, 4);
+                v = _mm512_add_ps(v, b);
+                if (relu) v = _mm512_max_ps(zero, v);  // NaN stays NaN (the second operand)
+                _mm512_mask_storeu_ps(row + j, keep, v);
+            }
+        }
+    }
+}
+#endif
+
+template <class T>
+void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (!s.last && cpu_isa() == Isa::avx512) return store_rows_avx512(s, it, sums, dst, bias, relu);
+#endif
+    store_portable(s, it, sums, dst, bias, relu);
+}
+
+// ---- the pass
+
+template <class T>
+void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+    const ConvGeometry &g = *args.g;
+    const Shape s = make_shape(g, args.op, sizeof(T), args.strict);
+    char *base = static_cast<char *>(ws);
+    const T *packed = static_cast<const T *>(args.prepared);
+    if (!packed) {
+        T *own = reinterpret_cast<T *>(base + s.packed_at);
+        pack_weights(s, static_cast<const T *>(args.w), own, pool, threads);
+        packed = own;
+    }
+    Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
+    block_steps(s, steps);
+    T *source = reinterpret_cast<T *>(base + s.source_at);
+    pad_source(s, static_cast<const T *>(s.backward ? args.y : args.x), source, pool, threads);
+
+    T *dst = static_cast<T *>(s.backward ? args.x : args.y);
+    const T *bias = s.backward ? nullptr : static_cast<const T *>(args.bias);
+    const bool relu = !s.backward && g.activation == CONV_ACTIVATION_RELU;
+    const int64_t plane = s.hd * s.wd, dst_image = s.cd * plane;
+    const int64_t kblocks = ceil_div(s.dvec, s.nv), segs = ceil_div(s.wd, s.seg);
+    // Fewer rows per item where the items would not keep every thread busy
+    // (the sums' order does not depend on the items: same results).
+    const int64_t others = s.n * s.groups * kblocks * segs;
+    const int64_t rows = std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others)));
+    const int64_t rgroups = ceil_div(s.hd, rows);
+    pool.parallel_for(
+        others * rgroups,
+        [&](int64_t item, int) {
+            int64_t sg = item % segs, rg = item / segs % rgroups, kb = item / segs / rgroups % kblocks;
+            int64_t gi = item / segs / rgroups / kblocks % s.groups;
+            int64_t n = item / segs / rgroups / kblocks / s.groups;
+            const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+            Item it;
+            it.oh0 = rg * rows, it.rows = std::min(rows, s.hd - it.oh0);
+            it.ow0 = sg * s.seg, it.len = std::min(s.seg, s.wd - it.ow0);
+            it.m0 = kb * s.nv * kLanes, it.width = nv * kLanes;
+            it.valid = std::min(it.width, s.cdg - it.m0);
+            alignas(64) T sums[kItemSums];
+            const T *w = packed + (gi * s.dvec + kb * s.nv) * s.wvec;
+            const T *x = source + (n * s.cs + gi * s.csg) * s.plane;
+            for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
+                Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, steps,
+                       std::min(s.cblock, s.csg - c0) * s.taps, nullptr,
+                       c0 == 0 ? Mode::fresh : args.strict ? Mode::partial : Mode::running};
+                for (int64_t r = 0; r < it.rows; ++r)
+                    for (int64_t j = 0; j < it.len; j += s.ur) {
+                        int64_t oh = it.oh0 + r, ow = it.ow0 + j;
+                        t.x = x + c0 * s.plane + oh * s.sh * s.sw * s.wq + ow;
+                        t.out = sums + (r * it.len + j) * it.width;
+                        run_tile<T>(t, nv, (int)std::min<int64_t>(s.ur, it.len - j));
+                    }
+            }
+            store_item(s, it, sums, dst + n * dst_image + gi * s.cdg * (s.last ? 1 : plane),
+                       bias ? bias + gi * s.cdg : nullptr, relu);
+        },
+        threads);
+}
+
+class DirectAvx512 final : public Algorithm {
+public:
+    const char *name() const override { return "direct_avx512"; }
+    conv_algo_t id() const override { return (conv_algo_t)(kFirstPrivateSolverId + 202); }
+    const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
+        if (!g.is_planar()) return "it computes 1-D and 2-D convolutions only";
+        if (op == CONV_OP_BACKWARD_FILTER) return "it computes forward and backward-data only";
+        if (op == CONV_OP_BACKWARD_DATA && (g.stride[1] != 1 || g.stride[2] != 1))
+            return "it computes backward-data at stride 1 only";
+        if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";
+        return nullptr;
+    }
+    bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
+        (void)g, (void)op;
+        if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
+        return false;
+    }
+    size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
+                           int) const override {
+        return make_shape(g, op, dtype_size(dtype), true).total;
+    }
+    void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
+        if (args.dtype == CONV_DTYPE_FLOAT32)
+            run_typed<float>(args, ws, pool, threads);
+        else
+            run_typed<double>(args, ws, pool, threads);
+    }
+    // The packed weights, once per plan instead of once per call.
+    size_t prepared_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
+        if (op == CONV_OP_BACKWARD_FILTER) return 0;
+        return make_shape(g, op, dtype_size(dtype), false).steps_at;
+    }
+    void prepare_weights(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, const void *w,
+                         void *out, ThreadPool &pool, int threads) const override {
+        const Shape s = make_shape(g, op, dtype_size(dtype), false);
+        if (dtype == CONV_DTYPE_FLOAT32)
+            pack_weights(s, static_cast<const float *>(w), static_cast<float *>(out), pool, threads);
+        else
+            pack_weights(s, static_cast<const double *>(w), static_cast<double *>(out), pool, threads);
+    }
+};
+
+}  // namespace
+
+const Algorithm &direct_avx512_algorithm() {
+    static const DirectAvx512 algo;
+    return algo;
+}
+
+}  // namespace conv::cpu
