@@ -71,7 +71,10 @@ struct Shape {
     int nv, ur;              // the register tile: channel vectors x positions
     int64_t seg, rows;       // a work item: up to `rows` rows of `seg` positions
     int64_t cblock;          // source channels summed per pass over an item
-    size_t packed_at, steps_at, source_at, total;  // workspace, bytes
+    // Workspace, bytes: the steps, the padded source, then the packed
+    // weights (`packed` bytes) or the threads' slots for them.
+    size_t steps_at, source_at, packed_at;
+    int64_t packed;
 };
 
 // Cycles of one (channel, tap) step of a tile of nv vectors x u positions:
@@ -133,15 +136,13 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     const int64_t most = strict ? std::min<int64_t>(s.csg, kStrictBlock) : s.csg;
     s.cblock = std::clamp<int64_t>(kL1Budget / per_channel, std::min<int64_t>(8, most), most);
     auto align = [](int64_t bytes) { return (size_t)round_up(bytes, 64); };
-    int64_t packed = checked_mul(checked_mul(s.groups * s.dvec, s.wvec, "workspace"), (int64_t)es,
-                                 "workspace");
+    s.packed = checked_mul(checked_mul(s.groups * s.dvec, s.wvec, "workspace"), (int64_t)es, "workspace");
     int64_t source = checked_mul(checked_mul(s.n * s.cs, s.plane, "workspace"), (int64_t)es,
                                  "workspace");
-    s.packed_at = 0;
-    s.steps_at = align(packed);
     // Steps for the largest channel block either math mode takes.
-    s.source_at = s.steps_at + align(checked_mul(s.csg * s.taps, 16, "workspace"));
-    s.total = (size_t)checked_add((int64_t)s.source_at, source, "workspace");
+    s.steps_at = 0;
+    s.source_at = align(checked_mul(s.csg * s.taps, 16, "workspace"));
+    s.packed_at = align(checked_add((int64_t)s.source_at, source, "workspace"));
     return s;
 }
 
@@ -402,17 +403,30 @@ void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *
 
 // ---- the pass
 
+// Whether a call packs each work item's channel vectors into the thread's
+// own slot (in L2) rather than the whole filter into the workspace first:
+// where there are channel blocks enough for every thread. The whole
+// filter's copy is written out to memory and read back (512x512 3x3: 9.4 MB
+// each way, 1.5-4 ms on one thread here, beside 1.5 ms of tiles); the
+// slot's copy is read from the filter once and stays in L2.
+bool packs_per_item(const Shape &s, int threads) {
+    return ceil_div(s.dvec, s.nv) * s.groups >= 2 * threads;
+}
+
 template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
     const Shape s = make_shape(g, args.op, sizeof(T), args.strict);
     char *base = static_cast<char *>(ws);
+    const T *w_in = static_cast<const T *>(args.w);
     const T *packed = static_cast<const T *>(args.prepared);
-    if (!packed) {
+    const bool per_item = !packed && packs_per_item(s, threads);
+    if (!packed && !per_item) {
         T *own = reinterpret_cast<T *>(base + s.packed_at);
-        pack_weights(s, static_cast<const T *>(args.w), own, pool, threads);
+        pack_weights(s, w_in, own, pool, threads);
         packed = own;
     }
+    T *slots = reinterpret_cast<T *>(base + s.packed_at);
     Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
     block_steps(s, steps);
     T *source = reinterpret_cast<T *>(base + s.source_at);
@@ -426,37 +440,56 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // Fewer rows per item where the items would not keep every thread busy
     // (the sums' order does not depend on the items: same results).
     const int64_t others = s.n * s.groups * kblocks * segs;
-    const int64_t rows = std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others)));
+    const int64_t rows = per_item ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others)));
     const int64_t rgroups = ceil_div(s.hd, rows);
+    // Rows [rg * rows, ...) and segment sg of image n, for channel block kb
+    // of group gi, whose packed vectors start at w.
+    auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t rg, int64_t sg, const T *w) {
+        const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+        Item it;
+        it.oh0 = rg * rows, it.rows = std::min(rows, s.hd - it.oh0);
+        it.ow0 = sg * s.seg, it.len = std::min(s.seg, s.wd - it.ow0);
+        it.m0 = kb * s.nv * kLanes, it.width = nv * kLanes;
+        it.valid = std::min(it.width, s.cdg - it.m0);
+        alignas(64) T sums[kItemSums];
+        const T *x = source + (n * s.cs + gi * s.csg) * s.plane;
+        for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
+            Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, steps,
+                   std::min(s.cblock, s.csg - c0) * s.taps, nullptr,
+                   c0 == 0 ? Mode::fresh : args.strict ? Mode::partial : Mode::running};
+            for (int64_t r = 0; r < it.rows; ++r)
+                for (int64_t j = 0; j < it.len; j += s.ur) {
+                    int64_t oh = it.oh0 + r, ow = it.ow0 + j;
+                    t.x = x + c0 * s.plane + oh * s.sh * s.sw * s.wq + ow;
+                    t.out = sums + (r * it.len + j) * it.width;
+                    run_tile<T>(t, nv, (int)std::min<int64_t>(s.ur, it.len - j));
+                }
+        }
+        store_item(s, it, sums, dst + n * dst_image + gi * s.cdg * (s.last ? 1 : plane),
+                   bias ? bias + gi * s.cdg : nullptr, relu);
+    };
+    if (per_item) {  // an item: one channel block of a group, everywhere
+        pool.parallel_for(
+            s.groups * kblocks,
+            [&](int64_t item, int slot) {
+                int64_t kb = item % kblocks, gi = item / kblocks;
+                T *w = slots + slot * s.nv * s.wvec;
+                for (int64_t v = kb * s.nv; v < std::min(s.dvec, (kb + 1) * s.nv); ++v)
+                    pack_vector(s, w_in, gi, v, w + (v - kb * s.nv) * s.wvec);
+                for (int64_t n = 0; n < s.n; ++n)
+                    for (int64_t rg = 0; rg < rgroups; ++rg)
+                        for (int64_t sg = 0; sg < segs; ++sg) compute(n, gi, kb, rg, sg, w);
+            },
+            threads);
+        return;
+    }
     pool.parallel_for(
         others * rgroups,
         [&](int64_t item, int) {
             int64_t sg = item % segs, rg = item / segs % rgroups, kb = item / segs / rgroups % kblocks;
             int64_t gi = item / segs / rgroups / kblocks % s.groups;
             int64_t n = item / segs / rgroups / kblocks / s.groups;
-            const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
-            Item it;
-            it.oh0 = rg * rows, it.rows = std::min(rows, s.hd - it.oh0);
-            it.ow0 = sg * s.seg, it.len = std::min(s.seg, s.wd - it.ow0);
-            it.m0 = kb * s.nv * kLanes, it.width = nv * kLanes;
-            it.valid = std::min(it.width, s.cdg - it.m0);
-            alignas(64) T sums[kItemSums];
-            const T *w = packed + (gi * s.dvec + kb * s.nv) * s.wvec;
-            const T *x = source + (n * s.cs + gi * s.csg) * s.plane;
-            for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
-                Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, steps,
-                       std::min(s.cblock, s.csg - c0) * s.taps, nullptr,
-                       c0 == 0 ? Mode::fresh : args.strict ? Mode::partial : Mode::running};
-                for (int64_t r = 0; r < it.rows; ++r)
-                    for (int64_t j = 0; j < it.len; j += s.ur) {
-                        int64_t oh = it.oh0 + r, ow = it.ow0 + j;
-                        t.x = x + c0 * s.plane + oh * s.sh * s.sw * s.wq + ow;
-                        t.out = sums + (r * it.len + j) * it.width;
-                        run_tile<T>(t, nv, (int)std::min<int64_t>(s.ur, it.len - j));
-                    }
-            }
-            store_item(s, it, sums, dst + n * dst_image + gi * s.cdg * (s.last ? 1 : plane),
-                       bias ? bias + gi * s.cdg : nullptr, relu);
+            compute(n, gi, kb, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec);
         },
         threads);
 }
@@ -479,8 +512,13 @@ public:
         return false;
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
-                           int) const override {
-        return make_shape(g, op, dtype_size(dtype), true).total;
+                           int threads) const override {
+        const Shape s = make_shape(g, op, dtype_size(dtype), true);
+        const int64_t weights = packs_per_item(s, threads)
+                                    ? checked_mul(checked_mul(threads * s.nv, s.wvec, "workspace"),
+                                                  (int64_t)dtype_size(dtype), "workspace")
+                                    : s.packed;
+        return (size_t)checked_add((int64_t)s.packed_at, weights, "workspace");
     }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
         if (args.dtype == CONV_DTYPE_FLOAT32)
@@ -491,7 +529,7 @@ public:
     // The packed weights, once per plan instead of once per call.
     size_t prepared_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (op == CONV_OP_BACKWARD_FILTER) return 0;
-        return make_shape(g, op, dtype_size(dtype), false).steps_at;
+        return (size_t)make_shape(g, op, dtype_size(dtype), false).packed;
     }
     void prepare_weights(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, const void *w,
                          void *out, ThreadPool &pool, int threads) const override {
