@@ -57,15 +57,23 @@ constexpr int64_t kStrictBlock = 32;   // source channels summed apart under CON
 // fit the 32 registers (4 x 7 spilled an accumulator in the inner loop).
 int max_positions(int nv) { return std::min(kMaxPositions, (kRegisters - 1 - nv) / nv); }
 
-// The correlation both passes reduce to: destination channel m of group gi at
-// (oh, ow) = sum over source channels c of the group and taps (r, s) of
-// weight(m, c, r, s) * padded_source(c, oh * sh + r * dh, ow * sw + s * dw).
+// The correlation both passes reduce to. Forward: destination channel m of
+// group gi at (oh, ow) = sum over source channels c of the group and taps
+// (r, s) of weight(m, c, r, s) * padded_source(c, oh * sh + r * dh, ow * sw + s * dw).
+// Backward-data: dx splits into stride_h x stride_w phases (rows ih = ph +
+// j * stride_h, columns likewise); each phase is a stride-1 correlation of
+// dy with the taps that reach it (see phase_steps).
 struct Shape {
     bool backward, last;
     int64_t n, groups, cs, cd, csg, cdg;   // channels: total and per group
-    int64_t hs, ws, hd, wd;                // source and destination planes
+    int64_t hs, ws;                        // source plane
+    int64_t hdst, wdst;                    // destination plane
+    int64_t fh, fw;                        // destination phases (backward-data: the stride)
+    int64_t hd, wd;                        // the largest phase's rows and columns
+    int64_t pt, pl;                        // the pass's padding (backward-data's phases)
     int64_t kr, ks, dh, dw, sh, sw, top, left, taps;
     int64_t hp, wq, plane;   // padded rows; width of a row's column phase; elements per channel
+    int64_t rstep;           // padded elements from one destination row (of a phase) to the next
     int64_t dvec;            // destination vectors per group: ceil(cdg / 16)
     int64_t wvec;            // packed weights of one vector: csg * taps * 16
     int nv, ur;              // the register tile: channel vectors x positions
@@ -113,16 +121,24 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     if (!s.backward) {
         s.cs = g.c, s.cd = g.k, s.hs = g.in[1], s.ws = g.in[2], s.hd = g.out[1], s.wd = g.out[2];
         s.sh = g.stride[1], s.sw = g.stride[2], s.top = g.pad_begin[1], s.left = g.pad_begin[2];
-    } else {  // stride 1: dx = dy, padded so that every tap lands, with rotated filters
-        s.cs = g.k, s.cd = g.c, s.hs = g.out[1], s.ws = g.out[2], s.hd = g.in[1], s.wd = g.in[2];
+        s.hdst = s.hd, s.wdst = s.wd, s.fh = s.fw = 1, s.pt = s.pl = 0;
+        s.hp = (s.hd - 1) * s.sh + (s.kr - 1) * s.dh + 1;
+        s.wq = ceil_div((s.wd - 1) * s.sw + (s.ks - 1) * s.dw + 1, s.sw);
+        s.rstep = s.sh * s.sw * s.wq;
+    } else {  // dx from dy: per phase a correlation of unit stride, rows top apart
+        s.cs = g.k, s.cd = g.c, s.hs = g.out[1], s.ws = g.out[2];
+        s.hdst = g.in[1], s.wdst = g.in[2], s.fh = g.stride[1], s.fw = g.stride[2];
+        s.hd = ceil_div(s.hdst, s.fh), s.wd = ceil_div(s.wdst, s.fw);
+        s.pt = g.pad_begin[1], s.pl = g.pad_begin[2];
         s.sh = s.sw = 1;
-        s.top = (s.kr - 1) * s.dh - g.pad_begin[1];
-        s.left = (s.ks - 1) * s.dw - g.pad_begin[2];
+        // Phase row j of tap r reads dy row j + e, e = (ph + pt - r * dh) / fh
+        // >= -top; the padded copy starts `top` rows (columns) before dy's.
+        s.top = ceil_div((s.kr - 1) * s.dh, s.fh), s.left = ceil_div((s.ks - 1) * s.dw, s.fw);
+        s.hp = s.hd + (s.fh - 1 + s.pt) / s.fh + s.top;
+        s.wq = s.wd + (s.fw - 1 + s.pl) / s.fw + s.left;
+        s.rstep = s.wq;
     }
     s.csg = s.cs / s.groups, s.cdg = s.cd / s.groups;
-    s.hp = (s.hd - 1) * s.sh + (s.kr - 1) * s.dh + 1;
-    int64_t wp = (s.wd - 1) * s.sw + (s.ks - 1) * s.dw + 1;
-    s.wq = ceil_div(wp, s.sw);
     s.plane = checked_mul(checked_mul(s.hp, s.sw, "workspace"), s.wq, "workspace");
     s.dvec = ceil_div(s.cdg, kLanes);
     s.wvec = checked_mul(checked_mul(s.csg, s.taps, "workspace"), kLanes, "workspace");
@@ -131,7 +147,7 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     s.seg = s.wd * width <= kItemSums ? s.wd : kItemSums / (width * s.ur) * s.ur;
     s.rows = std::clamp<int64_t>(kItemSums / (width * s.seg), 1, s.hd);
     // An item's channel reads: its source rows, and its weights.
-    int64_t span = (s.rows - 1) * s.sh + (s.kr - 1) * s.dh + 1;
+    int64_t span = s.backward ? s.rows + s.top + 1 : (s.rows - 1) * s.sh + (s.kr - 1) * s.dh + 1;
     int64_t per_channel = (span * s.sw * s.wq + width * s.taps) * (int64_t)es;
     const int64_t most = strict ? std::min<int64_t>(s.csg, kStrictBlock) : s.csg;
     s.cblock = std::clamp<int64_t>(kL1Budget / per_channel, std::min<int64_t>(8, most), most);
@@ -139,9 +155,10 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     s.packed = checked_mul(checked_mul(s.groups * s.dvec, s.wvec, "workspace"), (int64_t)es, "workspace");
     int64_t source = checked_mul(checked_mul(s.n * s.cs, s.plane, "workspace"), (int64_t)es,
                                  "workspace");
-    // Steps for the largest channel block either math mode takes.
+    // Steps of each phase for the largest channel block either math mode takes.
     s.steps_at = 0;
-    s.source_at = align(checked_mul(s.csg * s.taps, 16, "workspace"));
+    s.source_at = align(checked_mul(checked_mul(s.fh * s.fw, s.csg * s.taps, "workspace"), 16,
+                                    "workspace"));
     s.packed_at = align(checked_add((int64_t)s.source_at, source, "workspace"));
     return s;
 }
@@ -240,13 +257,37 @@ struct Step {
     int64_t x, w;
 };
 
-void block_steps(const Shape &s, Step *steps) {
-    for (int64_t c = 0; c < s.cblock; ++c)
+// Taps of phase (ph, pw): where fh divides ph + pt - tap row (and fw the
+// column's); every tap for the forward pass's one phase.
+bool reaches(int64_t phase, int64_t pad, int64_t tap, int64_t f) {
+    return ((phase + pad - tap) % f + f) % f == 0;
+}
+
+int64_t phase_steps_count(const Shape &s, int64_t ph, int64_t pw) {
+    if (!s.backward) return s.taps;
+    int64_t rows = 0, cols = 0;
+    for (int64_t r = 0; r < s.kr; ++r) rows += reaches(ph, s.pt, r * s.dh, s.fh);
+    for (int64_t q = 0; q < s.ks; ++q) cols += reaches(pw, s.pl, q * s.dw, s.fw);
+    return rows * cols;
+}
+
+// Phase (ph, pw)'s steps for a channel block. Forward: the one phase,
+// every tap. Backward-data: dx row ih = ph + j * fh meets tap r where fh
+// divides ih + pt - r * dh, reading dy row j + (ph + pt - r * dh) / fh; the
+// weights are packed rotated (tap taps - 1 - t).
+void phase_steps(const Shape &s, int64_t ph, int64_t pw, Step *steps) {
+    for (int64_t c = 0, i = 0; c < s.cblock; ++c)
         for (int64_t r = 0; r < s.kr; ++r)
             for (int64_t q = 0; q < s.ks; ++q) {
-                int64_t col = q * s.dw, t = r * s.ks + q;
-                steps[c * s.taps + t] = {c * s.plane + (r * s.dh * s.sw + col % s.sw) * s.wq + col / s.sw,
-                                         (c * s.taps + t) * kLanes};
+                int64_t tr = r * s.dh, tc = q * s.dw, t = r * s.ks + q, x;
+                if (!s.backward) {
+                    x = (tr * s.sw + tc % s.sw) * s.wq + tc / s.sw;
+                } else {
+                    if (!reaches(ph, s.pt, tr, s.fh) || !reaches(pw, s.pl, tc, s.fw)) continue;
+                    x = ((ph + s.pt - tr) / s.fh + s.top) * s.wq + (pw + s.pl - tc) / s.fw + s.left;
+                    t = s.taps - 1 - t;
+                }
+                steps[i++] = {c * s.plane + x, (c * s.taps + t) * kLanes};
             }
 }
 
@@ -337,7 +378,8 @@ void run_tile(const Tile &t, int nv, int ur) {
 // ---- the store: sums [row][position][channel] -> bias, ReLU, destination
 
 struct Item {
-    int64_t oh0, rows, ow0, len;  // output rows and positions of the item
+    int64_t ph, pw;               // the destination phase
+    int64_t oh0, rows, ow0, len;  // rows and positions of the item, in the phase
     int64_t m0, width, valid;     // first destination channel (in the group), vectors' lanes, real ones
 };
 
@@ -351,11 +393,11 @@ T bias_relu(T v, T b, bool relu) {
 // dst: the image's group's channel 0; bias: the group's (or null).
 template <class T>
 void store_portable(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
-    const int64_t plane = s.hd * s.wd;
+    const int64_t plane = s.hdst * s.wdst;
     for (int64_t r = 0; r < it.rows; ++r)
         for (int64_t j = 0; j < it.len; ++j) {
             const T *in = sums + (r * it.len + j) * it.width;
-            int64_t q = (it.oh0 + r) * s.wd + it.ow0 + j;
+            int64_t q = (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + (it.ow0 + j) * s.fw;
             for (int64_t m = 0; m < it.valid; ++m) {
                 int64_t ch = it.m0 + m;
                 T v = bias_relu(in[m], bias ? bias[ch] : T(0), relu);
@@ -365,11 +407,11 @@ void store_portable(const Shape &s, const Item &it, const T *sums, T *dst, const
 }
 
 #if CONV_HAVE_AVX512_KERNELS
-// Channels-first: each channel's run of positions gathered out of the sums
-// (16 at a time, `width` apart) into one row store.
+// Channels-first, one column phase: each channel's run of positions
+// gathered out of the sums (16 at a time, `width` apart) into one row store.
 CONV_TARGET_AVX512 void store_rows_avx512(const Shape &s, const Item &it, const float *sums,
                                           float *dst, const float *bias, bool relu) {
-    const int64_t plane = s.hd * s.wd;
+    const int64_t plane = s.hdst * s.wdst;
     const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
                                                                 11, 12, 13, 14, 15),
                                              _mm512_set1_epi32((int)it.width));
@@ -378,7 +420,7 @@ CONV_TARGET_AVX512 void store_rows_avx512(const Shape &s, const Item &it, const 
         const int64_t ch = it.m0 + m;
         const __m512 b = _mm512_set1_ps(bias ? bias[ch] : 0.0f);
         for (int64_t r = 0; r < it.rows; ++r) {
-            float *row = dst + ch * plane + (it.oh0 + r) * s.wd + it.ow0;
+            float *row = dst + ch * plane + (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.ow0;
             const float *in = sums + r * it.len * it.width + m;
             for (int64_t j = 0; j < it.len; j += kLanes) {
                 __mmask16 keep = first_lanes(it.len - j);
@@ -396,7 +438,8 @@ template <class T>
 void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>)
-        if (!s.last && cpu_isa() == Isa::avx512) return store_rows_avx512(s, it, sums, dst, bias, relu);
+        if (!s.last && s.fw == 1 && cpu_isa() == Isa::avx512)
+            return store_rows_avx512(s, it, sums, dst, bias, relu);
 #endif
     store_portable(s, it, sums, dst, bias, relu);
 }
@@ -427,40 +470,48 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         packed = own;
     }
     T *slots = reinterpret_cast<T *>(base + s.packed_at);
+    const int64_t phases = s.fh * s.fw, phase_len = s.cblock * s.taps;
     Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
-    block_steps(s, steps);
+    for (int64_t p = 0; p < phases; ++p) phase_steps(s, p / s.fw, p % s.fw, steps + p * phase_len);
     T *source = reinterpret_cast<T *>(base + s.source_at);
     pad_source(s, static_cast<const T *>(s.backward ? args.y : args.x), source, pool, threads);
 
     T *dst = static_cast<T *>(s.backward ? args.x : args.y);
     const T *bias = s.backward ? nullptr : static_cast<const T *>(args.bias);
     const bool relu = !s.backward && g.activation == CONV_ACTIVATION_RELU;
-    const int64_t plane = s.hd * s.wd, dst_image = s.cd * plane;
+    const int64_t plane = s.hdst * s.wdst, dst_image = s.cd * plane;
     const int64_t kblocks = ceil_div(s.dvec, s.nv), segs = ceil_div(s.wd, s.seg);
     // Fewer rows per item where the items would not keep every thread busy
     // (the sums' order does not depend on the items: same results).
-    const int64_t others = s.n * s.groups * kblocks * segs;
+    const int64_t others = s.n * s.groups * kblocks * phases * segs;
     const int64_t rows = per_item ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others)));
     const int64_t rgroups = ceil_div(s.hd, rows);
-    // Rows [rg * rows, ...) and segment sg of image n, for channel block kb
-    // of group gi, whose packed vectors start at w.
-    auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t rg, int64_t sg, const T *w) {
+    // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
+    // block kb of group gi, whose packed vectors start at w.
+    auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t p, int64_t rg, int64_t sg,
+                       const T *w) {
         const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
         Item it;
-        it.oh0 = rg * rows, it.rows = std::min(rows, s.hd - it.oh0);
-        it.ow0 = sg * s.seg, it.len = std::min(s.seg, s.wd - it.ow0);
+        it.ph = p / s.fw, it.pw = p % s.fw;
+        it.oh0 = rg * rows, it.ow0 = sg * s.seg;
+        // The phase's rows and columns (all of them for one phase).
+        const int64_t hj = s.hdst > it.ph ? ceil_div(s.hdst - it.ph, s.fh) : 0;
+        const int64_t wj = s.wdst > it.pw ? ceil_div(s.wdst - it.pw, s.fw) : 0;
+        it.rows = std::min(rows, hj - it.oh0), it.len = std::min(s.seg, wj - it.ow0);
+        if (it.rows <= 0 || it.len <= 0) return;
         it.m0 = kb * s.nv * kLanes, it.width = nv * kLanes;
         it.valid = std::min(it.width, s.cdg - it.m0);
         alignas(64) T sums[kItemSums];
         const T *x = source + (n * s.cs + gi * s.csg) * s.plane;
+        const Step *phase = steps + p * phase_len;
+        const int64_t per_channel = phase_len ? phase_steps_count(s, it.ph, it.pw) : 0;
         for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
-            Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, steps,
-                   std::min(s.cblock, s.csg - c0) * s.taps, nullptr,
+            Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, phase,
+                   std::min(s.cblock, s.csg - c0) * per_channel, nullptr,
                    c0 == 0 ? Mode::fresh : args.strict ? Mode::partial : Mode::running};
             for (int64_t r = 0; r < it.rows; ++r)
                 for (int64_t j = 0; j < it.len; j += s.ur) {
-                    int64_t oh = it.oh0 + r, ow = it.ow0 + j;
-                    t.x = x + c0 * s.plane + oh * s.sh * s.sw * s.wq + ow;
+                    t.x = x + c0 * s.plane + (it.oh0 + r) * s.rstep + it.ow0 + j;
                     t.out = sums + (r * it.len + j) * it.width;
                     run_tile<T>(t, nv, (int)std::min<int64_t>(s.ur, it.len - j));
                 }
@@ -477,8 +528,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 for (int64_t v = kb * s.nv; v < std::min(s.dvec, (kb + 1) * s.nv); ++v)
                     pack_vector(s, w_in, gi, v, w + (v - kb * s.nv) * s.wvec);
                 for (int64_t n = 0; n < s.n; ++n)
-                    for (int64_t rg = 0; rg < rgroups; ++rg)
-                        for (int64_t sg = 0; sg < segs; ++sg) compute(n, gi, kb, rg, sg, w);
+                    for (int64_t p = 0; p < phases; ++p)
+                        for (int64_t rg = 0; rg < rgroups; ++rg)
+                            for (int64_t sg = 0; sg < segs; ++sg) compute(n, gi, kb, p, rg, sg, w);
             },
             threads);
         return;
@@ -486,10 +538,10 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     pool.parallel_for(
         others * rgroups,
         [&](int64_t item, int) {
-            int64_t sg = item % segs, rg = item / segs % rgroups, kb = item / segs / rgroups % kblocks;
-            int64_t gi = item / segs / rgroups / kblocks % s.groups;
-            int64_t n = item / segs / rgroups / kblocks / s.groups;
-            compute(n, gi, kb, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec);
+            int64_t sg = item % segs, rg = item / segs % rgroups, rest = item / segs / rgroups;
+            int64_t p = rest % phases, kb = rest / phases % kblocks;
+            int64_t gi = rest / phases / kblocks % s.groups, n = rest / phases / kblocks / s.groups;
+            compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec);
         },
         threads);
 }
@@ -501,8 +553,6 @@ public:
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
         if (!g.is_planar()) return "it computes 1-D and 2-D convolutions only";
         if (op == CONV_OP_BACKWARD_FILTER) return "it computes forward and backward-data only";
-        if (op == CONV_OP_BACKWARD_DATA && (g.stride[1] != 1 || g.stride[2] != 1))
-            return "it computes backward-data at stride 1 only";
         if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";
         return nullptr;
     }
