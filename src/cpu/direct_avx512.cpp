@@ -1,25 +1,31 @@
-// direct_avx512: 1-D and 2-D convolutions (forward, and backward-data at
-// stride 1) as direct register tiles with the OUTPUT CHANNELS in the vector
-// -- the shape of oneDNN's jit_avx512_common / brgemm forward kernels, the
-// design opposite to implicit_gemm's (positions in the vector).
+// direct_avx512: 1-D and 2-D convolutions (forward and backward-data) as
+// direct register tiles with the OUTPUT CHANNELS in the vector -- the shape
+// of oneDNN's jit_avx512_common / brgemm forward kernels, the design
+// opposite to implicit_gemm's (positions in the vector).
 //
 // A register tile is NV vectors of 16 consecutive destination channels x UR
-// consecutive positions of one output row (NV x UR <= 28 accumulators: 4 x 7,
-// 2 x 14, ...; chosen per problem by a cost model, choose_tile). Per (source
-// channel, tap) it loads NV aligned weight vectors and FMAs each with UR
-// broadcast source scalars ({1to16} operands): no lane is wasted on a small
-// plane, and no load straddles a cache line.
+// consecutive positions of one output row (2 x 14, 3 x 9, 4 x 6, ...: the
+// accumulators, the NV weight vectors and a broadcast fit 32 registers;
+// chosen per problem by a cost model, choose_tile). Per (source channel,
+// tap) it loads NV aligned weight vectors and FMAs each with UR broadcast
+// source scalars: no lane is wasted on a small plane, and no load straddles
+// a cache line.
 //
 // - Weights are packed into [group][K/16][C][tap][16] (zero past K; for
 //   backward-data the filters rotated by 180 degrees and transposed,
-//   [C/16][K][tap][16]): per call into the workspace, or once per plan
-//   (prepare_weights). Per call the packing reads and writes the filter
-//   once: 2.4 MB on 512->512 3x3, about 2-3% of that layer's fp32 forward
-//   at batch 1 on one thread.
+//   [C/16][K][tap][16]): once per plan (prepare_weights), else per call --
+//   the whole filter into the workspace, or, where there are channel blocks
+//   for every thread, each block by its work item into the thread's slot
+//   (packs_per_item). Per call that packing costs, 1 thread, batch 1: on
+//   ResNet-50's 3x3 layers up to 256 channels 0-15% (14x14: 128 vs 150
+//   GFLOP/s with prepared weights), on 512->512 7x7 ~45% (85 vs 150): the
+//   9.4 MB filter is read from memory before the tiles start.
 // - The source (x, or dy) is copied once per call into zero-padded,
 //   channel-major planes whose rows are split into their `stride_w` column
 //   phases, so the broadcasts of a tile are consecutive scalars at any
 //   stride and channels-last sources need nothing else.
+// - Backward-data at stride s splits dx into its s_h x s_w phases; each is a
+//   unit-stride correlation of dy with the taps that reach it (phase_steps).
 // - Channels are summed in blocks (an L1-sized share of the item's source
 //   rows and weights); each output's sum runs on in registers within a
 //   block and through the item's tile buffer between blocks -- one running
@@ -148,9 +154,14 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     s.rows = std::clamp<int64_t>(kItemSums / (width * s.seg), 1, s.hd);
     // An item's channel reads: its source rows, and its weights.
     int64_t span = s.backward ? s.rows + s.top + 1 : (s.rows - 1) * s.sh + (s.kr - 1) * s.dh + 1;
-    int64_t per_channel = (span * s.sw * s.wq + width * s.taps) * (int64_t)es;
+    // A phase of backward-data reads about taps / phases of them, and at
+    // least 64 steps a pass keep a tile's entry and exit (its sums loaded
+    // and stored) small beside its FMAs.
+    const int64_t phase_taps = std::max<int64_t>(1, s.taps / (s.fh * s.fw));
+    int64_t per_channel = (span * s.sw * s.wq + width * phase_taps) * (int64_t)es;
     const int64_t most = strict ? std::min<int64_t>(s.csg, kStrictBlock) : s.csg;
-    s.cblock = std::clamp<int64_t>(kL1Budget / per_channel, std::min<int64_t>(8, most), most);
+    s.cblock = std::clamp<int64_t>(kL1Budget / per_channel, std::min(ceil_div(64, phase_taps), most),
+                                   most);
     auto align = [](int64_t bytes) { return (size_t)round_up(bytes, 64); };
     s.packed = checked_mul(checked_mul(s.groups * s.dvec, s.wvec, "workspace"), (int64_t)es, "workspace");
     int64_t source = checked_mul(checked_mul(s.n * s.cs, s.plane, "workspace"), (int64_t)es,
@@ -556,23 +567,28 @@ public:
         if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";
         return nullptr;
     }
-    // Measured against implicit_gemm on this machine (Sapphire Rapids class,
-    // 1 thread pinned, strict, one-shot calls: weights packed per call,
-    // GFLOP/s direct vs implicit_gemm, oneDNN 3.2 ms in brackets):
-    //   conv1 3->64 7x7 s2            131 vs 114 (b8: 125 vs 71)
-    //   128->128 56x56 3x3 s2         120 vs 112 (b8: 115 vs 92)
-    //   256->256 28x28 3x3 s2         111 vs 104 (b8: 122 vs 99)
-    //   256->256 14x14 3x3 s1 fwd     128 vs 124 (bwd_data 115 vs 123)
-    //   64->64 56x56, 128->128 28x28  142 vs 145-149 (fwd and bwd_data)
-    //   512->512 7x7 s1 / 14x14 s2     85 vs 104 / 80 vs 93
+    // Measured on this machine (Sapphire Rapids class, 1 thread pinned,
+    // strict, one-shot calls: weights packed per call), GFLOP/s, direct vs
+    // the solver AUTO took before it:
+    //   forward  conv1 3->64 7x7 s2          131 vs implicit_gemm 114 (b8: 125 vs 71)
+    //            128->128 56x56 3x3 s2       120 vs 112 (b8: 115 vs 92)
+    //            256->256 28x28 3x3 s2       111 vs 104 (b8: 122 vs 99)
+    //            256->256 14x14 3x3 s1       128 vs 124 (bwd_data 115 vs 123)
+    //            64->64 56x56, 128->128 28x28 142 vs 145-149 (fwd and bwd_data)
+    //            512->512 7x7 s1 / 14x14 s2   85 vs 104 / 80 vs 93
+    //   bwd_data, stride 2 (implicit_gemm and Winograd decline: im2col +
+    //   OpenBLAS's SSE kernels, 14 GFLOP/s): 3x3 128/256/512 channels 106 /
+    //   99 / 63, 1x1 512->1024 51. conv1's (3 dx channels: 3 of 16 lanes) 15.
     // The tiles alone (prepared weights) run at 150 GFLOP/s on 14x14 and
-    // 7x7: what loses on 512-channel layers is reading 9.4 MB of filters to
-    // pack them per call. So: strided forward layers of at most 256x256 3x3
-    // weights, channels-first (channels-last unmeasured).
+    // 7x7: what loses on 512-channel forward layers is reading 9.4 MB of
+    // filters to pack them per call. So: strided forward layers of at most
+    // 256x256 3x3 weights, and strided backward-data onto 16 or more
+    // channels; channels-first (channels-last unmeasured).
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
-        if (op != CONV_OP_FORWARD || g.layout != CONV_LAYOUT_CHANNELS_FIRST) return false;
+        if (g.layout != CONV_LAYOUT_CHANNELS_FIRST) return false;
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
+        if (op == CONV_OP_BACKWARD_DATA) return strided && g.cg() >= 16;
         return strided && g.kernel_size() > 1 && g.k * g.reduction() <= 256 * 256 * 9;
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
