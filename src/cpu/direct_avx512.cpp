@@ -579,17 +579,24 @@ public:
     //   bwd_data, stride 2 (implicit_gemm and Winograd decline: im2col +
     //   OpenBLAS's SSE kernels, 14 GFLOP/s): 3x3 128/256/512 channels 106 /
     //   99 / 63, 1x1 512->1024 51. conv1's (3 dx channels: 3 of 16 lanes) 15.
+    //   channels-last, against AUTO's im2col (implicit_gemm declines
+    //   reductions > 256 there; conv1: implicit_gemm): conv1 fwd 102 vs 36,
+    //   3x3 128/256 channels fwd 90-93 and bwd_data 109-110 vs 15-19;
+    //   512->512 7x7 26-31 vs 14-19 (packing [k][r][s][c] filters per call).
     // The tiles alone (prepared weights) run at 150 GFLOP/s on 14x14 and
     // 7x7: what loses on 512-channel forward layers is reading 9.4 MB of
-    // filters to pack them per call. So: strided forward layers of at most
-    // 256x256 3x3 weights, and strided backward-data onto 16 or more
-    // channels; channels-first (channels-last unmeasured).
+    // filters to pack them per call. So, onto 16 or more channels a group:
+    // strided backward-data; and up to 256x256 3x3 weights, strided forward
+    // layers channels-first, every layer wider than 1x1 channels-last.
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
-        if (g.layout != CONV_LAYOUT_CHANNELS_FIRST) return false;
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
-        if (op == CONV_OP_BACKWARD_DATA) return strided && g.cg() >= 16;
-        return strided && g.kernel_size() > 1 && g.k * g.reduction() <= 256 * 256 * 9;
+        const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+        // Fewer than 16 destination channels a group leave lanes idle.
+        if ((op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg()) < 16) return false;
+        if (op == CONV_OP_BACKWARD_DATA && strided) return true;
+        const bool small = g.kernel_size() > 1 && g.k * g.reduction() <= 256 * 256 * 9;
+        return small && (last || (strided && op == CONV_OP_FORWARD));
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {
