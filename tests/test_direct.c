@@ -51,34 +51,26 @@ static void random_problem(tu_rng *r, tu_problem *tp, conv_op_t op, int wide)
     tp->algo = direct();
 }
 
+/* `count` problems, seeds first, first + 1, ... (CONV_TEST_SEED=S
+ * CONV_TEST_COUNT=1 reruns one), each pass on the shared contexts of 1-3
+ * threads in math mode `math`. Drawn again where a problem has no output. */
 static void check_random(int wide, int real, uint64_t seed0, int count0, conv_math_t math)
 {
-    tu_rng r;
-    uint64_t seed = tu_env_seed(seed0);
-    tu_seed(&r, seed);
-    conv_context_t ctx;
-    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
-    assert_ok(conv_context_set_math(ctx, math));
-    int count = tu_env_count(count0), done = 0;
-    for (int i = 0; done < count && i < 20 * count; i++) {
+    for (int i = 0; i < 3; i++)
+        assert_ok(conv_context_set_math(tu_contexts[i], math));
+    uint64_t first = tu_env_seed(seed0);
+    int count = tu_env_count(count0);
+    for (int i = 0; i < count; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
         conv_op_t op = tu_chance(&r, 60) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
         tu_problem tp;
-        random_problem(&r, &tp, op, wide);
-        if (!tu_resolve(&tp))
-            continue; /* no output: drawn again */
-        assert_ok(conv_context_set_threads(ctx, (int)tu_range(&r, 1, 3)));
-        char what[640], failure[1536];
-        int len = snprintf(what, sizeof what, "seed %llu problem %d %s ",
-                           (unsigned long long)seed, i, tu_op_name(op));
-        tu_describe(&tp, what + len, sizeof what - (size_t)len);
-        /* outputs NaN-filled: unwritten elements fail */
-        if (tu_run_checked(ctx, NULL, &tp, op, &r, real, tu_chance(&r, 50) ? TU_RUN_EXACT_WORKSPACE : 0,
-                           what, failure, sizeof failure))
-            fail_msg("%s", failure);
-        done++;
+        do
+            random_problem(&r, &tp, op, wide);
+        while (!tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, op, &r, real);
     }
-    assert_int_equal(done, count);
-    conv_context_destroy(ctx);
 }
 
 static void test_small_exact(void **state)
@@ -294,5 +286,5 @@ int main(void)
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_declines),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }
