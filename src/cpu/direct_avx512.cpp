@@ -16,10 +16,12 @@
 //   [C/16][K][tap][16]): once per plan (prepare_weights), else per call --
 //   the whole filter into the workspace, or, where there are channel blocks
 //   for every thread, each block by its work item into the thread's slot
-//   (packs_per_item). Per call that packing costs, 1 thread, batch 1: on
-//   ResNet-50's 3x3 layers up to 256 channels 0-15% (14x14: 128 vs 150
-//   GFLOP/s with prepared weights), on 512->512 7x7 ~45% (85 vs 150): the
-//   9.4 MB filter is read from memory before the tiles start.
+//   (packs_per_item); forward channels-first filters by 16 x 16 transposes
+//   in registers. Per call that packing costs, 1 thread, batch 1, on
+//   ResNet-50's 3x3 layers: ~10% on 14x14 (136 vs 150 GFLOP/s with prepared
+//   weights), ~25% on 512->512 7x7 (112 vs 150: the 9.4 MB filter is read
+//   from memory before the tiles start); backward-data's rotated filters,
+//   packed a weight at a time, more (7x7: 68).
 // - The source (x, or dy) is copied once per call into zero-padded,
 //   channel-major planes whose rows are split into their `stride_w` column
 //   phases, so the broadcasts of a tile are consecutive scalars at any
@@ -211,11 +213,68 @@ void pack_vector(const Shape &s, const T *w, int64_t gi, int64_t v, T *out) {
     }
 }
 
+#if CONV_HAVE_AVX512_KERNELS
+// out[j * 16 + l] = row l's element j (rows `stride` apart, zero past
+// `lanes`), j < len: 16 x 16 blocks transposed in registers -- the forward
+// channels-first filters' packing, where each lane's weights are one row.
+CONV_TARGET_AVX512 inline __m512 lo_pd(__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+}
+CONV_TARGET_AVX512 inline __m512 hi_pd(__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+}
+
+CONV_TARGET_AVX512 void transpose_rows_avx512(const float *rows, int64_t stride, int64_t lanes,
+                                              int64_t len, float *out) {
+    for (int64_t j = 0; j < len; j += kLanes) {
+        const __mmask16 keep = first_lanes(len - j);
+        __m512 r[16], t[16], u[16], v[16];
+        for (int l = 0; l < 16; ++l)
+            r[l] = l < lanes ? _mm512_maskz_loadu_ps(keep, rows + l * stride + j) : _mm512_setzero_ps();
+        for (int l = 0; l < 16; l += 2)  // [a0 b0 a1 b1], [a2 b2 a3 b3] per 128-bit lane
+            t[l] = _mm512_unpacklo_ps(r[l], r[l + 1]), t[l + 1] = _mm512_unpackhi_ps(r[l], r[l + 1]);
+        for (int l = 0; l < 16; l += 4) {  // u[l + i]: column i (+4, +8, +12) of rows l..l+3
+            u[l] = lo_pd(t[l], t[l + 2]), u[l + 1] = hi_pd(t[l], t[l + 2]);
+            u[l + 2] = lo_pd(t[l + 1], t[l + 3]), u[l + 3] = hi_pd(t[l + 1], t[l + 3]);
+        }
+        for (int h = 0; h < 16; h += 8)  // rows h..h+7: columns i, i+8 | i+4, i+12
+            for (int i = 0; i < 4; ++i) {
+                v[h + 2 * i] = _mm512_shuffle_f32x4(u[h + i], u[h + 4 + i], 0x88);
+                v[h + 2 * i + 1] = _mm512_shuffle_f32x4(u[h + i], u[h + 4 + i], 0xdd);
+            }
+        float *o = out + j * kLanes;
+        for (int i = 0; i < 4; ++i) {  // columns i, i + 8, i + 4, i + 12
+            const int col[4] = {i, i + 8, i + 4, i + 12};
+            const __m512 c[4] = {_mm512_shuffle_f32x4(v[2 * i], v[8 + 2 * i], 0x88),
+                                 _mm512_shuffle_f32x4(v[2 * i], v[8 + 2 * i], 0xdd),
+                                 _mm512_shuffle_f32x4(v[2 * i + 1], v[8 + 2 * i + 1], 0x88),
+                                 _mm512_shuffle_f32x4(v[2 * i + 1], v[8 + 2 * i + 1], 0xdd)};
+            for (int q = 0; q < 4; ++q)
+                if (col[q] < len - j) _mm512_store_ps(o + col[q] * kLanes, c[q]);
+        }
+    }
+}
+#endif
+
+// The packed vector; forward channels-first fp32 filters by transposes.
+template <class T>
+void pack(const Shape &s, const T *w, int64_t gi, int64_t v, T *out) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (!s.backward && !s.last && cpu_isa() == Isa::avx512) {
+            const int64_t row = s.csg * s.taps, m0 = v * kLanes;
+            return transpose_rows_avx512(w + (gi * s.cdg + m0) * row, row,
+                                         std::min<int64_t>(kLanes, s.cdg - m0), row, out);
+        }
+#endif
+    pack_vector(s, w, gi, v, out);
+}
+
 template <class T>
 void pack_weights(const Shape &s, const T *w, T *packed, ThreadPool &pool, int threads) {
     pool.parallel_for(
         s.groups * s.dvec,
-        [&](int64_t i, int) { pack_vector(s, w, i / s.dvec, i % s.dvec, packed + i * s.wvec); },
+        [&](int64_t i, int) { pack(s, w, i / s.dvec, i % s.dvec, packed + i * s.wvec); },
         threads);
 }
 
@@ -537,7 +596,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 int64_t kb = item % kblocks, gi = item / kblocks;
                 T *w = slots + slot * s.nv * s.wvec;
                 for (int64_t v = kb * s.nv; v < std::min(s.dvec, (kb + 1) * s.nv); ++v)
-                    pack_vector(s, w_in, gi, v, w + (v - kb * s.nv) * s.wvec);
+                    pack(s, w_in, gi, v, w + (v - kb * s.nv) * s.wvec);
                 for (int64_t n = 0; n < s.n; ++n)
                     for (int64_t p = 0; p < phases; ++p)
                         for (int64_t rg = 0; rg < rgroups; ++rg)
@@ -569,13 +628,16 @@ public:
     }
     // Measured on this machine (Sapphire Rapids class, 1 thread pinned,
     // strict, one-shot calls: weights packed per call), GFLOP/s, direct vs
-    // the solver AUTO took before it:
-    //   forward  conv1 3->64 7x7 s2          131 vs implicit_gemm 114 (b8: 125 vs 71)
-    //            128->128 56x56 3x3 s2       120 vs 112 (b8: 115 vs 92)
+    // the solver AUTO took before it, runs interleaved:
+    //   forward  conv1 3->64 7x7 s2          124-131 vs implicit_gemm 112-114 (b8: 125 vs 71)
+    //            128->128 56x56 3x3 s2       115-120 vs 108-112 (b8: 115 vs 92)
     //            256->256 28x28 3x3 s2       111 vs 104 (b8: 122 vs 99)
-    //            256->256 14x14 3x3 s1       128 vs 124 (bwd_data 115 vs 123)
-    //            64->64 56x56, 128->128 28x28 142 vs 145-149 (fwd and bwd_data)
-    //            512->512 7x7 s1 / 14x14 s2   85 vs 104 / 80 vs 93
+    //            512->512 14x14 3x3 s2       101 vs 89-92
+    //            256->256 14x14 3x3 s1       135-136 vs 121-123
+    //            512->512 7x7 3x3 s1         112 vs 103-104
+    //            64->64 56x56, 128->128 28x28 139-142 vs 141-143 (even)
+    //   bwd_data, stride 1: 115 vs 119 (14x14), 68 vs 89 (7x7), 136-138 vs
+    //   142 (28x28, 56x56): its rotated filters are packed a weight at a time.
     //   bwd_data, stride 2 (implicit_gemm and Winograd decline: im2col +
     //   OpenBLAS's SSE kernels, 14 GFLOP/s): 3x3 128/256/512 channels 106 /
     //   99 / 63, 1x1 512->1024 51. conv1's (3 dx channels: 3 of 16 lanes) 15.
@@ -584,19 +646,18 @@ public:
     //   3x3 128/256 channels fwd 90-93 and bwd_data 109-110 vs 15-19;
     //   512->512 7x7 26-31 vs 14-19 (packing [k][r][s][c] filters per call).
     // The tiles alone (prepared weights) run at 150 GFLOP/s on 14x14 and
-    // 7x7: what loses on 512-channel forward layers is reading 9.4 MB of
-    // filters to pack them per call. So, onto 16 or more channels a group:
-    // strided backward-data; and up to 256x256 3x3 weights, strided forward
-    // layers channels-first, every layer wider than 1x1 channels-last.
+    // 7x7. So, onto 16 or more channels a group, for kernels wider than 1x1:
+    // forward layers channels-first where strided or on planes of at most
+    // 14x14; every layer channels-last; and strided backward-data (1x1 too).
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
-        const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
         // Fewer than 16 destination channels a group leave lanes idle.
         if ((op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg()) < 16) return false;
         if (op == CONV_OP_BACKWARD_DATA && strided) return true;
-        const bool small = g.kernel_size() > 1 && g.k * g.reduction() <= 256 * 256 * 9;
-        return small && (last || (strided && op == CONV_OP_FORWARD));
+        if (g.kernel_size() == 1) return false;
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return true;
+        return op == CONV_OP_FORWARD && (strided || g.out_size() <= 14 * 14);
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {
