@@ -16,12 +16,12 @@
 //   [C/16][K][tap][16]): once per plan (prepare_weights), else per call --
 //   the whole filter into the workspace, or, where there are channel blocks
 //   for every thread, each block by its work item into the thread's slot
-//   (packs_per_item); forward channels-first filters by 16 x 16 transposes
-//   in registers. Per call that packing costs, 1 thread, batch 1, on
+//   (packs_per_item); channels-first filters by 16 x 16 transposes in
+//   registers. Per call that packing costs, 1 thread, batch 1, on
 //   ResNet-50's 3x3 layers: ~10% on 14x14 (136 vs 150 GFLOP/s with prepared
 //   weights), ~25% on 512->512 7x7 (112 vs 150: the 9.4 MB filter is read
-//   from memory before the tiles start); backward-data's rotated filters,
-//   packed a weight at a time, more (7x7: 68).
+//   from memory before the tiles start); backward-data's rotated filters
+//   by transposes of each filter's 16 x taps blocks, about the same.
 // - The source (x, or dy) is copied once per call into zero-padded,
 //   channel-major planes whose rows are split into their `stride_w` column
 //   phases, so the broadcasts of a tile are consecutive scalars at any
@@ -60,6 +60,7 @@ constexpr int kAccumulators = 28;      // the most a tile holds
 constexpr int64_t kItemSums = 4096;    // a work item's sums (its tile buffer): 16 KiB of fp32
 constexpr int64_t kL1Budget = 24 << 10; // bytes of source and weights a channel block reads
 constexpr int64_t kStrictBlock = 32;   // source channels summed apart under CONV_MATH_STRICT
+constexpr int64_t kRotatedTaps = 64;   // the most taps backward-data's filters pack by transposes
 
 // Per tile the accumulators, the NV weight vectors and one broadcast must
 // fit the 32 registers (4 x 7 spilled an accumulator in the inner loop).
@@ -254,18 +255,35 @@ CONV_TARGET_AVX512 void transpose_rows_avx512(const float *rows, int64_t stride,
         }
     }
 }
+
+// Backward-data's vector v of group gi from channels-first filters: per
+// source channel c (a filter), its 16 x taps block of destination channels
+// transposed, then written with the taps reversed (the 180-degree rotation).
+CONV_TARGET_AVX512 void pack_rotated_avx512(const Shape &s, const float *w, int64_t gi, int64_t v,
+                                            float *out) {
+    alignas(64) float block[kRotatedTaps * kLanes];
+    const int64_t m0 = v * kLanes, lanes = std::min<int64_t>(kLanes, s.cdg - m0);
+    for (int64_t c = 0; c < s.csg; ++c, out += s.taps * kLanes) {
+        transpose_rows_avx512(w + ((gi * s.csg + c) * s.cdg + m0) * s.taps, s.taps, lanes, s.taps, block);
+        for (int64_t t = 0; t < s.taps; ++t)
+            _mm512_store_ps(out + t * kLanes, _mm512_load_ps(block + (s.taps - 1 - t) * kLanes));
+    }
+}
 #endif
 
-// The packed vector; forward channels-first fp32 filters by transposes.
+// The packed vector; channels-first fp32 filters by transposes.
 template <class T>
 void pack(const Shape &s, const T *w, int64_t gi, int64_t v, T *out) {
 #if CONV_HAVE_AVX512_KERNELS
-    if constexpr (std::is_same_v<T, float>)
-        if (!s.backward && !s.last && cpu_isa() == Isa::avx512) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (!s.last && cpu_isa() == Isa::avx512 && !s.backward) {
             const int64_t row = s.csg * s.taps, m0 = v * kLanes;
             return transpose_rows_avx512(w + (gi * s.cdg + m0) * row, row,
                                          std::min<int64_t>(kLanes, s.cdg - m0), row, out);
         }
+        if (!s.last && cpu_isa() == Isa::avx512 && s.taps <= kRotatedTaps)
+            return pack_rotated_avx512(s, w, gi, v, out);
+    }
 #endif
     pack_vector(s, w, gi, v, out);
 }
@@ -636,19 +654,20 @@ public:
     //            256->256 14x14 3x3 s1       135-136 vs 121-123
     //            512->512 7x7 3x3 s1         112 vs 103-104
     //            64->64 56x56, 128->128 28x28 139-142 vs 141-143 (even)
-    //   bwd_data, stride 1: 115 vs 119 (14x14), 68 vs 89 (7x7), 136-138 vs
-    //   142 (28x28, 56x56): its rotated filters are packed a weight at a time.
+    //   bwd_data, stride 1: 133 vs 120 (14x14), 99 vs 91 (7x7), 141 vs 142
+    //   (28x28).
     //   bwd_data, stride 2 (implicit_gemm and Winograd decline: im2col +
     //   OpenBLAS's SSE kernels, 14 GFLOP/s): 3x3 128/256/512 channels 106 /
-    //   99 / 63, 1x1 512->1024 51. conv1's (3 dx channels: 3 of 16 lanes) 15.
+    //   118 / 90, 1x1 512->1024 51. conv1's (3 dx channels: 3 of 16 lanes) 15.
     //   channels-last, against AUTO's im2col (implicit_gemm declines
     //   reductions > 256 there; conv1: implicit_gemm): conv1 fwd 102 vs 36,
     //   3x3 128/256 channels fwd 90-93 and bwd_data 109-110 vs 15-19;
     //   512->512 7x7 26-31 vs 14-19 (packing [k][r][s][c] filters per call).
     // The tiles alone (prepared weights) run at 150 GFLOP/s on 14x14 and
     // 7x7. So, onto 16 or more channels a group, for kernels wider than 1x1:
-    // forward layers channels-first where strided or on planes of at most
-    // 14x14; every layer channels-last; and strided backward-data (1x1 too).
+    // channels-first forward layers that are strided or make planes of at
+    // most 14x14, and backward-data onto such planes; every layer
+    // channels-last; and strided backward-data (1x1 too).
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
@@ -657,7 +676,8 @@ public:
         if (op == CONV_OP_BACKWARD_DATA && strided) return true;
         if (g.kernel_size() == 1) return false;
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return true;
-        return op == CONV_OP_FORWARD && (strided || g.out_size() <= 14 * 14);
+        if (op == CONV_OP_BACKWARD_DATA) return g.in_size() <= 14 * 14;
+        return strided || g.out_size() <= 14 * 14;
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {
