@@ -90,5 +90,6 @@ const Algorithm &depthwise_direct_algorithm();
 const Algorithm &winograd_4x4_3x3_algorithm();
 const Algorithm &implicit_gemm_algorithm();
 const Algorithm &bf16_gemm_algorithm();
+const Algorithm &direct_avx512_algorithm();
 
 }  // namespace conv::cpu

@@ -29,6 +29,7 @@ const std::vector<const Solver *> &solver_list() {
         &gemm_1x1_algorithm(),
         &depthwise_direct_algorithm(),
         &winograd_4x4_3x3_algorithm(),
+        &direct_avx512_algorithm(),
         &implicit_gemm_algorithm(),
         &im2col_gemm_algorithm(),
         &bf16_gemm_algorithm(),

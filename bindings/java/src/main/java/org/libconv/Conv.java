@@ -637,7 +637,8 @@ public final class Conv extends NativeObject implements AutoCloseable {
      * @param x the input (or dx)
      * @param w the filter (or dw)
      * @param y the output (or dy)
-     * @return the algorithm
+     * @return the algorithm, or null for a solver that has no constant in this version of the
+     *     Java API (a {@link Plan} of the pass gives its name: {@link Plan#solverName()})
      */
     @CFunction("conv_chosen_algorithm")
     public Algorithm chosenAlgorithm(Context ctx, Op op, Tensor x, Tensor w, Tensor y) {
@@ -646,7 +647,7 @@ public final class Conv extends NativeObject implements AutoCloseable {
         int o = op.value();
         pass((p, d) -> ConvNative.conv_chosen_algorithm(p.pin(ctx, "ctx"), d, o, p.pin(x, "x"),
                 p.pin(w, "w"), p.pin(y, "y"), algo));
-        return Algorithm.fromValue(algo[0]);
+        return Algorithm.find(algo[0]);
     }
 
     /**
@@ -678,7 +679,7 @@ public final class Conv extends NativeObject implements AutoCloseable {
                 p.pin(y, "y"), p.pin(ws), capacity, algos, ms, bytes, count));
         List<AlgorithmTiming> results = new ArrayList<>();
         for (int i = 0; i < count[0]; ++i)
-            results.add(new AlgorithmTiming(Algorithm.fromValue(algos[i]), ms[i], bytes[i]));
+            results.add(new AlgorithmTiming(algos[i], ConvNative.conv_algo_name(algos[i]), ms[i], bytes[i]));
         return results;
     }
 

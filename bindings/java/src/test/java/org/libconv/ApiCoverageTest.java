@@ -286,6 +286,12 @@ public class ApiCoverageTest {
             assertFalse(found.isEmpty());
             for (int i = 1; i < found.size(); ++i)
                 assertTrue("sorted", found.get(i - 1).milliseconds() <= found.get(i).milliseconds());
+            // Every result has a name; those without a constant (private solvers) a null one.
+            for (AlgorithmTiming t : found) {
+                Algorithm a = t.algorithm();
+                assertEquals(t.toString(), a == null ? t.solverName() : a.libraryName(), t.solverName());
+                assertEquals(t.toString(), a == null ? t.algorithmId() : a.value(), t.algorithmId());
+            }
             assertEquals(found.get(0).algorithm(), conv.chosenAlgorithm(ctx, Op.FORWARD, x, w, y));
             ctx.saveTuning(file);
             assertTrue(Files.size(file) > 0);

@@ -1,0 +1,719 @@
+// direct_avx512: 1-D and 2-D convolutions (forward and backward-data) as
+// direct register tiles with the OUTPUT CHANNELS in the vector -- the shape
+// of oneDNN's jit_avx512_common / brgemm forward kernels, the design
+// opposite to implicit_gemm's (positions in the vector).
+//
+// A register tile is NV vectors of 16 consecutive destination channels x UR
+// consecutive positions of one output row (2 x 14, 3 x 9, 4 x 6, ...: the
+// accumulators, the NV weight vectors and a broadcast fit 32 registers;
+// chosen per problem by a cost model, choose_tile). Per (source channel,
+// tap) it loads NV aligned weight vectors and FMAs each with UR broadcast
+// source scalars: no lane is wasted on a small plane, and no load straddles
+// a cache line.
+//
+// - Weights are packed into [group][K/16][C][tap][16] (zero past K; for
+//   backward-data the filters rotated by 180 degrees and transposed,
+//   [C/16][K][tap][16]): once per plan (prepare_weights), else per call --
+//   the whole filter into the workspace, or, where there are channel blocks
+//   for every thread, each block by its work item into the thread's slot
+//   (packs_per_item); channels-first filters by 16 x 16 transposes in
+//   registers. Per call that packing costs, 1 thread, batch 1, on
+//   ResNet-50's 3x3 layers: ~10% on 14x14 (136 vs 150 GFLOP/s with prepared
+//   weights), ~25% on 512->512 7x7 (112 vs 150: the 9.4 MB filter is read
+//   from memory before the tiles start); backward-data's rotated filters
+//   by transposes of each filter's 16 x taps blocks, about the same.
+// - The source (x, or dy) is copied once per call into zero-padded,
+//   channel-major planes whose rows are split into their `stride_w` column
+//   phases, so the broadcasts of a tile are consecutive scalars at any
+//   stride and channels-last sources need nothing else.
+// - Backward-data at stride s splits dx into its s_h x s_w phases; each is a
+//   unit-stride correlation of dy with the taps that reach it (phase_steps).
+// - Channels are summed in blocks (an L1-sized share of the item's source
+//   rows and weights); each output's sum runs on in registers within a
+//   block and through the item's tile buffer between blocks -- one running
+//   sum, or under CONV_MATH_STRICT blocks of at most 32 channels summed from
+//   zero and then added (two-level summation, as implicit_gemm's kStrictBlock).
+// - Finished sums get bias + ReLU and are written out: transposed into
+//   channels-first rows, straight for channels-last.
+// Every output is a plain dot product, in an order that does not depend on
+// the thread count: a strict context may choose it, and it is deterministic.
+// Without AVX-512, or in float64, the same tiles run through portable C++.
+#include <array>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "core/checked.h"
+#include "core/dtype.h"
+#include "cpu/algorithm.h"
+#include "cpu/avx512.h"
+#include "cpu/isa.h"
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int kMaxVectors = 4;         // channel vectors per register tile
+constexpr int kMaxPositions = 14;      // positions per register tile
+constexpr int kRegisters = 32;         // zmm
+constexpr int kAccumulators = 28;      // the most a tile holds
+constexpr int64_t kItemSums = 4096;    // a work item's sums (its tile buffer): 16 KiB of fp32
+constexpr int64_t kL1Budget = 24 << 10; // bytes of source and weights a channel block reads
+constexpr int64_t kStrictBlock = 32;   // source channels summed apart under CONV_MATH_STRICT
+constexpr int64_t kRotatedTaps = 64;   // the most taps backward-data's filters pack by transposes
+
+// Per tile the accumulators, the NV weight vectors and one broadcast must
+// fit the 32 registers (4 x 7 spilled an accumulator in the inner loop).
+int max_positions(int nv) { return std::min(kMaxPositions, (kRegisters - 1 - nv) / nv); }
+
+// The correlation both passes reduce to. Forward: destination channel m of
+// group gi at (oh, ow) = sum over source channels c of the group and taps
+// (r, s) of weight(m, c, r, s) * padded_source(c, oh * sh + r * dh, ow * sw + s * dw).
+// Backward-data: dx splits into stride_h x stride_w phases (rows ih = ph +
+// j * stride_h, columns likewise); each phase is a stride-1 correlation of
+// dy with the taps that reach it (see phase_steps).
+struct Shape {
+    bool backward, last;
+    int64_t n, groups, cs, cd, csg, cdg;   // channels: total and per group
+    int64_t hs, ws;                        // source plane
+    int64_t hdst, wdst;                    // destination plane
+    int64_t fh, fw;                        // destination phases (backward-data: the stride)
+    int64_t hd, wd;                        // the largest phase's rows and columns
+    int64_t pt, pl;                        // the pass's padding (backward-data's phases)
+    int64_t kr, ks, dh, dw, sh, sw, top, left, taps;
+    int64_t hp, wq, plane;   // padded rows; width of a row's column phase; elements per channel
+    int64_t rstep;           // padded elements from one destination row (of a phase) to the next
+    int64_t dvec;            // destination vectors per group: ceil(cdg / 16)
+    int64_t wvec;            // packed weights of one vector: csg * taps * 16
+    int nv, ur;              // the register tile: channel vectors x positions
+    int64_t seg, rows;       // a work item: up to `rows` rows of `seg` positions
+    int64_t cblock;          // source channels summed per pass over an item
+    // Workspace, bytes: the steps, the padded source, then the packed
+    // weights (`packed` bytes) or the threads' slots for them.
+    size_t steps_at, source_at, packed_at;
+    int64_t packed;
+};
+
+// Cycles of one (channel, tap) step of a tile of nv vectors x u positions:
+// 2 FMAs a cycle, 2 loads (weights and broadcasts) a cycle, and each
+// accumulator's 4-cycle FMA latency; a hair per load breaks ties toward
+// fewer loads.
+double step_cycles(int nv, int u) {
+    return std::max({nv * u / 2.0, (nv + u) / 2.0, 4.0}) + 0.01 * (nv + u);
+}
+
+// The tile (nv, ur) with the fewest modelled cycles for a whole row of
+// every channel vector: its full tiles, the row's remainder tile, and the
+// last, narrower channel block.
+void choose_tile(Shape &s) {
+    s.nv = s.ur = 1;  // where nothing is summed (no channels): sizes only
+    double best = 0;
+    for (int nv = 1; nv <= std::min<int64_t>(kMaxVectors, s.dvec); ++nv)
+        for (int u = 1; u <= std::min<int64_t>(max_positions(nv), s.wd); ++u) {
+            auto row = [&](int v) {
+                return (double)(s.wd / u) * step_cycles(v, u) +
+                       (s.wd % u ? step_cycles(v, (int)(s.wd % u)) : 0.0);
+            };
+            int64_t full = s.dvec / nv, rest = s.dvec % nv;
+            double cost = (double)full * row(nv) + (rest ? row((int)rest) : 0.0);
+            if (best == 0 || cost < best) best = cost, s.nv = nv, s.ur = u;
+        }
+}
+
+Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
+    Shape s;
+    s.backward = op == CONV_OP_BACKWARD_DATA;
+    s.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    s.n = g.n, s.groups = g.groups;
+    s.kr = g.kernel[1], s.ks = g.kernel[2], s.dh = g.dilation[1], s.dw = g.dilation[2];
+    s.taps = s.kr * s.ks;
+    if (!s.backward) {
+        s.cs = g.c, s.cd = g.k, s.hs = g.in[1], s.ws = g.in[2], s.hd = g.out[1], s.wd = g.out[2];
+        s.sh = g.stride[1], s.sw = g.stride[2], s.top = g.pad_begin[1], s.left = g.pad_begin[2];
+        s.hdst = s.hd, s.wdst = s.wd, s.fh = s.fw = 1, s.pt = s.pl = 0;
+        s.hp = (s.hd - 1) * s.sh + (s.kr - 1) * s.dh + 1;
+        s.wq = ceil_div((s.wd - 1) * s.sw + (s.ks - 1) * s.dw + 1, s.sw);
+        s.rstep = s.sh * s.sw * s.wq;
+    } else {  // dx from dy: per phase a correlation of unit stride, rows top apart
+        s.cs = g.k, s.cd = g.c, s.hs = g.out[1], s.ws = g.out[2];
+        s.hdst = g.in[1], s.wdst = g.in[2], s.fh = g.stride[1], s.fw = g.stride[2];
+        s.hd = ceil_div(s.hdst, s.fh), s.wd = ceil_div(s.wdst, s.fw);
+        s.pt = g.pad_begin[1], s.pl = g.pad_begin[2];
+        s.sh = s.sw = 1;
+        // Phase row j of tap r reads dy row j + e, e = (ph + pt - r * dh) / fh
+        // >= -top; the padded copy starts `top` rows (columns) before dy's.
+        s.top = ceil_div((s.kr - 1) * s.dh, s.fh), s.left = ceil_div((s.ks - 1) * s.dw, s.fw);
+        s.hp = s.hd + (s.fh - 1 + s.pt) / s.fh + s.top;
+        s.wq = s.wd + (s.fw - 1 + s.pl) / s.fw + s.left;
+        s.rstep = s.wq;
+    }
+    s.csg = s.cs / s.groups, s.cdg = s.cd / s.groups;
+    s.plane = checked_mul(checked_mul(s.hp, s.sw, "workspace"), s.wq, "workspace");
+    s.dvec = ceil_div(s.cdg, kLanes);
+    s.wvec = checked_mul(checked_mul(s.csg, s.taps, "workspace"), kLanes, "workspace");
+    choose_tile(s);
+    const int64_t width = s.nv * kLanes;
+    s.seg = s.wd * width <= kItemSums ? s.wd : kItemSums / (width * s.ur) * s.ur;
+    s.rows = std::clamp<int64_t>(kItemSums / (width * s.seg), 1, s.hd);
+    // An item's channel reads: its source rows, and its weights.
+    int64_t span = s.backward ? s.rows + s.top + 1 : (s.rows - 1) * s.sh + (s.kr - 1) * s.dh + 1;
+    // A phase of backward-data reads about taps / phases of them, and at
+    // least 64 steps a pass keep a tile's entry and exit (its sums loaded
+    // and stored) small beside its FMAs.
+    const int64_t phase_taps = std::max<int64_t>(1, s.taps / (s.fh * s.fw));
+    int64_t per_channel = (span * s.sw * s.wq + width * phase_taps) * (int64_t)es;
+    const int64_t most = strict ? std::min<int64_t>(s.csg, kStrictBlock) : s.csg;
+    s.cblock = std::clamp<int64_t>(kL1Budget / per_channel, std::min(ceil_div(64, phase_taps), most),
+                                   most);
+    auto align = [](int64_t bytes) { return (size_t)round_up(bytes, 64); };
+    s.packed = checked_mul(checked_mul(s.groups * s.dvec, s.wvec, "workspace"), (int64_t)es, "workspace");
+    int64_t source = checked_mul(checked_mul(s.n * s.cs, s.plane, "workspace"), (int64_t)es,
+                                 "workspace");
+    // Steps of each phase for the largest channel block either math mode takes.
+    s.steps_at = 0;
+    s.source_at = align(checked_mul(checked_mul(s.fh * s.fw, s.csg * s.taps, "workspace"), 16,
+                                    "workspace"));
+    s.packed_at = align(checked_add((int64_t)s.source_at, source, "workspace"));
+    return s;
+}
+
+// ---- preparation: packed weights, the padded source
+
+// Weight (m, c, tap) of group gi as the tiles read it -- destination
+// channel m, source channel c; for backward-data the filter w[c][m] rotated
+// -- lies at w[first(m, c) + tap * step].
+struct FilterWalk {
+    int64_t mstride, cstride, base, step;
+};
+
+FilterWalk filter_walk(const Shape &s, int64_t gi) {
+    const int64_t taps = s.taps;
+    if (!s.backward)  // w[gi * cdg + m][c][tap] or w[gi * cdg + m][tap][c]
+        return s.last ? FilterWalk{taps * s.csg, 1, gi * s.cdg * taps * s.csg, s.csg}
+                      : FilterWalk{s.csg * taps, taps, gi * s.cdg * s.csg * taps, 1};
+    // w[gi * csg + c][m][taps - 1 - tap] or w[gi * csg + c][taps - 1 - tap][m]
+    return s.last ? FilterWalk{1, taps * s.cdg, gi * s.csg * taps * s.cdg + (taps - 1) * s.cdg, -s.cdg}
+                  : FilterWalk{taps, s.cdg * taps, gi * s.csg * s.cdg * taps + taps - 1, -1};
+}
+
+// Vector v of group gi: [c][tap][16 destination channels], zero past cdg,
+// one source channel at a time (its 16 x taps block stays in L1: walking a
+// lane at a time over the whole vector cost 1.8 ns a weight on 512x512 3x3).
+template <class T>
+void pack_vector(const Shape &s, const T *w, int64_t gi, int64_t v, T *out) {
+    const FilterWalk f = filter_walk(s, gi);
+    const int64_t m0 = v * kLanes, lanes = std::min<int64_t>(kLanes, s.cdg - m0);
+    for (int64_t c = 0; c < s.csg; ++c) {
+        T *block = out + c * s.taps * kLanes;
+        for (int64_t l = 0; l < lanes; ++l) {
+            const T *from = w + f.base + (m0 + l) * f.mstride + c * f.cstride;
+            for (int64_t t = 0; t < s.taps; ++t) block[t * kLanes + l] = from[t * f.step];
+        }
+        for (int64_t t = 0; t < s.taps; ++t)
+            std::fill(block + t * kLanes + lanes, block + (t + 1) * kLanes, T(0));
+    }
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+// out[j * 16 + l] = row l's element j (rows `stride` apart, zero past
+// `lanes`), j < len: 16 x 16 blocks transposed in registers -- the forward
+// channels-first filters' packing, where each lane's weights are one row.
+CONV_TARGET_AVX512 inline __m512 lo_pd(__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+}
+CONV_TARGET_AVX512 inline __m512 hi_pd(__m512 a, __m512 b) {
+    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+}
+
+CONV_TARGET_AVX512 void transpose_rows_avx512(const float *rows, int64_t stride, int64_t lanes,
+                                              int64_t len, float *out) {
+    for (int64_t j = 0; j < len; j += kLanes) {
+        const __mmask16 keep = first_lanes(len - j);
+        __m512 r[16], t[16], u[16], v[16];
+        for (int l = 0; l < 16; ++l)
+            r[l] = l < lanes ? _mm512_maskz_loadu_ps(keep, rows + l * stride + j) : _mm512_setzero_ps();
+        for (int l = 0; l < 16; l += 2)  // [a0 b0 a1 b1], [a2 b2 a3 b3] per 128-bit lane
+            t[l] = _mm512_unpacklo_ps(r[l], r[l + 1]), t[l + 1] = _mm512_unpackhi_ps(r[l], r[l + 1]);
+        for (int l = 0; l < 16; l += 4) {  // u[l + i]: column i (+4, +8, +12) of rows l..l+3
+            u[l] = lo_pd(t[l], t[l + 2]), u[l + 1] = hi_pd(t[l], t[l + 2]);
+            u[l + 2] = lo_pd(t[l + 1], t[l + 3]), u[l + 3] = hi_pd(t[l + 1], t[l + 3]);
+        }
+        for (int h = 0; h < 16; h += 8)  // rows h..h+7: columns i, i+8 | i+4, i+12
+            for (int i = 0; i < 4; ++i) {
+                v[h + 2 * i] = _mm512_shuffle_f32x4(u[h + i], u[h + 4 + i], 0x88);
+                v[h + 2 * i + 1] = _mm512_shuffle_f32x4(u[h + i], u[h + 4 + i], 0xdd);
+            }
+        float *o = out + j * kLanes;
+        for (int i = 0; i < 4; ++i) {  // columns i, i + 8, i + 4, i + 12
+            const int col[4] = {i, i + 8, i + 4, i + 12};
+            const __m512 c[4] = {_mm512_shuffle_f32x4(v[2 * i], v[8 + 2 * i], 0x88),
+                                 _mm512_shuffle_f32x4(v[2 * i], v[8 + 2 * i], 0xdd),
+                                 _mm512_shuffle_f32x4(v[2 * i + 1], v[8 + 2 * i + 1], 0x88),
+                                 _mm512_shuffle_f32x4(v[2 * i + 1], v[8 + 2 * i + 1], 0xdd)};
+            for (int q = 0; q < 4; ++q)
+                if (col[q] < len - j) _mm512_store_ps(o + col[q] * kLanes, c[q]);
+        }
+    }
+}
+
+// Backward-data's vector v of group gi from channels-first filters: per
+// source channel c (a filter), its 16 x taps block of destination channels
+// transposed, then written with the taps reversed (the 180-degree rotation).
+CONV_TARGET_AVX512 void pack_rotated_avx512(const Shape &s, const float *w, int64_t gi, int64_t v,
+                                            float *out) {
+    alignas(64) float block[kRotatedTaps * kLanes];
+    const int64_t m0 = v * kLanes, lanes = std::min<int64_t>(kLanes, s.cdg - m0);
+    for (int64_t c = 0; c < s.csg; ++c, out += s.taps * kLanes) {
+        transpose_rows_avx512(w + ((gi * s.csg + c) * s.cdg + m0) * s.taps, s.taps, lanes, s.taps, block);
+        for (int64_t t = 0; t < s.taps; ++t)
+            _mm512_store_ps(out + t * kLanes, _mm512_load_ps(block + (s.taps - 1 - t) * kLanes));
+    }
+}
+#endif
+
+// The packed vector; channels-first fp32 filters by transposes.
+template <class T>
+void pack(const Shape &s, const T *w, int64_t gi, int64_t v, T *out) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>) {
+        if (!s.last && cpu_isa() == Isa::avx512 && !s.backward) {
+            const int64_t row = s.csg * s.taps, m0 = v * kLanes;
+            return transpose_rows_avx512(w + (gi * s.cdg + m0) * row, row,
+                                         std::min<int64_t>(kLanes, s.cdg - m0), row, out);
+        }
+        if (!s.last && cpu_isa() == Isa::avx512 && s.taps <= kRotatedTaps)
+            return pack_rotated_avx512(s, w, gi, v, out);
+    }
+#endif
+    pack_vector(s, w, gi, v, out);
+}
+
+template <class T>
+void pack_weights(const Shape &s, const T *w, T *packed, ThreadPool &pool, int threads) {
+    pool.parallel_for(
+        s.groups * s.dvec,
+        [&](int64_t i, int) { pack(s, w, i / s.dvec, i % s.dvec, packed + i * s.wvec); },
+        threads);
+}
+
+// One source channel (first element at `src`, positions `ps` apart) into
+// its padded plane: row i, column phase p, column j holds source (i - top,
+// j * sw + p - left), zero outside.
+template <class T>
+void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
+    for (int64_t i = 0; i < s.hp; ++i)
+        for (int64_t p = 0; p < s.sw; ++p) {
+            T *row = out + (i * s.sw + p) * s.wq;
+            int64_t sr = i - s.top;
+            if (sr < 0 || sr >= s.hs) {
+                std::fill(row, row + s.wq, T(0));
+                continue;
+            }
+            const T *in = src + sr * s.ws * ps;
+            int64_t first = p - s.left;  // source column of j = 0
+            int64_t lo = first >= 0 ? 0 : ceil_div(-first, s.sw);
+            int64_t hi = first >= s.ws ? 0 : (s.ws - 1 - first) / s.sw + 1;
+            lo = std::min(lo, s.wq);
+            hi = std::clamp(hi, lo, s.wq);
+            std::fill(row, row + lo, T(0));
+            if (s.sw == 1 && ps == 1)
+                std::memcpy(row + lo, in + first + lo, (size_t)(hi - lo) * sizeof(T));
+            else
+                for (int64_t j = lo; j < hi; ++j) row[j] = in[(first + j * s.sw) * ps];
+            std::fill(row + hi, row + s.wq, T(0));
+        }
+}
+
+template <class T>
+void pad_source(const Shape &s, const T *src, T *source, ThreadPool &pool, int threads) {
+    const int64_t image = s.cs * s.hs * s.ws;
+    const int64_t cstride = s.last ? 1 : s.hs * s.ws, ps = s.last ? s.cs : 1;
+    pool.parallel_for(
+        s.n * s.cs,
+        [&](int64_t i, int) {
+            pad_channel(s, src + i / s.cs * image + i % s.cs * cstride, ps, source + i * s.plane);
+        },
+        threads);
+}
+
+// ---- the register tiles
+
+// One (source channel, tap) of a channel block, relative to the block's
+// first channel: its offset in the padded source and in the packed weights.
+// One flat list, so the tiles run a single loop.
+struct Step {
+    int64_t x, w;
+};
+
+// Taps of phase (ph, pw): where fh divides ph + pt - tap row (and fw the
+// column's); every tap for the forward pass's one phase.
+bool reaches(int64_t phase, int64_t pad, int64_t tap, int64_t f) {
+    return ((phase + pad - tap) % f + f) % f == 0;
+}
+
+int64_t phase_steps_count(const Shape &s, int64_t ph, int64_t pw) {
+    if (!s.backward) return s.taps;
+    int64_t rows = 0, cols = 0;
+    for (int64_t r = 0; r < s.kr; ++r) rows += reaches(ph, s.pt, r * s.dh, s.fh);
+    for (int64_t q = 0; q < s.ks; ++q) cols += reaches(pw, s.pl, q * s.dw, s.fw);
+    return rows * cols;
+}
+
+// Phase (ph, pw)'s steps for a channel block. Forward: the one phase,
+// every tap. Backward-data: dx row ih = ph + j * fh meets tap r where fh
+// divides ih + pt - r * dh, reading dy row j + (ph + pt - r * dh) / fh; the
+// weights are packed rotated (tap taps - 1 - t).
+void phase_steps(const Shape &s, int64_t ph, int64_t pw, Step *steps) {
+    for (int64_t c = 0, i = 0; c < s.cblock; ++c)
+        for (int64_t r = 0; r < s.kr; ++r)
+            for (int64_t q = 0; q < s.ks; ++q) {
+                int64_t tr = r * s.dh, tc = q * s.dw, t = r * s.ks + q, x;
+                if (!s.backward) {
+                    x = (tr * s.sw + tc % s.sw) * s.wq + tc / s.sw;
+                } else {
+                    if (!reaches(ph, s.pt, tr, s.fh) || !reaches(pw, s.pl, tc, s.fw)) continue;
+                    x = ((ph + s.pt - tr) / s.fh + s.top) * s.wq + (pw + s.pl - tc) / s.fw + s.left;
+                    t = s.taps - 1 - t;
+                }
+                steps[i++] = {c * s.plane + x, (c * s.taps + t) * kLanes};
+            }
+}
+
+// How a tile meets the sums of the channel blocks before it in `out`.
+enum class Mode { fresh, running, partial };
+
+struct Tile {
+    const void *x;       // the block's first channel at the tile's first position
+    const void *w;       // the block's weights of the tile's first vector
+    int64_t wvec;        // elements from one vector's weights to the next's
+    const Step *steps;
+    int64_t count;
+    void *out;           // sums: [position][NV * 16]
+    Mode mode;
+};
+
+template <class T>
+void tile_portable(const Tile &t, int nv, int ur) {
+    T acc[kAccumulators * kLanes];
+    const int width = nv * kLanes;
+    T *out = static_cast<T *>(t.out);
+    for (int i = 0; i < ur * width; ++i) acc[i] = t.mode == Mode::running ? out[i] : T(0);
+    const T *x = static_cast<const T *>(t.x), *w = static_cast<const T *>(t.w);
+    for (int64_t s = 0; s < t.count; ++s) {
+        const T *xs = x + t.steps[s].x, *ws = w + t.steps[s].w;
+        for (int i = 0; i < ur; ++i)
+            for (int v = 0; v < nv; ++v)
+                for (int l = 0; l < kLanes; ++l)
+                    acc[i * width + v * kLanes + l] += ws[v * t.wvec + l] * xs[i];
+    }
+    for (int i = 0; i < ur * width; ++i) out[i] = t.mode == Mode::partial ? out[i] + acc[i] : acc[i];
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+template <int NV, int UR>
+CONV_TARGET_AVX512 void tile_avx512(const Tile &t) {
+    if constexpr (NV * UR <= kAccumulators) {
+        float *out = static_cast<float *>(t.out);
+        __m512 acc[NV][UR];
+        for (int i = 0; i < UR; ++i)
+            for (int v = 0; v < NV; ++v)
+                acc[v][i] = t.mode == Mode::running ? _mm512_load_ps(out + (i * NV + v) * kLanes)
+                                                    : _mm512_setzero_ps();
+        const float *x = static_cast<const float *>(t.x), *w = static_cast<const float *>(t.w);
+        const int64_t wvec = t.wvec;
+        for (int64_t s = 0; s < t.count; ++s) {
+            const float *xs = x + t.steps[s].x, *ws = w + t.steps[s].w;
+            __m512 wv[NV];
+            for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_ps(ws + v * wvec);
+            for (int i = 0; i < UR; ++i) {
+                const __m512 b = _mm512_set1_ps(xs[i]);
+                for (int v = 0; v < NV; ++v) acc[v][i] = _mm512_fmadd_ps(wv[v], b, acc[v][i]);
+            }
+        }
+        for (int i = 0; i < UR; ++i)
+            for (int v = 0; v < NV; ++v) {
+                float *o = out + (i * NV + v) * kLanes;
+                __m512 a = t.mode == Mode::partial ? _mm512_add_ps(_mm512_load_ps(o), acc[v][i]) : acc[v][i];
+                _mm512_store_ps(o, a);
+            }
+    }
+}
+
+using TileFn = void (*)(const Tile &);
+
+template <int NV, int... U>
+constexpr std::array<TileFn, kMaxPositions> tile_row(std::integer_sequence<int, U...>) {
+    return {{&tile_avx512<NV, U + 1>...}};
+}
+
+const std::array<std::array<TileFn, kMaxPositions>, kMaxVectors> kTiles = {
+    tile_row<1>(std::make_integer_sequence<int, kMaxPositions>{}),
+    tile_row<2>(std::make_integer_sequence<int, kMaxPositions>{}),
+    tile_row<3>(std::make_integer_sequence<int, kMaxPositions>{}),
+    tile_row<4>(std::make_integer_sequence<int, kMaxPositions>{}),
+};
+#endif
+
+template <class T>
+void run_tile(const Tile &t, int nv, int ur) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (cpu_isa() == Isa::avx512) return kTiles[nv - 1][ur - 1](t);
+#endif
+    tile_portable<T>(t, nv, ur);
+}
+
+// ---- the store: sums [row][position][channel] -> bias, ReLU, destination
+
+struct Item {
+    int64_t ph, pw;               // the destination phase
+    int64_t oh0, rows, ow0, len;  // rows and positions of the item, in the phase
+    int64_t m0, width, valid;     // first destination channel (in the group), vectors' lanes, real ones
+};
+
+// `v < 0 ? 0 : v` (not max): a NaN stays NaN, as in epilogue.cpp.
+template <class T>
+T bias_relu(T v, T b, bool relu) {
+    v += b;
+    return relu && v < T(0) ? T(0) : v;
+}
+
+// dst: the image's group's channel 0; bias: the group's (or null).
+template <class T>
+void store_portable(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
+    const int64_t plane = s.hdst * s.wdst;
+    for (int64_t r = 0; r < it.rows; ++r)
+        for (int64_t j = 0; j < it.len; ++j) {
+            const T *in = sums + (r * it.len + j) * it.width;
+            int64_t q = (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + (it.ow0 + j) * s.fw;
+            for (int64_t m = 0; m < it.valid; ++m) {
+                int64_t ch = it.m0 + m;
+                T v = bias_relu(in[m], bias ? bias[ch] : T(0), relu);
+                dst[s.last ? q * s.cd + ch : ch * plane + q] = v;
+            }
+        }
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+// Channels-first, one column phase: each channel's run of positions
+// gathered out of the sums (16 at a time, `width` apart) into one row store.
+CONV_TARGET_AVX512 void store_rows_avx512(const Shape &s, const Item &it, const float *sums,
+                                          float *dst, const float *bias, bool relu) {
+    const int64_t plane = s.hdst * s.wdst;
+    const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                                11, 12, 13, 14, 15),
+                                             _mm512_set1_epi32((int)it.width));
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t m = 0; m < it.valid; ++m) {
+        const int64_t ch = it.m0 + m;
+        const __m512 b = _mm512_set1_ps(bias ? bias[ch] : 0.0f);
+        for (int64_t r = 0; r < it.rows; ++r) {
+            float *row = dst + ch * plane + (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.ow0;
+            const float *in = sums + r * it.len * it.width + m;
+            for (int64_t j = 0; j < it.len; j += kLanes) {
+                __mmask16 keep = first_lanes(it.len - j);
+                __m512 v = _mm512_mask_i32gather_ps(zero, keep, index, in + j * it.width, 4);
+                v = _mm512_add_ps(v, b);
+                if (relu) v = _mm512_max_ps(zero, v);  // NaN stays NaN (the second operand)
+                _mm512_mask_storeu_ps(row + j, keep, v);
+            }
+        }
+    }
+}
+#endif
+
+template <class T>
+void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (!s.last && s.fw == 1 && cpu_isa() == Isa::avx512)
+            return store_rows_avx512(s, it, sums, dst, bias, relu);
+#endif
+    store_portable(s, it, sums, dst, bias, relu);
+}
+
+// ---- the pass
+
+// Whether a call packs each work item's channel vectors into the thread's
+// own slot (in L2) rather than the whole filter into the workspace first:
+// where there are channel blocks enough for every thread. The whole
+// filter's copy is written out to memory and read back (512x512 3x3: 9.4 MB
+// each way, 1.5-4 ms on one thread here, beside 1.5 ms of tiles); the
+// slot's copy is read from the filter once and stays in L2.
+bool packs_per_item(const Shape &s, int threads) {
+    return ceil_div(s.dvec, s.nv) * s.groups >= 2 * threads;
+}
+
+template <class T>
+void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+    const ConvGeometry &g = *args.g;
+    const Shape s = make_shape(g, args.op, sizeof(T), args.strict);
+    char *base = static_cast<char *>(ws);
+    const T *w_in = static_cast<const T *>(args.w);
+    const T *packed = static_cast<const T *>(args.prepared);
+    const bool per_item = !packed && packs_per_item(s, threads);
+    if (!packed && !per_item) {
+        T *own = reinterpret_cast<T *>(base + s.packed_at);
+        pack_weights(s, w_in, own, pool, threads);
+        packed = own;
+    }
+    T *slots = reinterpret_cast<T *>(base + s.packed_at);
+    const int64_t phases = s.fh * s.fw, phase_len = s.cblock * s.taps;
+    Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
+    for (int64_t p = 0; p < phases; ++p) phase_steps(s, p / s.fw, p % s.fw, steps + p * phase_len);
+    T *source = reinterpret_cast<T *>(base + s.source_at);
+    pad_source(s, static_cast<const T *>(s.backward ? args.y : args.x), source, pool, threads);
+
+    T *dst = static_cast<T *>(s.backward ? args.x : args.y);
+    const T *bias = s.backward ? nullptr : static_cast<const T *>(args.bias);
+    const bool relu = !s.backward && g.activation == CONV_ACTIVATION_RELU;
+    const int64_t plane = s.hdst * s.wdst, dst_image = s.cd * plane;
+    const int64_t kblocks = ceil_div(s.dvec, s.nv), segs = ceil_div(s.wd, s.seg);
+    // Fewer rows per item where the items would not keep every thread busy
+    // (the sums' order does not depend on the items: same results).
+    const int64_t others = s.n * s.groups * kblocks * phases * segs;
+    const int64_t rows = per_item ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others)));
+    const int64_t rgroups = ceil_div(s.hd, rows);
+    // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
+    // block kb of group gi, whose packed vectors start at w.
+    auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t p, int64_t rg, int64_t sg,
+                       const T *w) {
+        const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+        Item it;
+        it.ph = p / s.fw, it.pw = p % s.fw;
+        it.oh0 = rg * rows, it.ow0 = sg * s.seg;
+        // The phase's rows and columns (all of them for one phase).
+        const int64_t hj = s.hdst > it.ph ? ceil_div(s.hdst - it.ph, s.fh) : 0;
+        const int64_t wj = s.wdst > it.pw ? ceil_div(s.wdst - it.pw, s.fw) : 0;
+        it.rows = std::min(rows, hj - it.oh0), it.len = std::min(s.seg, wj - it.ow0);
+        if (it.rows <= 0 || it.len <= 0) return;
+        it.m0 = kb * s.nv * kLanes, it.width = nv * kLanes;
+        it.valid = std::min(it.width, s.cdg - it.m0);
+        alignas(64) T sums[kItemSums];
+        const T *x = source + (n * s.cs + gi * s.csg) * s.plane;
+        const Step *phase = steps + p * phase_len;
+        const int64_t per_channel = phase_len ? phase_steps_count(s, it.ph, it.pw) : 0;
+        for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
+            Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, phase,
+                   std::min(s.cblock, s.csg - c0) * per_channel, nullptr,
+                   c0 == 0 ? Mode::fresh : args.strict ? Mode::partial : Mode::running};
+            for (int64_t r = 0; r < it.rows; ++r)
+                for (int64_t j = 0; j < it.len; j += s.ur) {
+                    t.x = x + c0 * s.plane + (it.oh0 + r) * s.rstep + it.ow0 + j;
+                    t.out = sums + (r * it.len + j) * it.width;
+                    run_tile<T>(t, nv, (int)std::min<int64_t>(s.ur, it.len - j));
+                }
+        }
+        store_item(s, it, sums, dst + n * dst_image + gi * s.cdg * (s.last ? 1 : plane),
+                   bias ? bias + gi * s.cdg : nullptr, relu);
+    };
+    if (per_item) {  // an item: one channel block of a group, everywhere
+        pool.parallel_for(
+            s.groups * kblocks,
+            [&](int64_t item, int slot) {
+                int64_t kb = item % kblocks, gi = item / kblocks;
+                T *w = slots + slot * s.nv * s.wvec;
+                for (int64_t v = kb * s.nv; v < std::min(s.dvec, (kb + 1) * s.nv); ++v)
+                    pack(s, w_in, gi, v, w + (v - kb * s.nv) * s.wvec);
+                for (int64_t n = 0; n < s.n; ++n)
+                    for (int64_t p = 0; p < phases; ++p)
+                        for (int64_t rg = 0; rg < rgroups; ++rg)
+                            for (int64_t sg = 0; sg < segs; ++sg) compute(n, gi, kb, p, rg, sg, w);
+            },
+            threads);
+        return;
+    }
+    pool.parallel_for(
+        others * rgroups,
+        [&](int64_t item, int) {
+            int64_t sg = item % segs, rg = item / segs % rgroups, rest = item / segs / rgroups;
+            int64_t p = rest % phases, kb = rest / phases % kblocks;
+            int64_t gi = rest / phases / kblocks % s.groups, n = rest / phases / kblocks / s.groups;
+            compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec);
+        },
+        threads);
+}
+
+class DirectAvx512 final : public Algorithm {
+public:
+    const char *name() const override { return "direct_avx512"; }
+    conv_algo_t id() const override { return (conv_algo_t)(kFirstPrivateSolverId + 202); }
+    const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
+        if (!g.is_planar()) return "it computes 1-D and 2-D convolutions only";
+        if (op == CONV_OP_BACKWARD_FILTER) return "it computes forward and backward-data only";
+        if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";
+        return nullptr;
+    }
+    // Measured on this machine (Sapphire Rapids class, 1 thread pinned,
+    // strict, one-shot calls: weights packed per call), GFLOP/s, direct vs
+    // the solver AUTO took before it, runs interleaved:
+    //   forward  conv1 3->64 7x7 s2          124-131 vs implicit_gemm 112-114 (b8: 125 vs 71)
+    //            128->128 56x56 3x3 s2       115-120 vs 108-112 (b8: 115 vs 92)
+    //            256->256 28x28 3x3 s2       111 vs 104 (b8: 122 vs 99)
+    //            512->512 14x14 3x3 s2       101 vs 89-92
+    //            256->256 14x14 3x3 s1       135-136 vs 121-123
+    //            512->512 7x7 3x3 s1         112 vs 103-104
+    //            64->64 56x56, 128->128 28x28 139-142 vs 141-143 (even)
+    //   bwd_data, stride 1: 133 vs 120 (14x14), 99 vs 91 (7x7), 141 vs 142
+    //   (28x28).
+    //   bwd_data, stride 2 (implicit_gemm and Winograd decline: im2col +
+    //   OpenBLAS's SSE kernels, 14 GFLOP/s): 3x3 128/256/512 channels 106 /
+    //   118 / 90, 1x1 512->1024 51. conv1's (3 dx channels: 3 of 16 lanes) 15.
+    //   channels-last, against AUTO's im2col (implicit_gemm declines
+    //   reductions > 256 there; conv1: implicit_gemm): conv1 fwd 102 vs 36,
+    //   3x3 128/256 channels fwd 90-93 and bwd_data 109-110 vs 15-19;
+    //   512->512 7x7 26-31 vs 14-19 (packing [k][r][s][c] filters per call).
+    // The tiles alone (prepared weights) run at 150 GFLOP/s on 14x14 and
+    // 7x7. So, onto 16 or more channels a group, for kernels wider than 1x1:
+    // channels-first forward layers that are strided or make planes of at
+    // most 14x14, and backward-data onto such planes; every layer
+    // channels-last; and strided backward-data (1x1 too).
+    bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
+        if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
+        const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
+        // Fewer than 16 destination channels a group leave lanes idle.
+        if ((op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg()) < 16) return false;
+        if (op == CONV_OP_BACKWARD_DATA && strided) return true;
+        if (g.kernel_size() == 1) return false;
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return true;
+        if (op == CONV_OP_BACKWARD_DATA) return g.in_size() <= 14 * 14;
+        return strided || g.out_size() <= 14 * 14;
+    }
+    size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
+                           int threads) const override {
+        const Shape s = make_shape(g, op, dtype_size(dtype), true);
+        const int64_t weights = packs_per_item(s, threads)
+                                    ? checked_mul(checked_mul(threads * s.nv, s.wvec, "workspace"),
+                                                  (int64_t)dtype_size(dtype), "workspace")
+                                    : s.packed;
+        return (size_t)checked_add((int64_t)s.packed_at, weights, "workspace");
+    }
+    void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
+        if (args.dtype == CONV_DTYPE_FLOAT32)
+            run_typed<float>(args, ws, pool, threads);
+        else
+            run_typed<double>(args, ws, pool, threads);
+    }
+    // The packed weights, once per plan instead of once per call.
+    size_t prepared_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
+        if (op == CONV_OP_BACKWARD_FILTER) return 0;
+        return (size_t)make_shape(g, op, dtype_size(dtype), false).packed;
+    }
+    void prepare_weights(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, const void *w,
+                         void *out, ThreadPool &pool, int threads) const override {
+        const Shape s = make_shape(g, op, dtype_size(dtype), false);
+        if (dtype == CONV_DTYPE_FLOAT32)
+            pack_weights(s, static_cast<const float *>(w), static_cast<float *>(out), pool, threads);
+        else
+            pack_weights(s, static_cast<const double *>(w), static_cast<double *>(out), pool, threads);
+    }
+};
+
+}  // namespace
+
+const Algorithm &direct_avx512_algorithm() {
+    static const DirectAvx512 algo;
+    return algo;
+}
+
+}  // namespace conv::cpu

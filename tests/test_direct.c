@@ -1,0 +1,290 @@
+/* direct_avx512 (channels in the vector, src/cpu/direct_avx512.cpp):
+ * forward and backward-data (strided: by phases) against the reference on random 1-D
+ * and 2-D problems in both layouts (exactly on integer data; real data
+ * within the rounding tolerance), across its blocks -- 16-channel vectors
+ * and their last partial one, 1-4 vectors a tile, row remainders, work
+ * items of several rows, channel blocks (strict: 32 at most); plans with
+ * prepared weights, fresh and stale; and where it must decline. ctest runs
+ * it with AVX-512 tiles and again with CONV_CPU_ISA=baseline (portable). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+static conv_algo_t direct(void)
+{
+    conv_algo_t a;
+    assert_int_equal(conv_algo_from_name("direct_avx512", &a), CONV_STATUS_SUCCESS);
+    return a;
+}
+
+/* Kernels 1..7, strides 1..3 (backward-data: its stride phases), dilation, asymmetric padding,
+ * channel counts around 16, 32 and 64, groups, batch 1..3. */
+static void random_problem(tu_rng *r, tu_problem *tp, conv_op_t op, int wide)
+{
+    int spatial = tu_chance(r, 20) ? 1 : 2;
+    int64_t in[2], kernel[2];
+    for (int a = 0; a < spatial; a++) {
+        kernel[a] = tu_range(r, 1, 7);
+        in[a] = tu_range(r, 1, wide ? 40 : 16);
+    }
+    int64_t groups = tu_chance(r, 20) ? tu_range(r, 2, 3) : 1;
+    int64_t cmax = wide ? 80 : 20;
+    tu_problem_init(tp, spatial, tu_range(r, 1, wide ? 2 : 3), groups * tu_range(r, 1, cmax),
+                    groups * tu_range(r, 1, cmax), in, kernel);
+    tp->p.groups = groups;
+    for (int a = 0; a < spatial; a++) {
+        tp->p.stride[a] = tu_range(r, 1, 3);
+        tp->p.dilation[a] = tu_chance(r, 20) ? 2 : 1;
+        tp->desc_pad_begin[a] = tu_range(r, 0, kernel[a]);
+        tp->desc_pad_end[a] = tu_range(r, 0, kernel[a]);
+    }
+    tp->p.channels_last = tu_chance(r, 40);
+    tp->dtype = tu_chance(r, 75) ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64;
+    tp->bias = op == CONV_OP_FORWARD && tu_chance(r, 50);
+    tp->p.relu = tu_chance(r, 30);
+    tp->algo = direct();
+}
+
+/* `count` problems, seeds first, first + 1, ... (CONV_TEST_SEED=S
+ * CONV_TEST_COUNT=1 reruns one), each pass on the shared contexts of 1-3
+ * threads in math mode `math`. Drawn again where a problem has no output. */
+static void check_random(int wide, int real, uint64_t seed0, int count0, conv_math_t math)
+{
+    for (int i = 0; i < 3; i++)
+        assert_ok(conv_context_set_math(tu_contexts[i], math));
+    uint64_t first = tu_env_seed(seed0);
+    int count = tu_env_count(count0);
+    for (int i = 0; i < count; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        conv_op_t op = tu_chance(&r, 60) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        tu_problem tp;
+        do
+            random_problem(&r, &tp, op, wide);
+        while (!tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, op, &r, real);
+    }
+}
+
+static void test_small_exact(void **state)
+{
+    (void)state;
+    check_random(0, 0, 0xd1ec11, 1200, CONV_MATH_DEFAULT);
+}
+
+/* Wider planes and channel counts: several vectors, items and blocks. */
+static void test_wide_exact(void **state)
+{
+    (void)state;
+    check_random(1, 0, 0xd1ec22, 150, CONV_MATH_DEFAULT);
+}
+
+static void test_real(void **state)
+{
+    (void)state;
+    check_random(1, 1, 0xd1ec33, 60, CONV_MATH_DEFAULT);
+}
+
+/* CONV_MATH_STRICT: channel blocks of at most 32 summed apart, then added. */
+static void test_strict(void **state)
+{
+    (void)state;
+    check_random(1, 0, 0xd1ec44, 150, CONV_MATH_STRICT);
+    check_random(1, 1, 0xd1ec55, 60, CONV_MATH_STRICT);
+}
+
+/* Layers shaped like ResNet-50's (smaller), both layouts: conv1's 7x7
+ * stride 2 on 3 channels, 3x3 on 7x7 and 14x14 planes with 64+ channels
+ * (4-vector tiles, channel blocks), stride 2, with bias and ReLU. */
+static void test_layers(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    const struct {
+        int64_t n, c, k, hw, kernel, stride, pad;
+    } layers[] = {
+        {1, 3, 64, 46, 7, 2, 3},  {2, 96, 80, 7, 3, 1, 1}, {1, 64, 48, 14, 3, 1, 1},
+        {1, 40, 72, 15, 3, 2, 1}, {3, 33, 17, 12, 5, 1, 2},
+    };
+    tu_rng r;
+    tu_seed(&r, 0xd1ec66);
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
+        for (int last = 0; last < 2; last++)
+            for (int op = CONV_OP_FORWARD; op <= CONV_OP_BACKWARD_DATA; op++) {
+                int64_t in[2] = {layers[i].hw, layers[i].hw};
+                int64_t kernel[2] = {layers[i].kernel, layers[i].kernel};
+                tu_problem tp;
+                tu_problem_init(&tp, 2, layers[i].n, layers[i].c, layers[i].k, in, kernel);
+                for (int a = 0; a < 2; a++) {
+                    tp.p.stride[a] = layers[i].stride;
+                    tp.desc_pad_begin[a] = tp.desc_pad_end[a] = layers[i].pad;
+                }
+                tp.p.channels_last = last;
+                tp.bias = op == CONV_OP_FORWARD;
+                tp.p.relu = 1;
+                tp.algo = direct();
+                assert_true(tu_resolve(&tp));
+                char what[640], failure[1536];
+                int len = snprintf(what, sizeof what, "%s ", tu_op_name((conv_op_t)op));
+                tu_describe(&tp, what + len, sizeof what - (size_t)len);
+                assert_ok(conv_context_set_threads(ctx, 1 + (int)(i % 2)));
+                if (tu_run_checked(ctx, NULL, &tp, (conv_op_t)op, &r, 0, 0, what, failure,
+                                   sizeof failure))
+                    fail_msg("%s", failure);
+            }
+    conv_context_destroy(ctx);
+}
+
+/* ---------------------------------------------------- prepared weights */
+
+static conv_status_t plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op,
+                             conv_plan_t *plan)
+{
+    conv_desc_t d;
+    conv_status_t s = tu_make_desc(tp, op, &d);
+    if (s != CONV_STATUS_SUCCESS)
+        return s;
+    int64_t xd[5], wd[5];
+    int ndim = tu_x_dims(tp, xd);
+    tu_w_dims(tp, wd);
+    s = conv_plan_create(ctx, d, op, tp->dtype,
+                         tp->p.channels_last ? CONV_LAYOUT_CHANNELS_LAST : CONV_LAYOUT_CHANNELS_FIRST,
+                         ndim, xd, wd, tp->bias && op == CONV_OP_FORWARD, plan);
+    conv_desc_destroy(d);
+    return s;
+}
+
+/* The pass's output (y forward, dx backward-data) from a one-shot call. */
+static tu_tensor *one_shot(conv_context_t ctx, tu_case *c, conv_op_t op)
+{
+    conv_desc_t d;
+    assert_ok(tu_make_desc(&c->tp, op, &d));
+    if (op == CONV_OP_FORWARD) {
+        assert_ok(conv_forward(ctx, d, c->x.t, c->w.t, c->b.t, c->y.t, NULL));
+    } else {
+        assert_ok(conv_backward_data(ctx, d, c->w.t, c->y.t, c->x.t, NULL));
+    }
+    conv_desc_destroy(d);
+    return op == CONV_OP_FORWARD ? &c->y : &c->x;
+}
+
+static void run_plan(conv_plan_t plan, tu_case *c, conv_op_t op)
+{
+    conv_tensor_t b = op == CONV_OP_FORWARD ? c->b.t : NULL;
+    tu_fill_nan(op == CONV_OP_FORWARD ? &c->y : &c->x);
+    assert_ok(conv_plan_execute(plan, c->x.t, c->w.t, b, c->y.t, NULL));
+}
+
+/* A plan with prepared weights gives the one-shot result, keeps using them
+ * after w changes (stale, by the documented rule) until prepared again, and
+ * reads w again once released: forward and backward-data, both layouts. */
+static void test_prepared_weights(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    assert_ok(conv_context_set_threads(ctx, 2));
+    tu_rng r;
+    tu_seed(&r, 0xd1ec77);
+    for (int last = 0; last < 2; last++)
+        for (int op = CONV_OP_FORWARD; op <= CONV_OP_BACKWARD_DATA; op++) {
+            int64_t in[2] = {9, 10}, kernel[2] = {3, 3};
+            tu_problem tp;
+            tu_problem_init(&tp, 2, 2, 20, 37, in, kernel);
+            for (int a = 0; a < 2; a++)
+                tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+            tp.p.channels_last = last;
+            tp.bias = op == CONV_OP_FORWARD;
+            tp.algo = direct();
+            assert_true(tu_resolve(&tp));
+            tu_case c;
+            assert_ok(tu_case_make(&c, ctx, &tp, 0));
+            tu_case_fill(&c, (conv_op_t)op, &r, 1);
+            tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : &c.x;
+            size_t bytes = out->bytes;
+            void *old_result = malloc(bytes), *new_result = malloc(bytes);
+            memcpy(old_result, one_shot(ctx, &c, (conv_op_t)op)->data, bytes);
+
+            conv_plan_t plan;
+            assert_ok(plan_of(ctx, &tp, (conv_op_t)op, &plan));
+            const char *name = NULL;
+            assert_ok(conv_plan_get_solver_name(plan, &name));
+            assert_string_equal(name, "direct_avx512");
+            int prepared = -1;
+            assert_ok(conv_plan_prepare_weights(plan, c.w.t, &prepared));
+            assert_int_equal(prepared, 1);
+            run_plan(plan, &c, (conv_op_t)op);
+            assert_memory_equal(out->data, old_result, bytes);
+
+            tu_fill_real(&c.w, &r); /* new weights, not prepared: stale */
+            memcpy(new_result, one_shot(ctx, &c, (conv_op_t)op)->data, bytes);
+            assert_memory_not_equal(new_result, old_result, bytes);
+            run_plan(plan, &c, (conv_op_t)op);
+            assert_memory_equal(out->data, old_result, bytes);
+
+            assert_ok(conv_plan_prepare_weights(plan, c.w.t, &prepared)); /* fresh */
+            run_plan(plan, &c, (conv_op_t)op);
+            assert_memory_equal(out->data, new_result, bytes);
+
+            assert_ok(conv_plan_release_weights(plan)); /* reads w again */
+            tu_fill_real(&c.w, &r);
+            memcpy(new_result, one_shot(ctx, &c, (conv_op_t)op)->data, bytes);
+            run_plan(plan, &c, (conv_op_t)op);
+            assert_memory_equal(out->data, new_result, bytes);
+
+            conv_plan_destroy(plan);
+            tu_case_free(&c);
+            free(old_result);
+            free(new_result);
+        }
+    conv_context_destroy(ctx);
+}
+
+/* Where it must decline, forcing it is UNSUPPORTED naming it, and the
+ * outputs are untouched. */
+static void test_declines(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    struct {
+        int spatial, stride;
+        conv_op_t op;
+    } cases[] = {
+        {3, 1, CONV_OP_FORWARD},         /* 3-D */
+        {2, 1, CONV_OP_BACKWARD_FILTER}, /* not a pass it computes */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_problem tp;
+        int64_t in[3] = {6, 6, 6}, kernel[3] = {3, 3, 3};
+        tu_problem_init(&tp, cases[i].spatial, 1, 4, 4, in, kernel);
+        for (int a = 0; a < cases[i].spatial; a++)
+            tp.p.stride[a] = cases[i].stride;
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        char failure[512];
+        if (tu_check_declined(ctx, &tp, cases[i].op, i + 1, "direct_avx512", failure,
+                              sizeof failure))
+            fail_msg("case %zu: %s", i, failure);
+    }
+    conv_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_exact), cmocka_unit_test(test_wide_exact),
+        cmocka_unit_test(test_real),        cmocka_unit_test(test_strict),
+        cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
+        cmocka_unit_test(test_declines),
+    };
+    return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
+}
