@@ -664,18 +664,28 @@ public:
     //   3x3 128/256 channels fwd 90-93 and bwd_data 109-110 vs 15-19;
     //   512->512 7x7 26-31 vs 14-19 (packing [k][r][s][c] filters per call).
     // The tiles alone (prepared weights) run at 150 GFLOP/s on 14x14 and
-    // 7x7. So, onto 16 or more channels a group, for kernels wider than 1x1:
-    // channels-first forward layers that are strided or make planes of at
-    // most 14x14, and backward-data onto such planes; every layer
-    // channels-last; and strided backward-data (1x1 too).
+    // 7x7. Since then im2col runs on libconv's own SGEMM (sgemm_avx512.cpp)
+    // at 3-4x OpenBLAS's SSE kernels; measured again against it (ResNet-50,
+    // batch 1, strict): strided 1x1 backward-data 79-80 vs 174-236 GFLOP/s at
+    // 2 threads (res3a_1, res4a_1), so 1x1 layers are left to im2col; 3x3 s2
+    // backward-data 215 vs 190 (res4a_2b), 156 vs 141 (res5a_2b), 174 vs 180
+    // (res3a_2b); channels-last at 1 thread: 56x56 3x3 121 vs 106 (fwd), 121
+    // vs 111 (bwd_data), conv1 fwd 119 vs 52, but 28x28 even (126 vs 124) and
+    // 14x14/7x7 or strided 87-116 vs 98-136. So, onto 16 or more channels a
+    // group, for kernels wider than 1x1: channels-first forward layers that
+    // are strided or make planes of at most 14x14, backward-data onto such
+    // planes, and strided backward-data; channels-last only onto planes of
+    // 56x56 and more (strided backward-data not).
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
         // Fewer than 16 destination channels a group leave lanes idle.
         if ((op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg()) < 16) return false;
-        if (op == CONV_OP_BACKWARD_DATA && strided) return true;
         if (g.kernel_size() == 1) return false;
-        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return true;
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
+            return op == CONV_OP_FORWARD ? g.out_size() >= 56 * 56
+                                         : !strided && g.in_size() >= 56 * 56;
+        if (op == CONV_OP_BACKWARD_DATA && strided) return true;
         if (op == CONV_OP_BACKWARD_DATA) return g.in_size() <= 14 * 14;
         return strided || g.out_size() <= 14 * 14;
     }
