@@ -379,6 +379,19 @@ static int create_inputs(layer_run *lr, cb_row *r)
     return 0;
 }
 
+/* With a peer in the same process, each library's timing starts after a
+ * pause long enough for the other's idle threads to stop spinning: GNU
+ * OpenMP's workers (oneDNN's) spin up to GOMP_SPINCOUNT (300000 pauses,
+ * ~15 ms on recent Intel cores) after each parallel region before they
+ * sleep, and on two cores a spinning worker took the CPU libconv's second
+ * thread needed (MobileNet's 7x7 depthwise layers measured 0.22 ms instead
+ * of 0.02 at 2 threads, in some rounds and not others). */
+static void settle(void)
+{
+    struct timespec pause = {0, 30 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+}
+
 int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows)
 {
     const cb_options *o = b->opt;
@@ -404,10 +417,14 @@ int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows
     }
     if (times && set_up(&lr, &setup) == 0 && create_inputs(&lr, &setup) == 0) {
         for (int i = 0; i < n; i++) {
+            if (o->peer)
+                settle();
             run_pass(&lr, rows[i].op, times, &rows[i]);
             /* The peer right after libconv: both under the same load. */
-            if (o->peer)
+            if (o->peer) {
+                settle();
                 o->peer->run(b, l, rows[i].op, times, &rows[i]);
+            }
         }
     } else {
         for (int i = 0; i < n; i++) {
