@@ -582,6 +582,14 @@ public:
         // 3: 7.4 vs 8.9 ms, batch 8: 19.3 vs 23.3; batch 1 even); it loses
         // when the reduction is short (14x14: 0.45x at batch 1, even at 8),
         // and at stride 2 onto 28x28 or 14x14 at batch 8 (0.55x, 0.9x).
+        // Forward and backward-data sum each output over source channels x
+        // taps; a short sum leaves the tiles' loads and stores unamortised
+        // while im2col's GEMM (libconv's own SGEMM) packs once: WaveNet's
+        // k2 layers (64->128, sums of 128 and 256) 60-63 vs 112-122 GFLOP/s,
+        // ResNet-50's conv1 (147) 101 vs 158 at 2 threads; res2_2b's 576
+        // (141 vs 103) keeps the tiles.
+        const int64_t sum = op == CONV_OP_BACKWARD_DATA ? g.kg() * g.kernel_size() : g.reduction();
+        if (op != CONV_OP_BACKWARD_FILTER && sum <= 256) return false;
         if (op == CONV_OP_BACKWARD_FILTER) {
             const int64_t plane = g.out_size();
             const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
