@@ -6,8 +6,8 @@
 #         (leaks fail the test at exit) and UndefinedBehaviorSanitizer
 #         (-fno-sanitize-recover: any report aborts); build-asan/
 #   tsan  the concurrency tests (ctest label "tsan": test_threads, test_plans,
-#         test_threads_churn, test_api, test_comm_local) built with
-#         CONV_SANITIZE=thread; build-tsan/
+#         test_threads_churn, test_thread_pool, test_api, test_comm_local)
+#         built with CONV_SANITIZE=thread; build-tsan/
 # Usage: scripts/sanitize.sh [asan] [tsan]     (none: both)
 # Environment: CONV_ASAN_BUILD_DIR, CONV_TSAN_BUILD_DIR (build directories),
 # CONV_SANITIZE_JOBS (parallel compile and test jobs, default 2).

@@ -97,11 +97,25 @@ void ThreadPool::worker_loop(int slot) {
             seen = generation_;
             if (slot >= active_slots_) continue;
         }
+        if (!join(seen)) continue;  // the caller finished the region alone
         run_items(slot);
         {
             std::lock_guard<std::mutex> lock(mutex_);
-            if (--running_ == 0) done_.notify_one();
+            finished_.fetch_add(1, std::memory_order_release);
         }
+        done_.notify_one();
+    }
+}
+
+bool ThreadPool::join(uint64_t generation) {
+    uint64_t entry = entry_.load(std::memory_order_acquire);
+    for (;;) {
+        if ((entry >> kEntryGenerationShift) != (generation & kEntryGenerationMask) ||
+            (entry & kEntryClosed))
+            return false;
+        if (entry_.compare_exchange_weak(entry, entry + 1, std::memory_order_acq_rel,
+                                         std::memory_order_acquire))
+            return true;
     }
 }
 
@@ -120,16 +134,26 @@ void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
         next_.store(0, std::memory_order_relaxed);
         error_ = nullptr;
         active_slots_ = slots;
-        running_ = slots - 1;
         ++generation_;
+        finished_.store(0, std::memory_order_relaxed);
+        entry_.store((generation_ & kEntryGenerationMask) << kEntryGenerationShift,
+                     std::memory_order_release);
         posted_.store(generation_, std::memory_order_release);
     }
     wake_.notify_all();
     run_items(0);
-    spin_until([&] { return running_.load(std::memory_order_acquire) == 0; });
-    {
+    // Close the region and wait only for the workers that joined it: one
+    // not yet running (asleep, or sharing this CPU) finds the region closed
+    // when it gets there and skips it.
+    const uint64_t joined =
+        entry_.fetch_or(kEntryClosed, std::memory_order_acq_rel) & kEntryJoinedMask;
+    auto all_done = [&] { return finished_.load(std::memory_order_acquire) == joined; };
+    if (!spin_until(all_done)) {
         std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [&] { return running_ == 0; });
+        done_.wait(lock, all_done);
+    }
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
         task_ = nullptr;
     }
     if (error_) std::rethrow_exception(error_);

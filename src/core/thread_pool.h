@@ -58,6 +58,9 @@ private:
     void stop() noexcept;
     void worker_loop(int slot);
     void run_items(int slot);
+    // Enters the region `generation` unless the caller has closed it (or a
+    // later one is posted); true when this worker must run its items.
+    bool join(uint64_t generation);
 
     int threads_;
     std::vector<std::thread> workers_;
@@ -69,10 +72,19 @@ private:
     uint64_t generation_ = 0;
     bool stopping_ = false;
     int active_slots_ = 0;     // workers with slot < active_slots_ join the region
-    // Workers still inside the region; written under mutex_, atomic so the
-    // caller can watch it while it spins (see kSpin in thread_pool.cpp).
-    std::atomic<int> running_{0};
-    std::atomic<uint64_t> posted_{0};  // generation_, for workers that spin
+    // The caller waits only for the workers that entered its region before
+    // it ran out of items and closed it: a worker that is not running then
+    // (asleep, preempted, or sharing the caller's CPU) costs the region
+    // nothing. entry_ packs the region's generation (high bits), a closed
+    // bit and the count of workers that joined; CAS keeps a worker from
+    // joining a closed or newer region.
+    static constexpr int kEntryGenerationShift = 24;
+    static constexpr uint64_t kEntryGenerationMask = (uint64_t(1) << 40) - 1;
+    static constexpr uint64_t kEntryClosed = uint64_t(1) << 23;
+    static constexpr uint64_t kEntryJoinedMask = kEntryClosed - 1;
+    std::atomic<uint64_t> entry_{0};
+    std::atomic<uint64_t> finished_{0};  // joined workers done with their items
+    std::atomic<uint64_t> posted_{0};    // generation_, for workers that spin
 
     const Task *task_ = nullptr;
     int64_t count_ = 0;

@@ -1,0 +1,126 @@
+// The CPU engine's thread pool (src/core/thread_pool.h): a parallel region
+// must not wait for a worker that is not running. On two CPUs the caller and
+// its worker can end up sharing one CPU (another process on the other one,
+// or the scheduler keeping a pair that wakes each other together; loading
+// GNU libgomp was enough to make it the rule): a caller that waited for the
+// worker to pass through every region then spun and slept ~0.2 ms per
+// region, 40x a small layer's time. Here the worker is held inside a signal
+// handler, where it cannot run at all, and a region must still finish, on
+// the caller alone; released, the worker takes part again.
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "core/thread_pool.h"
+
+namespace {
+
+std::atomic<bool> g_held{false};
+std::atomic<bool> g_release{false};
+
+void hold_here(int) {
+    g_held.store(true);
+    while (!g_release.load()) {
+        timespec pause{0, 1000 * 1000};
+        nanosleep(&pause, nullptr);
+    }
+}
+
+constexpr auto kPatience = std::chrono::seconds(20);
+
+// Waits up to kPatience for `flag`; false if it never came.
+bool wait_for(const std::atomic<bool> &flag) {
+    const auto end = std::chrono::steady_clock::now() + kPatience;
+    while (!flag.load())
+        if (std::chrono::steady_clock::now() > end) return false;
+        else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return true;
+}
+
+void fail(const char *why) {
+    std::printf("FAIL: %s\n", why);
+    std::fflush(stdout);
+    _exit(1);  // a region may still be blocked in another thread
+}
+
+// Runs `count` items; checks each ran once and returns the slots that ran any.
+std::vector<int> run_region(conv::ThreadPool &pool, int count) {
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(count));
+    std::vector<int> slots;
+    std::atomic<bool> done{false};
+    std::atomic<int> slot_mask{0};
+    std::thread caller([&] {
+        pool.parallel_for(
+            count,
+            [&](int64_t item, int slot) {
+                runs[static_cast<size_t>(item)].fetch_add(1);
+                slot_mask.fetch_or(1 << slot);
+            },
+            pool.threads());
+        done.store(true);
+    });
+    if (!wait_for(done)) fail("a parallel region waited for a worker that could not run");
+    caller.join();
+    for (int i = 0; i < count; ++i)
+        if (runs[static_cast<size_t>(i)].load() != 1) fail("an item did not run exactly once");
+    for (int s = 0; s < pool.threads(); ++s)
+        if (slot_mask.load() & (1 << s)) slots.push_back(s);
+    return slots;
+}
+
+}  // namespace
+
+int main() {
+    conv::ThreadPool pool(2);
+
+    // The worker's thread: slot 0 waits inside its item until slot 1 has
+    // taken the other one.
+    pthread_t worker{};
+    std::atomic<bool> worker_seen{false};
+    pool.parallel_for(
+        2,
+        [&](int64_t, int slot) {
+            if (slot == 1) {
+                worker = pthread_self();
+                worker_seen.store(true);
+            } else if (!wait_for(worker_seen)) {
+                fail("the worker never joined a region its caller was waiting in");
+            }
+        },
+        2);
+
+    struct sigaction action {};
+    action.sa_handler = hold_here;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGUSR1, &action, nullptr) != 0) fail("sigaction");
+    if (pthread_kill(worker, SIGUSR1) != 0) fail("pthread_kill");
+    if (!wait_for(g_held)) fail("the worker never entered the signal handler");
+
+    for (int round = 0; round < 3; ++round) {
+        std::vector<int> slots = run_region(pool, 64);
+        if (slots != std::vector<int>{0}) fail("a held worker ran items");
+    }
+
+    g_release.store(true);
+    // Released, the worker serves regions again (the caller holds its first
+    // item until slot 1 has run one, so this cannot pass on the caller alone).
+    std::atomic<bool> joined{false};
+    pool.parallel_for(
+        2,
+        [&](int64_t, int slot) {
+            if (slot == 1) joined.store(true);
+            else if (!wait_for(joined)) fail("the released worker never joined a region");
+        },
+        2);
+    run_region(pool, 64);
+
+    std::printf("thread pool: a region finishes without a worker that cannot run\n");
+    return 0;
+}
