@@ -11,7 +11,8 @@
  *      rule computed here in 128-bit arithmetic, and a sane problem must not
  *      be refused.
  *   1  computation on tiny tensors: every setting of the descriptor, both
- *      layouts, fp32/fp64 (and refused types), bias, groups, transposed
+ *      layouts, fp32/fp64, bf16 where the CPU computes it (exact: one
+ *      rounding of an exact float sum), refused types, bias, groups, transposed
  *      mode, forced algorithms, caller and too-small workspaces, one or
  *      three threads, sometimes a wrong output dim, a failing allocator, the
  *      numerical guard with a NaN, or conv_find_algorithms instead of the
@@ -412,13 +413,37 @@ typedef struct ftensor {
     void *saved; /* a copy of the bytes before the call */
 } ftensor;
 
+/* bf16 is the top half of a float; stored values round to nearest, ties to
+ * even, as the library rounds each output once. */
+static double from_bf16(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+static uint16_t to_bf16(double v)
+{
+    float f = (float)v;
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    if (isnan(f))
+        return 0x7fc0;
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
 static double get_v(conv_dtype_t dt, const void *p, int64_t i)
 {
+    if (dt == CONV_DTYPE_BFLOAT16)
+        return from_bf16(((const uint16_t *)p)[i]);
     return dt == CONV_DTYPE_FLOAT64 ? ((const double *)p)[i] : ((const float *)p)[i];
 }
 static void set_v(conv_dtype_t dt, void *p, int64_t i, double v)
 {
-    if (dt == CONV_DTYPE_FLOAT64)
+    if (dt == CONV_DTYPE_BFLOAT16)
+        ((uint16_t *)p)[i] = to_bf16(v);
+    else if (dt == CONV_DTYPE_FLOAT64)
         ((double *)p)[i] = v;
     else
         ((float *)p)[i] = (float)v;
@@ -483,6 +508,18 @@ static int64_t channel_of(const ftensor *f, int last, int64_t i)
     return last ? i % f->dims[1] : i / sp % f->dims[1];
 }
 
+/* The tensor's elements as the reference reads them: bf16 widened to a new
+ * float array (the caller frees it), other dtypes as they are. */
+static void *widened(conv_dtype_t dt, const ftensor *f)
+{
+    if (dt != CONV_DTYPE_BFLOAT16)
+        return f->data;
+    float *v = malloc(((size_t)f->elems + 1) * sizeof(float));
+    for (int64_t i = 0; i < f->elems; i++)
+        v[i] = (float)get_v(dt, f->data, i);
+    return v;
+}
+
 /* Compares an output with the reference's values (same dtype). */
 static void compare(const char *what, conv_dtype_t dt, const ftensor *got, const void *want,
                     double tol)
@@ -498,6 +535,55 @@ static void compare(const char *what, conv_dtype_t dt, const ftensor *got, const
     }
 }
 
+/* Whether the CPU engine computes bf16 here: AVX-512 (F, BW, DQ, VL) and
+ * no CONV_CPU_ISA=baseline cap. Probed once with a 1x1 convolution (the
+ * build may lack the AVX-512 kernels); computing bf16 without AVX-512 or
+ * under the cap is itself a broken invariant. */
+static int bf16_computes(void)
+{
+    static int known = -1;
+    if (known >= 0)
+        return known;
+    const int64_t dims[3] = {1, 1, 1};
+    const uint16_t one = 0x3f80, three = 0x4040;
+    conv_tensor_t x = NULL, w = NULL, y = NULL;
+    conv_desc_t d = NULL;
+    conv_context_t ctx = g_ctx[0];
+    if (conv_tensor_create(ctx, CONV_DTYPE_BFLOAT16, CONV_LAYOUT_CHANNELS_FIRST, 3, dims, &x) ||
+        conv_tensor_create(ctx, CONV_DTYPE_BFLOAT16, CONV_LAYOUT_CHANNELS_FIRST, 3, dims, &w) ||
+        conv_tensor_create(ctx, CONV_DTYPE_BFLOAT16, CONV_LAYOUT_CHANNELS_FIRST, 3, dims, &y) ||
+        conv_desc_create(1, &d) || conv_tensor_copy_from(x, &one, 2) ||
+        conv_tensor_copy_from(w, &three, 2))
+        broken("cannot make the bf16 probe");
+    conv_status_t s = conv_forward(ctx, d, x, w, NULL, y, NULL);
+    int names_avx512 = strstr(conv_last_error(), "AVX-512") != NULL;
+    uint16_t got = 0;
+    if (conv_tensor_copy_to(y, &got, 2))
+        broken("cannot read the bf16 probe");
+    conv_desc_destroy(d);
+    conv_tensor_destroy(x);
+    conv_tensor_destroy(w);
+    conv_tensor_destroy(y);
+    const char *cap = getenv("CONV_CPU_ISA");
+    int avx512 = 1;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#endif
+    if (s == CONV_STATUS_SUCCESS) {
+        if (got != three)
+            broken("the bf16 probe computed %g, not 3", from_bf16(got));
+        if (!avx512 || (cap && strcmp(cap, "baseline") == 0))
+            broken("bf16 was computed without AVX-512 or under CONV_CPU_ISA=%s",
+                   cap ? cap : "(unset)");
+    } else if (s != CONV_STATUS_UNSUPPORTED || !names_avx512) {
+        broken("the bf16 probe returned %d, not UNSUPPORTED naming AVX-512", (int)s);
+    }
+    known = s == CONV_STATUS_SUCCESS;
+    return known;
+}
+
 static void fuzz_compute(reader *r)
 {
     init_once();
@@ -509,7 +595,8 @@ static void fuzz_compute(reader *r)
     conv_dtype_t dt = dsel < 120 ? CONV_DTYPE_FLOAT32
                       : dsel < 240 ? CONV_DTYPE_FLOAT64
                                    : (conv_dtype_t)(2 + dsel % 3); /* f16, bf16, unknown 4 */
-    int computable = dt == CONV_DTYPE_FLOAT32 || dt == CONV_DTYPE_FLOAT64;
+    int computable = dt == CONV_DTYPE_FLOAT32 || dt == CONV_DTYPE_FLOAT64 ||
+                     (dt == CONV_DTYPE_BFLOAT16 && bf16_computes());
     size_t esize = dt == CONV_DTYPE_FLOAT64 ? 8 : dt == CONV_DTYPE_FLOAT32 ? 4 : 2;
     conv_op_t op = (conv_op_t)below(r, 3);
     int transposed = below(r, 4) == 0;
@@ -783,6 +870,8 @@ static void fuzz_compute(reader *r)
         if (!ftensor_same(inputs_saved[i]))
             broken("the pass changed an input");
 
+    if (getenv("CONV_FUZZ_DEBUG"))
+        fprintf(stderr, "compute: status %d (%s)\n", (int)s, conv_status_string(s));
     if (s != CONV_STATUS_SUCCESS) {
         static const conv_status_t expected[] = {
             CONV_STATUS_SHAPE_MISMATCH,      CONV_STATUS_UNSUPPORTED,
@@ -831,46 +920,59 @@ static void fuzz_compute(reader *r)
     if (poison)
         goto cleanup_ws; /* NaN in, nothing exact to compare */
 
-    /* the reference */
+    /* the reference: in the tensors' dtype; bf16 in float over the widened
+     * values, then rounded once per output as the library does */
     {
-        ref_dtype rt = dt == CONV_DTYPE_FLOAT64 ? REF_FLOAT64 : REF_FLOAT32;
-        void *want = calloc((size_t)outs[0]->elems + 1, esize);
+        int bf16 = dt == CONV_DTYPE_BFLOAT16;
+        conv_dtype_t rdt = bf16 ? CONV_DTYPE_FLOAT32 : dt;
+        size_t resize = bf16 ? 4 : esize;
+        ref_dtype rt = rdt == CONV_DTYPE_FLOAT64 ? REF_FLOAT64 : REF_FLOAT32;
+        void *xd_ = widened(dt, &x), *wd_ = widened(dt, &w), *yd_ = widened(dt, &y);
+        void *bd_ = use_bias ? widened(dt, &b) : NULL;
+        void *want = calloc((size_t)outs[0]->elems + 1, resize);
         void *want_db =
-            use_bias && op == CONV_OP_BACKWARD_FILTER ? calloc((size_t)outc + 1, esize) : NULL;
-        const void *bias_data = use_bias ? b.data : NULL;
+            use_bias && op == CONV_OP_BACKWARD_FILTER ? calloc((size_t)outc + 1, resize) : NULL;
+        const void *bias_data = use_bias ? bd_ : NULL;
         if (!transposed) {
             p.relu = relu;
             if (op == CONV_OP_FORWARD)
-                ref_forward(&p, rt, x.data, w.data, bias_data, want);
+                ref_forward(&p, rt, xd_, wd_, bias_data, want);
             else if (op == CONV_OP_BACKWARD_DATA)
-                ref_backward_data(&p, rt, w.data, y.data, want);
+                ref_backward_data(&p, rt, wd_, yd_, want);
             else
-                ref_backward_filter(&p, rt, x.data, y.data, want, want_db);
+                ref_backward_filter(&p, rt, xd_, yd_, want, want_db);
         } else if (op == CONV_OP_FORWARD) {
             /* the undone convolution's backward-data of x, then bias, relu */
-            ref_backward_data(&p, rt, w.data, x.data, want);
+            ref_backward_data(&p, rt, wd_, xd_, want);
             for (int64_t e = 0; e < y.elems; e++) {
-                double v = get_v(dt, want, e);
+                double v = get_v(rdt, want, e);
                 if (bias_data)
-                    v += get_v(dt, bias_data, channel_of(&y, last, e));
+                    v += get_v(rdt, bias_data, channel_of(&y, last, e));
                 if (relu && v < 0)
                     v = 0;
-                set_v(dt, want, e, v);
+                set_v(rdt, want, e, v);
             }
         } else if (op == CONV_OP_BACKWARD_DATA) {
-            ref_forward(&p, rt, y.data, w.data, NULL, want);
+            ref_forward(&p, rt, yd_, wd_, NULL, want);
         } else {
-            ref_backward_filter(&p, rt, y.data, x.data, want, NULL);
+            ref_backward_filter(&p, rt, yd_, xd_, want, NULL);
             if (want_db) {
                 double *sums = calloc((size_t)outc + 1, sizeof(double));
                 for (int64_t e = 0; e < y.elems; e++)
-                    sums[channel_of(&y, last, e)] += get_v(dt, y.data, e);
+                    sums[channel_of(&y, last, e)] += get_v(rdt, yd_, e);
                 for (int64_t k = 0; k < outc; k++)
-                    set_v(dt, want_db, k, sums[k]);
+                    set_v(rdt, want_db, k, sums[k]);
                 free(sums);
             }
         }
-        /* exact for integer data, but for Winograd (transforms round) */
+        if (bf16) { /* round in place: bf16 elements fit where floats were */
+            for (int64_t e = 0; e < outs[0]->elems; e++)
+                set_v(dt, want, e, get_v(rdt, want, e));
+            for (int64_t k = 0; want_db && k < outc; k++)
+                set_v(dt, want_db, k, get_v(rdt, want_db, k));
+        }
+        /* exact for integer data (float sums of small integers are exact),
+         * but for Winograd (transforms round) */
         double tol = 0;
         if (chosen == CONV_ALGO_WINOGRAD_4X4_3X3) {
             double bound = 9.0 * (double)(p.c > p.k ? p.c : p.k) * 27 * (double)(n + 1);
@@ -878,12 +980,19 @@ static void fuzz_compute(reader *r)
         }
         char what[128];
         snprintf(what, sizeof what, "%s%s pass %d algorithm %s", transposed ? "transposed " : "",
-                 dt == CONV_DTYPE_FLOAT64 ? "fp64" : "fp32", (int)op, conv_algo_name(chosen));
+                 bf16 ? "bf16" : dt == CONV_DTYPE_FLOAT64 ? "fp64" : "fp32", (int)op,
+                 conv_algo_name(chosen));
         compare(what, dt, outs[0], want, tol);
         if (want_db)
             compare("db", dt, &b, want_db, 0);
         free(want);
         free(want_db);
+        if (bf16) {
+            free(xd_);
+            free(wd_);
+            free(yd_);
+            free(bd_);
+        }
     }
 cleanup_ws:
     if (search)
