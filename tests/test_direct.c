@@ -1,5 +1,7 @@
-/* direct_avx512 (channels in the vector, src/cpu/direct_avx512.cpp):
- * forward and backward-data (strided: by phases) against the reference on random 1-D
+/* direct_avx512 (channels in the vector, src/cpu/direct_avx512.cpp and
+ * direct_avx512_filter.cpp): forward, backward-data (strided: by phases)
+ * and backward-filter (filters in the vector, chunks of positions, columns
+ * in dw's order) against the reference on random 1-D
  * and 2-D problems in both layouts (exactly on integer data; real data
  * within the rounding tolerance), across its blocks -- 16-channel vectors
  * and their last partial one, 1-4 vectors a tile, row remainders, work
@@ -46,7 +48,7 @@ static void random_problem(tu_rng *r, tu_problem *tp, conv_op_t op, int wide)
     }
     tp->p.channels_last = tu_chance(r, 40);
     tp->dtype = tu_chance(r, 75) ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64;
-    tp->bias = op == CONV_OP_FORWARD && tu_chance(r, 50);
+    tp->bias = op != CONV_OP_BACKWARD_DATA && tu_chance(r, 50);
     tp->p.relu = tu_chance(r, 30);
     tp->algo = direct();
 }
@@ -64,7 +66,10 @@ static void check_random(int wide, int real, uint64_t seed0, int count0, conv_ma
         uint64_t seed = first + (uint64_t)i;
         tu_rng r;
         tu_seed(&r, seed);
-        conv_op_t op = tu_chance(&r, 60) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        int64_t pick = tu_range(&r, 0, 9);
+        conv_op_t op = pick < 4   ? CONV_OP_FORWARD
+                       : pick < 7 ? CONV_OP_BACKWARD_DATA
+                                  : CONV_OP_BACKWARD_FILTER;
         tu_problem tp;
         do
             random_problem(&r, &tp, op, wide);
@@ -118,7 +123,7 @@ static void test_layers(void **state)
     tu_seed(&r, 0xd1ec66);
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
         for (int last = 0; last < 2; last++)
-            for (int op = CONV_OP_FORWARD; op <= CONV_OP_BACKWARD_DATA; op++) {
+            for (int op = CONV_OP_FORWARD; op <= CONV_OP_BACKWARD_FILTER; op++) {
                 int64_t in[2] = {layers[i].hw, layers[i].hw};
                 int64_t kernel[2] = {layers[i].kernel, layers[i].kernel};
                 tu_problem tp;
@@ -128,7 +133,7 @@ static void test_layers(void **state)
                     tp.desc_pad_begin[a] = tp.desc_pad_end[a] = layers[i].pad;
                 }
                 tp.p.channels_last = last;
-                tp.bias = op == CONV_OP_FORWARD;
+                tp.bias = op != CONV_OP_BACKWARD_DATA;
                 tp.p.relu = 1;
                 tp.algo = direct();
                 assert_true(tu_resolve(&tp));
@@ -260,7 +265,7 @@ static void test_declines(void **state)
         conv_op_t op;
     } cases[] = {
         {3, 1, CONV_OP_FORWARD},         /* 3-D */
-        {2, 1, CONV_OP_BACKWARD_FILTER}, /* not a pass it computes */
+        {3, 1, CONV_OP_BACKWARD_FILTER}, /* 3-D */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tu_problem tp;

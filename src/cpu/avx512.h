@@ -75,6 +75,26 @@ CONV_TARGET_AVX512 inline void transpose16(__m512 v[16]) {
     for (int i = 0; i < 16; ++i) v[i] = t[i];
 }
 
+// out[j * 16 + l] = row l's element j (rows `stride` apart, zero past
+// `lanes`), j < len, 16 columns at a time through transpose16; `out` is
+// 64-byte aligned. Packs channels-first filters with a channel per lane,
+// and lays dy out position-major with 16 channels per position.
+CONV_TARGET_AVX512 inline void transpose_rows_avx512(const float *rows, int64_t stride,
+                                                     int64_t lanes, int64_t len, float *out) {
+    for (int64_t j = 0; j < len; j += 16) {
+        const __mmask16 keep = first_lanes(len - j);
+        __m512 v[16];
+#pragma GCC unroll 16
+        for (int l = 0; l < 16; ++l)
+            v[l] = l < lanes ? _mm512_maskz_loadu_ps(keep, rows + l * stride + j) : _mm512_setzero_ps();
+        transpose16(v);
+        const int64_t cols = std::min<int64_t>(16, len - j);
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; ++c)
+            if (c < cols) _mm512_store_ps(out + (j + c) * 16, v[c]);
+    }
+}
+
 }  // namespace conv::cpu
 
 #endif

@@ -47,6 +47,7 @@
 #include "core/dtype.h"
 #include "cpu/algorithm.h"
 #include "cpu/avx512.h"
+#include "cpu/direct_avx512.h"
 #include "cpu/isa.h"
 
 namespace conv::cpu {
@@ -215,47 +216,6 @@ void pack_vector(const Shape &s, const T *w, int64_t gi, int64_t v, T *out) {
 }
 
 #if CONV_HAVE_AVX512_KERNELS
-// out[j * 16 + l] = row l's element j (rows `stride` apart, zero past
-// `lanes`), j < len: 16 x 16 blocks transposed in registers -- the forward
-// channels-first filters' packing, where each lane's weights are one row.
-CONV_TARGET_AVX512 inline __m512 lo_pd(__m512 a, __m512 b) {
-    return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
-}
-CONV_TARGET_AVX512 inline __m512 hi_pd(__m512 a, __m512 b) {
-    return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
-}
-
-CONV_TARGET_AVX512 void transpose_rows_avx512(const float *rows, int64_t stride, int64_t lanes,
-                                              int64_t len, float *out) {
-    for (int64_t j = 0; j < len; j += kLanes) {
-        const __mmask16 keep = first_lanes(len - j);
-        __m512 r[16], t[16], u[16], v[16];
-        for (int l = 0; l < 16; ++l)
-            r[l] = l < lanes ? _mm512_maskz_loadu_ps(keep, rows + l * stride + j) : _mm512_setzero_ps();
-        for (int l = 0; l < 16; l += 2)  // [a0 b0 a1 b1], [a2 b2 a3 b3] per 128-bit lane
-            t[l] = _mm512_unpacklo_ps(r[l], r[l + 1]), t[l + 1] = _mm512_unpackhi_ps(r[l], r[l + 1]);
-        for (int l = 0; l < 16; l += 4) {  // u[l + i]: column i (+4, +8, +12) of rows l..l+3
-            u[l] = lo_pd(t[l], t[l + 2]), u[l + 1] = hi_pd(t[l], t[l + 2]);
-            u[l + 2] = lo_pd(t[l + 1], t[l + 3]), u[l + 3] = hi_pd(t[l + 1], t[l + 3]);
-        }
-        for (int h = 0; h < 16; h += 8)  // rows h..h+7: columns i, i+8 | i+4, i+12
-            for (int i = 0; i < 4; ++i) {
-                v[h + 2 * i] = _mm512_shuffle_f32x4(u[h + i], u[h + 4 + i], 0x88);
-                v[h + 2 * i + 1] = _mm512_shuffle_f32x4(u[h + i], u[h + 4 + i], 0xdd);
-            }
-        float *o = out + j * kLanes;
-        for (int i = 0; i < 4; ++i) {  // columns i, i + 8, i + 4, i + 12
-            const int col[4] = {i, i + 8, i + 4, i + 12};
-            const __m512 c[4] = {_mm512_shuffle_f32x4(v[2 * i], v[8 + 2 * i], 0x88),
-                                 _mm512_shuffle_f32x4(v[2 * i], v[8 + 2 * i], 0xdd),
-                                 _mm512_shuffle_f32x4(v[2 * i + 1], v[8 + 2 * i + 1], 0x88),
-                                 _mm512_shuffle_f32x4(v[2 * i + 1], v[8 + 2 * i + 1], 0xdd)};
-            for (int q = 0; q < 4; ++q)
-                if (col[q] < len - j) _mm512_store_ps(o + col[q] * kLanes, c[q]);
-        }
-    }
-}
-
 // Backward-data's vector v of group gi from channels-first filters: per
 // source channel c (a filter), its 16 x taps block of destination channels
 // transposed, then written with the taps reversed (the 180-degree rotation).
@@ -640,7 +600,6 @@ public:
     conv_algo_t id() const override { return (conv_algo_t)(kFirstPrivateSolverId + 202); }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
         if (!g.is_planar()) return "it computes 1-D and 2-D convolutions only";
-        if (op == CONV_OP_BACKWARD_FILTER) return "it computes forward and backward-data only";
         if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";
         return nullptr;
     }
@@ -676,12 +635,32 @@ public:
     // are strided or make planes of at most 14x14, backward-data onto such
     // planes, and strided backward-data; channels-last only onto planes of
     // 56x56 and more (strided backward-data not).
+    // Backward-filter (direct_avx512_filter.cpp), measured the same way
+    // against AUTO's choice before it (GFLOP/s, ResNet-50):
+    //   batch 1: conv1 112 vs implicit_gemm 95; 3x3 s1 56x56 137-140 vs
+    //   114, 28x28 116-132 vs 95, 14x14 129 vs 103, 7x7 95 vs 82-97 (even);
+    //   s2 onto 28x28 94-105 vs 88-90, onto 14x14 91-100 vs 97-100, onto
+    //   7x7 88-92 vs 95-97 (a tile's 16 x 16 transposes into dw are paid
+    //   for over few positions).
+    //   batch 8: conv1 105-110 vs 42-43, every 3x3 layer 120-143 vs 95-115.
+    //   channels-last: conv1 96 vs 35; 3x3 layers 126-137 vs im2col's
+    //   122-139 at 56x56 and 28x28, 87-126 vs 125-139 below (its unfold of
+    //   channels-last x is cheap).
+    // So channels-first where the batch brings 392 positions or more, or
+    // 196 at unit stride; channels-last only for short rows of dw (conv1).
+    static bool filter_competitive(const ConvGeometry &g) {
+        const int64_t positions = g.n * g.out_size();
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return g.cg() * g.kernel_size() <= 256;
+        const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
+        return positions >= 392 || (unit_stride && positions >= 196);
+    }
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
         // Fewer than 16 destination channels a group leave lanes idle.
         if ((op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg()) < 16) return false;
         if (g.kernel_size() == 1) return false;
+        if (op == CONV_OP_BACKWARD_FILTER) return filter_competitive(g);
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
             return op == CONV_OP_FORWARD ? g.out_size() >= 56 * 56
                                          : !strided && g.in_size() >= 56 * 56;
@@ -691,6 +670,7 @@ public:
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {
+        if (op == CONV_OP_BACKWARD_FILTER) return direct_filter_workspace(g, dtype, threads);
         const Shape s = make_shape(g, op, dtype_size(dtype), true);
         const int64_t weights = packs_per_item(s, threads)
                                     ? checked_mul(checked_mul(threads * s.nv, s.wvec, "workspace"),
@@ -699,7 +679,9 @@ public:
         return (size_t)checked_add((int64_t)s.packed_at, weights, "workspace");
     }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
-        if (args.dtype == CONV_DTYPE_FLOAT32)
+        if (args.op == CONV_OP_BACKWARD_FILTER)
+            direct_filter_run(args, ws, pool, threads);
+        else if (args.dtype == CONV_DTYPE_FLOAT32)
             run_typed<float>(args, ws, pool, threads);
         else
             run_typed<double>(args, ws, pool, threads);
@@ -720,6 +702,21 @@ public:
 };
 
 }  // namespace
+
+DirectSource direct_source(const ConvGeometry &g) {
+    const Shape s = make_shape(g, CONV_OP_FORWARD, sizeof(float), false);
+    return {s.plane, s.rstep, s.wq, s.sw};
+}
+
+void direct_pad_source(const ConvGeometry &g, const float *x, float *out, ThreadPool &pool,
+                       int threads) {
+    pad_source(make_shape(g, CONV_OP_FORWARD, sizeof(float), false), x, out, pool, threads);
+}
+
+void direct_pad_source(const ConvGeometry &g, const double *x, double *out, ThreadPool &pool,
+                       int threads) {
+    pad_source(make_shape(g, CONV_OP_FORWARD, sizeof(double), false), x, out, pool, threads);
+}
 
 const Algorithm &direct_avx512_algorithm() {
     static const DirectAvx512 algo;

@@ -1,0 +1,36 @@
+// What direct_avx512's two files share: the padded source planes its tiles
+// read (direct_avx512.cpp) and its backward-filter pass
+// (direct_avx512_filter.cpp), which the solver in direct_avx512.cpp runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/geometry.h"
+#include "core/thread_pool.h"
+#include "cpu/algorithm.h"
+
+namespace conv::cpu {
+
+// x as the forward tiles read it: per image and channel a zero-padded plane
+// (`plane` elements) whose rows are split into their stride_w column
+// phases. Output position (oh, ow) meets tap (r, s) at element
+// oh * rstep + ow + tap_offset(r * dilation_h, s * dilation_w) of its
+// channel's plane, at any stride.
+struct DirectSource {
+    int64_t plane, rstep, wq, sw;
+    int64_t tap_offset(int64_t tr, int64_t tc) const { return (tr * sw + tc % sw) * wq + tc / sw; }
+};
+
+DirectSource direct_source(const ConvGeometry &g);
+// x ([n][C] planes of g, either layout) into n * C padded planes at `out`.
+void direct_pad_source(const ConvGeometry &g, const float *x, float *out, ThreadPool &pool,
+                       int threads);
+void direct_pad_source(const ConvGeometry &g, const double *x, double *out, ThreadPool &pool,
+                       int threads);
+
+// Backward-filter with the filters in the vector (direct_avx512_filter.cpp).
+size_t direct_filter_workspace(const ConvGeometry &g, conv_dtype_t dtype, int threads);
+void direct_filter_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
+}  // namespace conv::cpu

@@ -1,0 +1,338 @@
+// direct_avx512's backward-filter: dw(m, c, tap) = sum over images and
+// output positions p of dy(m, p) * x(c, p + tap), with 16 FILTERS (dw's
+// rows m) in the vector -- the forward tiles' orientation, and the
+// opposite of implicit_gemm's backward-filter, which keeps positions in
+// the vector and pays a 16-lane reduction for every output (0.45x on
+// 14x14 planes).
+//
+// - dy is laid out once per call as [image][group][16 filters a vector]
+//   [position][16] (channels-first by 16 x 16 transposes; zero lanes past
+//   the group's filters), x copied into the forward pass's padded planes
+//   (direct_source), so that a position of any tap is one scalar.
+// - A register tile is NV vectors of filters x NC columns (a column is one
+//   (source channel, tap) of dw's row, in dw's own order): 4 x 6, 3 x 8,
+//   2 x 12 or 1 x 16 accumulators. Per position it loads NV aligned dy
+//   vectors and FMAs each with NC broadcast x scalars.
+// - A work item is a group, NV filter vectors and up to kMaxTilesPerItem
+//   tiles of columns; it walks the positions in chunks whose dy rows stay
+//   in L1 (kChunkBytes), each tile's sums carried between chunks in the
+//   thread's slot ([column][vector][16]), and finally transposes them into
+//   dw 16 columns at a time (16 x 16 in registers, a row store a filter).
+// - Every output is one item's sum over the positions in order (n, oh,
+//   ow): deterministic at any thread count, a plain dot product; under
+//   CONV_MATH_STRICT each chunk is summed from zero and then added (two
+//   levels, as the forward tiles' channel blocks).
+// Without AVX-512, or in float64, the same tiles run through portable C++.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/checked.h"
+#include "core/dtype.h"
+#include "cpu/avx512.h"
+#include "cpu/direct_avx512.h"
+#include "cpu/epilogue.h"
+#include "cpu/isa.h"
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int kMaxColumns = 16;        // columns a tile: one 16 x 16 transpose a vector
+constexpr int64_t kMaxTilesPerItem = 32;  // tiles of columns a work item carries
+constexpr int64_t kChunkBytes = 24 << 10;  // dy an item reads per chunk of positions
+
+struct FilterShape {
+    bool last;
+    int64_t n, groups, csg, cdg, k, ho, wo, positions, kr, ks, dh, dw, taps, ck, dvec;
+    DirectSource src;
+    int nv, nc;             // the register tile: filter vectors x columns
+    int64_t chunk_rows;     // output rows per chunk
+    int64_t kblocks, tiles; // per group: blocks of nv filter vectors, tiles of columns
+    int64_t item_tiles;     // tiles a work item carries
+    int64_t slot;           // elements of a thread's slot: the item's sums
+    // Workspace, bytes: each column's offset in its group's padded x (int64),
+    // the padded x, dy, the threads' slots.
+    size_t source_at, dy_at, slots_at, total;
+};
+
+// Columns per tile for nv filter vectors: nv * nc accumulators (24, or 16
+// for one vector: at most a transpose's 16 columns).
+int columns_for(int nv) { return nv == 1 ? 16 : nv == 2 ? 12 : nv == 3 ? 8 : 6; }
+
+FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
+    FilterShape s;
+    s.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
+    s.n = g.n, s.groups = g.groups, s.csg = g.cg(), s.cdg = g.kg(), s.k = g.k;
+    s.ho = g.out[1], s.wo = g.out[2], s.positions = s.ho * s.wo;
+    s.kr = g.kernel[1], s.ks = g.kernel[2], s.dh = g.dilation[1], s.dw = g.dilation[2];
+    s.taps = s.kr * s.ks;
+    s.ck = s.csg * s.taps;
+    s.dvec = ceil_div(s.cdg, kLanes);
+    s.src = direct_source(g);
+    s.nv = (int)std::clamp<int64_t>(s.dvec, 1, 4);
+    s.nc = columns_for(s.nv);
+    const int64_t row_bytes = s.nv * kLanes * s.wo * (int64_t)es;
+    s.chunk_rows = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(row_bytes, 1), 1,
+                                       std::max<int64_t>(s.ho, 1));
+    s.kblocks = ceil_div(s.dvec, (int64_t)s.nv);
+    s.tiles = ceil_div(s.ck, (int64_t)s.nc);
+    // Long row segments per item (each row of dw is written once, whole
+    // across the item's columns: 64 short ones per item cost ~1 ms of
+    // misses on 512->512 7x7's 9.4 MB), yet 4 items a thread.
+    s.item_tiles = std::clamp<int64_t>(s.groups * s.kblocks * s.tiles / (4 * threads), 1,
+                                       std::min(kMaxTilesPerItem, s.tiles));
+    s.slot = s.item_tiles * s.nv * s.nc * kLanes;
+    const int64_t source = checked_mul(checked_mul(s.n * g.c, s.src.plane, "workspace"),
+                                       (int64_t)es, "workspace");
+    s.source_at = (size_t)round_up(checked_mul(s.ck, 8, "workspace"), 64);
+    s.dy_at = (size_t)round_up(checked_add((int64_t)s.source_at, source, "workspace"), 64);
+    const int64_t dy = checked_mul(checked_mul(s.n * s.groups * s.dvec, s.positions * kLanes,
+                                               "workspace"),
+                                   (int64_t)es, "workspace");
+    s.slots_at = (size_t)round_up(checked_add((int64_t)s.dy_at, dy, "workspace"), 64);
+    s.total = (size_t)checked_add((int64_t)s.slots_at,
+                                  checked_mul(threads * s.slot, (int64_t)es, "workspace"),
+                                  "workspace");
+    return s;
+}
+
+// ---- dy, position-major with 16 filters a position
+
+// Vector v of group gi of image n: out[p * 16 + l] = dy(filter v * 16 + l, p).
+template <class T>
+void lay_out_vector(const FilterShape &s, const T *dy, int64_t n, int64_t gi, int64_t v, T *out) {
+    const int64_t m0 = gi * s.cdg + v * kLanes, lanes = std::min<int64_t>(kLanes, s.cdg - v * kLanes);
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (!s.last && cpu_isa() == Isa::avx512)
+            return transpose_rows_avx512(dy + (n * s.k + m0) * s.positions, s.positions, lanes,
+                                         s.positions, out);
+#endif
+    const int64_t mstride = s.last ? 1 : s.positions, pstride = s.last ? s.k : 1;
+    const T *image = dy + n * s.k * s.positions;
+    for (int64_t p = 0; p < s.positions; ++p)
+        for (int64_t l = 0; l < kLanes; ++l)
+            out[p * kLanes + l] = l < lanes ? image[(m0 + l) * mstride + p * pstride] : T(0);
+}
+
+// ---- the register tiles
+
+// How a chunk's sums meet those of the chunks before it in `sums`.
+enum class Mode { fresh, running, partial };
+
+struct Tile {
+    const void *dy;        // the tile's first filter vector at the chunk's first row
+    int64_t dy_vec;        // elements from one filter vector's dy to the next's
+    const void *x[kMaxColumns];  // each column's source element at the chunk's first row
+    int64_t rows, wo, rstep;
+    void *sums;            // [column][nv][16]
+    Mode mode;
+};
+
+template <class T>
+void tile_portable(const Tile &t, int nv, int nc) {
+    T *sums = static_cast<T *>(t.sums);
+    for (int j = 0; j < nc; ++j)
+        for (int v = 0; v < nv; ++v)
+            for (int l = 0; l < kLanes; ++l) {
+                const T *dy = static_cast<const T *>(t.dy) + v * t.dy_vec + l;
+                const T *x = static_cast<const T *>(t.x[j]);
+                T acc = T(0);
+                if (t.mode == Mode::running) acc = sums[(j * nv + v) * kLanes + l];
+                for (int64_t r = 0; r < t.rows; ++r)
+                    for (int64_t ow = 0; ow < t.wo; ++ow)
+                        acc += dy[(r * t.wo + ow) * kLanes] * x[r * t.rstep + ow];
+                T &out = sums[(j * nv + v) * kLanes + l];
+                out = t.mode == Mode::partial ? out + acc : acc;
+            }
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+template <int NV, int NC>
+CONV_TARGET_AVX512 void tile_avx512(const Tile &t) {
+    float *sums = static_cast<float *>(t.sums);
+    __m512 acc[NV][NC];
+#pragma GCC unroll 16
+    for (int j = 0; j < NC; ++j)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+            acc[v][j] = t.mode == Mode::running ? _mm512_load_ps(sums + (j * NV + v) * kLanes)
+                                                : _mm512_setzero_ps();
+    const float *dy = static_cast<const float *>(t.dy);
+    const float *x0 = static_cast<const float *>(t.x[0]);
+    int64_t off[NC];  // each column's source relative to the first's
+#pragma GCC unroll 16
+    for (int j = 0; j < NC; ++j) off[j] = static_cast<const float *>(t.x[j]) - x0;
+    for (int64_t r = 0; r < t.rows; ++r, dy += t.wo * kLanes, x0 += t.rstep)
+        for (int64_t ow = 0; ow < t.wo; ++ow) {
+            __m512 d[NV];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) d[v] = _mm512_load_ps(dy + v * t.dy_vec + ow * kLanes);
+#pragma GCC unroll 16
+            for (int j = 0; j < NC; ++j) {
+                const __m512 b = _mm512_set1_ps(x0[off[j] + ow]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; ++v) acc[v][j] = _mm512_fmadd_ps(d[v], b, acc[v][j]);
+            }
+        }
+#pragma GCC unroll 16
+    for (int j = 0; j < NC; ++j)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) {
+            float *out = sums + (j * NV + v) * kLanes;
+            _mm512_store_ps(out, t.mode == Mode::partial ? _mm512_add_ps(_mm512_load_ps(out), acc[v][j])
+                                                         : acc[v][j]);
+        }
+}
+
+// The instantiations: nv vectors (a group's last block may have fewer than
+// the shape's) x the shape's columns.
+using TileFn = void (*)(const Tile &);
+template <int NC>
+TileFn tile_for(int nv) {
+    switch (nv) {
+    case 1: return tile_avx512<1, NC>;
+    case 2: return tile_avx512<2, NC>;
+    case 3: return tile_avx512<3, NC>;
+    default: return tile_avx512<4, NC>;
+    }
+}
+
+TileFn tile_for(int nv, int nc) {
+    switch (nc) {
+    case 6: return tile_for<6>(nv);
+    case 8: return tile_for<8>(nv);
+    case 12: return tile_for<12>(nv);
+    default: return tile_for<16>(nv);
+    }
+}
+
+// The item's sums ([column][nv][16], its tiles one after another) for
+// columns [c0, c0 + cols), cols <= 16, into dw's rows (`ld` apart): per
+// filter vector one 16 x 16 transpose and a 16-column store per filter.
+CONV_TARGET_AVX512 void store_avx512(const float *sums, int nv, int64_t c0, int cols,
+                                     int64_t filters, float *out, int64_t ld) {
+    const __mmask16 keep = first_lanes(cols);
+    for (int v = 0; v < nv; ++v) {
+        __m512 r[16];
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j)
+            r[j] = j < cols ? _mm512_load_ps(sums + ((c0 + j) * nv + v) * kLanes) : _mm512_setzero_ps();
+        transpose16(r);
+        const int64_t rows = std::min<int64_t>(kLanes, filters - v * kLanes);
+#pragma GCC unroll 16
+        for (int l = 0; l < 16; ++l)
+            if (l < rows) _mm512_mask_storeu_ps(out + (v * kLanes + l) * ld + c0, keep, r[l]);
+    }
+}
+#endif
+
+template <class T>
+void run_tile(const Tile &t, int nv, int nc) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (cpu_isa() == Isa::avx512) return tile_for(nv, nc)(t);
+#endif
+    tile_portable<T>(t, nv, nc);
+}
+
+template <class T>
+void store(const T *sums, int nv, int64_t c0, int cols, int64_t filters, T *out, int64_t ld) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (cpu_isa() == Isa::avx512) return store_avx512(sums, nv, c0, cols, filters, out, ld);
+#endif
+    for (int v = 0; v < nv; ++v)
+        for (int64_t l = 0; l < std::min<int64_t>(kLanes, filters - v * kLanes); ++l)
+            for (int64_t j = c0; j < c0 + cols; ++j)
+                out[(v * kLanes + l) * ld + j] = sums[(j * nv + v) * kLanes + l];
+}
+
+template <class T>
+void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+    const ConvGeometry &g = *args.g;
+    const FilterShape s = make_shape(g, sizeof(T), threads);
+    char *base = static_cast<char *>(ws);
+    int64_t *columns = reinterpret_cast<int64_t *>(base);
+    for (int64_t col = 0; col < s.ck; ++col) {  // channel c, tap (r, q), in dw's order of a row
+        const int64_t c = s.last ? col % s.csg : col / s.taps;
+        const int64_t tap = s.last ? col / s.csg : col % s.taps;
+        columns[col] = c * s.src.plane + s.src.tap_offset(tap / s.ks * s.dh, tap % s.ks * s.dw);
+    }
+    T *source = reinterpret_cast<T *>(base + s.source_at);
+    T *dyv = reinterpret_cast<T *>(base + s.dy_at);
+    direct_pad_source(g, static_cast<const T *>(args.x), source, pool, threads);
+    const T *dy = static_cast<const T *>(args.y);
+    const int64_t vec_len = s.positions * kLanes;
+    pool.parallel_for(
+        s.n * s.groups * s.dvec,
+        [&](int64_t i, int) {
+            lay_out_vector(s, dy, i / (s.groups * s.dvec), i / s.dvec % s.groups, i % s.dvec,
+                           dyv + i * vec_len);
+        },
+        threads);
+
+    T *dw = static_cast<T *>(args.w);
+    const int64_t kblocks = s.kblocks, item_cols = s.nc * s.item_tiles;
+    const int64_t cblocks = ceil_div(s.tiles, s.item_tiles);
+    T *slots = reinterpret_cast<T *>(base + s.slots_at);
+    const int64_t x_image = g.c * s.src.plane;
+    pool.parallel_for(
+        s.groups * kblocks * cblocks,
+        [&](int64_t item, int slot) {
+            const int64_t cb = item % cblocks, kb = item / cblocks % kblocks;
+            const int64_t gi = item / cblocks / kblocks;
+            const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+            const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
+            const int64_t tiles = ceil_div(j1 - j0, (int64_t)s.nc);
+            T *sums = slots + slot * s.slot;
+            const T *group_x = source + gi * s.csg * s.src.plane;
+            // dw's rows of the item, far apart and cold on large filters:
+            // asked for now (into L2) so that their misses overlap the
+            // tiles instead of stalling the copy at the end.
+            T *rows = dw + (gi * s.cdg + kb * s.nv * kLanes) * s.ck + j0;
+            const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
+            for (int64_t f = 0; f < filters; ++f)
+                for (int64_t b = 0; b < (j1 - j0) * (int64_t)sizeof(T); b += 64)
+                    __builtin_prefetch(reinterpret_cast<char *>(rows + f * s.ck) + b, 1, 2);
+            bool first = true;
+            for (int64_t n = 0; n < s.n; ++n)
+                for (int64_t r0 = 0; r0 < s.ho; r0 += s.chunk_rows, first = false) {
+                    Tile t;
+                    t.dy = dyv + ((n * s.groups + gi) * s.dvec + kb * s.nv) * vec_len + r0 * s.wo * kLanes;
+                    t.dy_vec = vec_len;
+                    t.rows = std::min(s.chunk_rows, s.ho - r0), t.wo = s.wo, t.rstep = s.src.rstep;
+                    t.mode = first ? Mode::fresh : args.strict ? Mode::partial : Mode::running;
+                    const int64_t at = n * x_image + r0 * s.src.rstep;
+                    for (int64_t ti = 0; ti < tiles; ++ti) {
+                        for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
+                            t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
+                        t.sums = sums + ti * nv * s.nc * kLanes;
+                        run_tile<T>(t, nv, s.nc);
+                    }
+                }
+            // Then into dw 16 columns at a time.
+            for (int64_t c0 = 0; c0 < j1 - j0; c0 += kLanes)
+                store(sums, nv, c0, (int)std::min<int64_t>(kLanes, j1 - j0 - c0), filters, rows, s.ck);
+        },
+        threads);
+    if (args.bias)
+        channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool,
+                     threads);
+}
+
+}  // namespace
+
+size_t direct_filter_workspace(const ConvGeometry &g, conv_dtype_t dtype, int threads) {
+    return make_shape(g, dtype_size(dtype), threads).total;
+}
+
+void direct_filter_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+    if (args.dtype == CONV_DTYPE_FLOAT32)
+        run_typed<float>(args, ws, pool, threads);
+    else
+        run_typed<double>(args, ws, pool, threads);
+}
+
+}  // namespace conv::cpu
