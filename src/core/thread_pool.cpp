@@ -21,11 +21,16 @@ namespace {
 
 // How long a thread spins before it sleeps, waiting for the next region
 // (workers) or for the workers to finish one (the caller). A futex wake-up
-// costs tens of microseconds on a virtual machine, each pass has one to
-// three regions, and a network runs its layers back to back: spinning a
-// little keeps those wake-ups off the critical path (OpenMP runtimes spin
-// for 0.2-200 ms by default). The cost is this much CPU after the last call.
-constexpr auto kSpin = std::chrono::microseconds(100);
+// costs tens of microseconds on a virtual machine -- far more when the
+// other vCPU has halted -- each pass has one to three regions, and a
+// network runs its layers back to back: spinning keeps those wake-ups off
+// the critical path (GNU OpenMP spins ~15 ms by default). 100 us was too
+// short between a framework's layers: with oneDNN's timing between
+// libconv's (convbench --peer), the worker missed 29% of ResNet-50's
+// forward regions and the pass took 57 ms at 2 threads instead of 33-35;
+// at 1 ms it misses 18% there (34 ms), none back to back. The cost is up
+// to this much CPU per worker after the last call.
+constexpr auto kSpin = std::chrono::microseconds(1000);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -88,6 +93,7 @@ void ThreadPool::run_items(int slot) {
 
 void ThreadPool::worker_loop(int slot) {
     uint64_t seen = 0;
+    int caller = -1;
     for (;;) {
         spin_until([&] { return posted_.load(std::memory_order_acquire) != seen; });
         {
@@ -96,7 +102,9 @@ void ThreadPool::worker_loop(int slot) {
             if (stopping_) return;
             seen = generation_;
             if (slot >= active_slots_) continue;
+            caller = caller_cpu_;
         }
+        leave_cpu(caller);
         if (!join(seen)) continue;  // the caller finished the region alone
         run_items(slot);
         {
@@ -105,6 +113,24 @@ void ThreadPool::worker_loop(int slot) {
         }
         done_.notify_one();
     }
+}
+
+// The scheduler may wake a worker onto the CPU of the thread that woke it
+// (the caller, busy with the region's items) and leave the pair there while
+// another CPU idles: the worker then never runs in time to join, and on two
+// vCPUs whole runs of a layer went at one thread's speed or below (256->256
+// 14x14 3x3 forward at 2 threads: 1.8 ms in half the runs, 0.85 in the
+// rest; 1 thread 1.7). A worker that finds itself on the caller's CPU
+// moves off it: excluded from its affinity for a moment (the kernel
+// migrates it at once), then allowed back everywhere it was.
+void ThreadPool::leave_cpu(int cpu) {
+    if (cpu < 0 || sched_getcpu() != cpu) return;
+    cpu_set_t allowed, others;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return;
+    others = allowed;
+    CPU_CLR(cpu, &others);
+    if (sched_setaffinity(0, sizeof others, &others) == 0)
+        sched_setaffinity(0, sizeof allowed, &allowed);
 }
 
 bool ThreadPool::join(uint64_t generation) {
@@ -134,6 +160,7 @@ void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
         next_.store(0, std::memory_order_relaxed);
         error_ = nullptr;
         active_slots_ = slots;
+        caller_cpu_ = sched_getcpu();
         ++generation_;
         finished_.store(0, std::memory_order_relaxed);
         entry_.store((generation_ & kEntryGenerationMask) << kEntryGenerationShift,

@@ -61,6 +61,8 @@ private:
     // Enters the region `generation` unless the caller has closed it (or a
     // later one is posted); true when this worker must run its items.
     bool join(uint64_t generation);
+    // Moves this worker off `cpu` (the caller's) when it runs there.
+    static void leave_cpu(int cpu);
 
     int threads_;
     std::vector<std::thread> workers_;
@@ -85,6 +87,7 @@ private:
     std::atomic<uint64_t> entry_{0};
     std::atomic<uint64_t> finished_{0};  // joined workers done with their items
     std::atomic<uint64_t> posted_{0};    // generation_, for workers that spin
+    int caller_cpu_ = -1;                // where the caller posted the region (-1: unknown)
 
     const Task *task_ = nullptr;
     int64_t count_ = 0;
