@@ -77,11 +77,21 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
                                        std::max<int64_t>(s.ho, 1));
     s.kblocks = ceil_div(s.dvec, (int64_t)s.nv);
     s.tiles = ceil_div(s.ck, (int64_t)s.nc);
-    // Long row segments per item (each row of dw is written once, whole
-    // across the item's columns: 64 short ones per item cost ~1 ms of
-    // misses on 512->512 7x7's 9.4 MB), yet 4 items a thread.
-    s.item_tiles = std::clamp<int64_t>(s.groups * s.kblocks * s.tiles / (4 * threads), 1,
-                                       std::min(kMaxTilesPerItem, s.tiles));
+    // Items: every item streams its filter block's dy over all positions,
+    // so where that outgrows L2 (conv1 layers: 12.8 MB for 64 filters on
+    // 224x224 at batch 1) as few items as keep the threads busy -- one
+    // column tile an item read it 5 times on VGG's conv1_1; else 4 a
+    // thread. Either way a multiple of the threads where the tiles allow,
+    // and long row segments of dw per item (each row is written once,
+    // whole across the item's columns: 64 short ones per item cost ~1 ms
+    // of misses on 512->512 7x7's 9.4 MB).
+    const int64_t blocks = s.groups * s.kblocks;
+    const bool streams = s.n * s.positions * s.nv * kLanes * (int64_t)es > (1 << 20);
+    int64_t parts = std::max(ceil_div((streams ? 1 : 4) * (int64_t)threads, blocks),
+                             ceil_div(s.tiles, kMaxTilesPerItem));
+    while ((blocks * parts) % threads != 0 && parts < s.tiles) ++parts;
+    parts = std::clamp<int64_t>(parts, 1, std::max<int64_t>(s.tiles, 1));
+    s.item_tiles = std::max<int64_t>(1, ceil_div(s.tiles, parts));
     s.slot = s.item_tiles * s.nv * s.nc * kLanes;
     const int64_t source = checked_mul(checked_mul(s.n * g.c, s.src.plane, "workspace"),
                                        (int64_t)es, "workspace");
