@@ -85,8 +85,10 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     // and long row segments of dw per item (each row is written once,
     // whole across the item's columns: 64 short ones per item cost ~1 ms
     // of misses on 512->512 7x7's 9.4 MB).
-    const int64_t blocks = s.groups * s.kblocks;
-    const bool streams = s.n * s.positions * s.nv * kLanes * (int64_t)es > (1 << 20);
+    threads = std::max(threads, 1);
+    const int64_t blocks = std::max<int64_t>(s.groups * s.kblocks, 1);  // 0 with no filters
+    // (in double: n * positions may be near 2^62 on wrapped tensors)
+    const bool streams = (double)s.n * (double)s.positions * s.nv * kLanes * (double)es > (1 << 20);
     int64_t parts = std::max(ceil_div((streams ? 1 : 4) * (int64_t)threads, blocks),
                              ceil_div(s.tiles, kMaxTilesPerItem));
     while ((blocks * parts) % threads != 0 && parts < s.tiles) ++parts;
