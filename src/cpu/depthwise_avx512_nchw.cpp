@@ -346,16 +346,6 @@ CONV_TARGET_AVX512 void forward_block_any(int rows, const PlaneShape &p, const P
 // every plane and computed once per pass (NarrowPlan). Per-plane set-up
 // (row pointers, block splits, mask building) cost the row-block kernels
 // more than the FMAs on these planes.
-// The narrow-plane kernels are ~130 fully unrolled instantiations: GCC
-// compiles them in seconds, but clang -O2 -g with ASan and libFuzzer's
-// coverage (the fuzz build) took over 10 minutes and 3 GB on this file.
-// That build sets CONV_DEPTHWISE_NARROW=0 and fuzzes the row-block kernels,
-// which compute the same planes; the unit tests cover the narrow ones.
-#ifndef CONV_DEPTHWISE_NARROW
-#define CONV_DEPTHWISE_NARROW 1
-#endif
-constexpr bool kNarrowKernels = CONV_DEPTHWISE_NARROW != 0;
-
 struct NarrowPlan {
     bool ok = false;
     bool flip = false;  // the window rotated (backward-data): tap i reads w[8 - i]
@@ -871,11 +861,10 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         };
         const NarrowPlan narrow = narrow_plan(p);
         for_plane_ranges(pool, threads, N * K, in_plane + out_plane, [&](int64_t b, int64_t e) {
-            if constexpr (kNarrowKernels)
-                if (narrow.ok) {
-                    narrow_range(p, narrow, b, e, job);
-                    return;
-                }
+            if (narrow.ok) {
+                narrow_range(p, narrow, b, e, job);
+                return;
+            }
             if (!flat.vectors) {
                 for (int64_t i = b; i < e; ++i) forward_plane(p, job(i));
                 return;
@@ -905,19 +894,17 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         const PlaneShape p = backward_data_shape(g);
         const FlatPlan flat = flat_plan(p);
         const NarrowPlan narrow = narrow_plan(p);
-        if constexpr (kNarrowKernels)
-            if (narrow.ok && M == 1) {  // one dy plane per dx plane: narrow_range pairs them
-                NarrowPlan flipped = narrow;
-                flipped.flip = true;
-                const auto job = [&](int64_t item) {
-                    return PlaneJob{y + item * out_plane, x + item * in_plane,
-                                    w + item % C * kK * kK, 0.0f, false, false};
-                };
-                for_plane_ranges(pool, threads, N * C, in_plane + out_plane, [&](int64_t b, int64_t e) {
-                    narrow_range(p, flipped, b, e, job);
-                });
-                return;
-            }
+        if (narrow.ok && M == 1) {  // one dy plane per dx plane: narrow_range pairs them
+            NarrowPlan flipped = narrow;
+            flipped.flip = true;
+            const auto job = [&](int64_t item) {
+                return PlaneJob{y + item * out_plane, x + item * in_plane, w + item % C * kK * kK,
+                                0.0f, false, false};
+            };
+            for_plane_ranges(pool, threads, N * C, in_plane + out_plane,
+                             [&](int64_t b, int64_t e) { narrow_range(p, flipped, b, e, job); });
+            return;
+        }
         for_planes(
             pool, threads, N * C, in_plane + M * out_plane, [&](int64_t item, int) {
                 const int64_t n = item / C, c = item % C;
