@@ -246,6 +246,18 @@ CONV_API const char *conv_algo_name(conv_algo_t algo);
  * name, listing the known ones. */
 CONV_API conv_status_t conv_algo_from_name(const char *name, conv_algo_t *algo);
 
+/* The algorithms (solvers) of a device kind's engine, in that engine's order
+ * of preference: every id conv_desc_set_algorithm may force on such a
+ * device, the ones without an enum value above included. Writes the first
+ * min(capacity, count) ids to `algos` (which may be NULL when capacity is
+ * 0) and the number there are to `*count`, so a first call with capacity 0
+ * sizes the array. The list is the same for every call of one library
+ * version; a build without the CUDA engine still lists its solvers (forcing
+ * one there fails with UNSUPPORTED). INVALID_ARGUMENT for an unknown device
+ * kind or a negative capacity. */
+CONV_API conv_status_t conv_algo_list(conv_device_t device, int capacity, conv_algo_t *algos,
+                                      int *count);
+
 /* --------------------------------------------------------------- handles */
 
 typedef struct conv_context_s *conv_context_t;

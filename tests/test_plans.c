@@ -349,19 +349,39 @@ static void test_plan_refusals(void **state)
 static void test_names(void **state)
 {
     (void)state;
-    static const conv_algo_t all[] = {
-        CONV_ALGO_AUTO, CONV_ALGO_IM2COL_GEMM, CONV_ALGO_GEMM_1X1, CONV_ALGO_DEPTHWISE_DIRECT,
-        CONV_ALGO_WINOGRAD_4X4_3X3, CONV_ALGO_IMPLICIT_GEMM, CONV_ALGO_CUDNN_IMPLICIT_GEMM,
-        CONV_ALGO_CUDNN_IMPLICIT_PRECOMP_GEMM, CONV_ALGO_CUDNN_GEMM, CONV_ALGO_CUDNN_DIRECT,
-        CONV_ALGO_CUDNN_FFT, CONV_ALGO_CUDNN_FFT_TILING, CONV_ALGO_CUDNN_WINOGRAD,
-        CONV_ALGO_CUDNN_WINOGRAD_NONFUSED};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    /* AUTO, and every solver of both engines as conv_algo_list gives them:
+     * each with its own name, which maps back to its id. */
+    conv_algo_t all[2 * TU_MAX_ALGOS];
+    int n = tu_cpu_algos(all, TU_MAX_ALGOS, 1), ncuda = 0;
+    assert_ok(conv_algo_list(CONV_DEVICE_CUDA, TU_MAX_ALGOS, all + n, &ncuda));
+    assert_in_range(ncuda, 8, TU_MAX_ALGOS); /* cuDNN's families, listed in every build */
+    n += ncuda;
+    for (int i = 0; i < n; i++) {
         const char *name = conv_algo_name(all[i]);
         assert_string_not_equal(name, "unknown");
         conv_algo_t back;
         assert_ok(conv_algo_from_name(name, &back));
         assert_int_equal(back, all[i]);
+        for (int j = 0; j < i; j++)
+            assert_int_not_equal(all[j], all[i]);
     }
+    for (conv_algo_t e = CONV_ALGO_IM2COL_GEMM; e <= CONV_ALGO_IMPLICIT_GEMM; e++)
+        assert_true(tu_is_cpu_solver(e)); /* conv.h's CPU values are listed */
+    /* conv_algo_list: the count alone with capacity 0, a prefix with less,
+     * and its refusals. */
+    conv_algo_t some[2] = {CONV_ALGO_AUTO, CONV_ALGO_AUTO};
+    int count = -1;
+    assert_ok(conv_algo_list(CONV_DEVICE_CPU, 0, NULL, &count));
+    assert_int_equal(count + ncuda + 1, n);
+    assert_ok(conv_algo_list(CONV_DEVICE_CPU, 1, some, &count));
+    assert_int_equal(some[0], all[1]);
+    assert_int_equal(some[1], CONV_ALGO_AUTO); /* beyond the capacity: untouched */
+    assert_int_equal(conv_algo_list(CONV_DEVICE_CPU, -1, some, &count), CONV_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(conv_last_error(), "-1"));
+    assert_int_equal(conv_algo_list((conv_device_t)7, 2, some, &count), CONV_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(conv_last_error(), "7"));
+    assert_int_equal(conv_algo_list(CONV_DEVICE_CPU, 2, NULL, &count), CONV_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(conv_algo_list(CONV_DEVICE_CPU, 2, some, NULL), CONV_STATUS_INVALID_ARGUMENT);
     conv_algo_t a = CONV_ALGO_GEMM_1X1;
     assert_int_equal(conv_algo_from_name("winograd", &a), CONV_STATUS_INVALID_ARGUMENT);
     assert_int_equal(a, CONV_ALGO_GEMM_1X1);  /* unchanged */
@@ -525,11 +545,10 @@ static size_t workspace_of(const tu_problem *tp, conv_op_t op, conv_algo_t algo,
 
 static void check_bound(const tu_problem *tp, conv_op_t op)
 {
-    static const conv_algo_t solvers[] = {CONV_ALGO_IM2COL_GEMM, CONV_ALGO_GEMM_1X1,
-                                          CONV_ALGO_DEPTHWISE_DIRECT, CONV_ALGO_WINOGRAD_4X4_3X3,
-                                          CONV_ALGO_IMPLICIT_GEMM};
+    conv_algo_t solvers[TU_MAX_ALGOS];
+    const int nsolvers = tu_cpu_algos(solvers, TU_MAX_ALGOS, 0);
     size_t least = SIZE_MAX;
-    for (size_t i = 0; i < sizeof solvers / sizeof solvers[0]; i++) {
+    for (int i = 0; i < nsolvers; i++) {
         int applies;
         size_t b = workspace_of(tp, op, solvers[i], &applies);
         if (applies && b < least)

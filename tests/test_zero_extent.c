@@ -54,11 +54,9 @@ enum { SHAPES = sizeof kShapes / sizeof kShapes[0] };
 static const int64_t kIn = 4;    /* every spatial input axis */
 static const int64_t kBatch = 2;
 
-static const conv_algo_t kAlgos[] = {
-    CONV_ALGO_AUTO,         CONV_ALGO_IM2COL_GEMM,      CONV_ALGO_GEMM_1X1,
-    CONV_ALGO_DEPTHWISE_DIRECT, CONV_ALGO_WINOGRAD_4X4_3X3, CONV_ALGO_IMPLICIT_GEMM,
-};
-enum { ALGOS = sizeof kAlgos / sizeof kAlgos[0] };
+/* AUTO and every CPU solver (conv_algo_list), filled by main. */
+static conv_algo_t kAlgos[TU_MAX_ALGOS];
+static int ALGOS;
 
 typedef struct variant {
     const char *name;
@@ -87,7 +85,7 @@ static const char *zero_name(int transposed, int zero)
     return transposed ? trans[zero] : conv[zero];
 }
 
-enum { CASES = 3 * SHAPES * ZEROS * 2 * 2 * ALGOS * VARIANTS }; /* per mode */
+#define CASES ((int64_t)3 * SHAPES * ZEROS * 2 * 2 * ALGOS * VARIANTS) /* per mode */
 
 typedef struct zcase {
     int transposed, spatial, shape, zero, channels_last, variant;
@@ -323,16 +321,6 @@ typedef struct statuses {
  * that nothing was written. Returns RAN, DECLINED (UNSUPPORTED), REFUSED
  * (the shape) or FAILED (msg). */
 
-/* A CPU solver's id: conv.h's CPU values, or a private solver's (from
- * kFirstPrivateSolverId on) whose name maps back to it. */
-static int is_cpu_solver(conv_algo_t a)
-{
-    conv_algo_t back;
-    if (a >= CONV_ALGO_IM2COL_GEMM && a <= CONV_ALGO_IMPLICIT_GEMM)
-        return 1;
-    return (int)a >= 1000 && conv_algo_from_name(conv_algo_name(a), &back) == CONV_STATUS_SUCCESS &&
-           back == a && strncmp(conv_algo_name(a), "cudnn", 5) != 0;
-}
 static int judge(const zcase *z, const statuses *s, int accepted, const roles *r, char *msg,
                  size_t size)
 {
@@ -364,7 +352,7 @@ static int judge(const zcase *z, const statuses *s, int accepted, const roles *r
         return FAILED;
     }
     if (s->run == CONV_STATUS_SUCCESS) {
-        if (z->algo != CONV_ALGO_AUTO ? s->algo != z->algo : !is_cpu_solver(s->algo)) {
+        if (z->algo != CONV_ALGO_AUTO ? s->algo != z->algo : !tu_is_cpu_solver(s->algo)) {
             snprintf(msg, size, "conv_chosen_algorithm says %s", conv_algo_name(s->algo));
             return FAILED;
         }
@@ -475,7 +463,7 @@ typedef struct tally {
     char first[600];
 } tally;
 
-static tally tallies[ALGOS][VARIANTS][ZEROS];
+static tally tallies[TU_MAX_ALGOS][VARIANTS][ZEROS];
 
 static void print_tallies(int transposed)
 {
@@ -507,7 +495,7 @@ static int algo_slot(conv_algo_t algo)
 static void run_mode(int transposed)
 {
     int64_t first = (int64_t)tu_env_seed(0), count = tu_env_count(CASES);
-    int counts[ALGOS][SKIPPED + 1] = {{0}};
+    int counts[TU_MAX_ALGOS][SKIPPED + 1] = {{0}};
     int failed = 0;
     tu_rng rng;
     memset(tallies, 0, sizeof tallies);
@@ -570,6 +558,7 @@ static void test_transposed(void **state)
 
 int main(void)
 {
+    ALGOS = tu_cpu_algos(kAlgos, TU_MAX_ALGOS, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convolution),
         cmocka_unit_test(test_transposed),

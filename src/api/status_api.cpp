@@ -1,5 +1,7 @@
 // Version, statuses, the last-error message, names and device counts.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "api/guard.h"
 #include "api/handles.h"
@@ -76,6 +78,18 @@ conv_status_t conv_algo_from_name(const char *name, conv_algo_t *algo) {
             fail(CONV_STATUS_INVALID_ARGUMENT, "unknown algorithm name '%.80s'; known: auto, %s", name,
                  dispatch::solver_names().c_str());
         *algo = s->id();
+    });
+}
+
+conv_status_t conv_algo_list(conv_device_t device, int capacity, conv_algo_t *algos, int *count) {
+    return api::guarded([&] {
+        api::require(count, "count");
+        if (capacity < 0) fail(CONV_STATUS_INVALID_ARGUMENT, "capacity %d must be >= 0", capacity);
+        if (capacity > 0) api::require(algos, "algos");
+        const std::vector<const Solver *> &list = dispatch::engine_for(device).solvers();
+        const int n = std::min(capacity, (int)list.size());
+        for (int i = 0; i < n; ++i) algos[i] = list[(size_t)i]->id();
+        *count = (int)list.size();
     });
 }
 

@@ -1,6 +1,8 @@
 #include <charconv>
+#include <cstring>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/solver.h"
 
 namespace conv {
@@ -49,6 +51,24 @@ std::string problem_key(const Problem &p) {
     append_axes(s, " pe", g.pad_end);
     if (g.activation == CONV_ACTIVATION_RELU) s += " relu";
     return s;
+}
+
+SolverList::SolverList(std::initializer_list<const Solver *> solvers, int first_private_id)
+    : solvers_(solvers) {
+    int next = first_private_id;
+    for (size_t i = 0; i < solvers_.size(); ++i) {
+        const Solver &s = *solvers_[i];
+        if (s.public_id() == CONV_ALGO_AUTO) {
+            if (next >= first_private_id + kPrivateIdsPerEngine)
+                fail(CONV_STATUS_INTERNAL_ERROR, "more than %d private solvers in one engine",
+                     kPrivateIdsPerEngine);
+            s.assigned_id_ = (conv_algo_t)next++;
+        }
+        for (size_t j = 0; j < i; ++j)
+            if (solvers_[j]->id() == s.id() || std::strcmp(solvers_[j]->name(), s.name()) == 0)
+                fail(CONV_STATUS_INTERNAL_ERROR, "solvers %s and %s share a name or an id (%d)",
+                     solvers_[j]->name(), s.name(), (int)s.id());
+    }
 }
 
 }  // namespace conv

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "conv.h"
 #include "core/geometry.h"
@@ -45,9 +47,12 @@ public:
     // Stable across versions: forcing by name (conv_algo_from_name), the
     // trace, tuning files.
     virtual const char *name() const = 0;
-    // A conv_algo_t value; solvers without one in conv.h take ids from
-    // kFirstPrivateSolverId on (stable within one library version).
-    virtual conv_algo_t id() const = 0;
+    // Its conv.h value (CONV_ALGO_IM2COL_GEMM, ...), or CONV_ALGO_AUTO for a
+    // solver that has none: the engine's list then numbers it (SolverList).
+    virtual conv_algo_t public_id() const { return CONV_ALGO_AUTO; }
+    // Its id: the public one, else the one its engine's list gave it (from
+    // kFirstPrivateSolverId on; stable within one library version).
+    conv_algo_t id() const { return assigned_id_ != CONV_ALGO_AUTO ? assigned_id_ : public_id(); }
     // Null when the solver computes the problem, else a static reason (for
     // UNSUPPORTED messages and the level-2 trace).
     virtual const char *why_not(const Problem &p) const = 0;
@@ -56,9 +61,32 @@ public:
     // Sums products directly, so its error is a dot product's: the only kind
     // a CONV_MATH_STRICT context chooses unless forced.
     virtual bool strict() const { return true; }
+
+private:
+    friend class SolverList;
+    // Written once, while the engine's list is made (a function-local static:
+    // before any thread can reach the solver through it).
+    mutable conv_algo_t assigned_id_ = CONV_ALGO_AUTO;
 };
 
 constexpr int kFirstPrivateSolverId = 1000;
+// Private ids of one engine: [first, first + kPrivateIdsPerEngine).
+constexpr int kPrivateIdsPerEngine = 100;
+
+// An engine's solvers in its order of preference: the one registry of them.
+// Made once per engine (a function-local static); it gives every solver
+// without a conv.h value the next id of the engine's private range, in list
+// order, and refuses two solvers with one name or one id -- so a new solver
+// is one line in its engine's list and nothing else (the tests list the
+// solvers through conv_algo_list).
+class SolverList {
+public:
+    SolverList(std::initializer_list<const Solver *> solvers, int first_private_id);
+    const std::vector<const Solver *> &all() const { return solvers_; }
+
+private:
+    std::vector<const Solver *> solvers_;
+};
 
 // The readable key of a problem's choice ("fwd float32 cf n1 c64 k64 g1
 // in1x56x56 k1x3x3 s1x1x1 d1x1x1 pb0x1x1 pe0x1x1[ relu]"): the tuning

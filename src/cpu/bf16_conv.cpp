@@ -382,7 +382,6 @@ struct Bf16Depthwise {
 class Bf16Gemm final : public Algorithm {
 public:
     const char *name() const override { return "bf16_gemm"; }
-    conv_algo_t id() const override { return (conv_algo_t)(kFirstPrivateSolverId + 1); }
     const char *why_not_dtype(conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_BFLOAT16) return "computes bfloat16 only";
         return cpu_isa() == Isa::avx512 ? nullptr : "needs AVX-512";

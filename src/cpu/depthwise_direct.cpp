@@ -328,7 +328,7 @@ void run_typed(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 class DepthwiseDirect final : public Algorithm {
 public:
     const char *name() const override { return "depthwise_direct"; }
-    conv_algo_t id() const override { return CONV_ALGO_DEPTHWISE_DIRECT; }
+    conv_algo_t public_id() const override { return CONV_ALGO_DEPTHWISE_DIRECT; }
     const char *why_not(const ConvGeometry &g, conv_op_t) const override {
         if (g.groups == g.c && g.c > 0) return nullptr;
         return "it needs groups == input channels (a depthwise convolution)";

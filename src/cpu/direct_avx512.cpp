@@ -597,7 +597,6 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
 class DirectAvx512 final : public Algorithm {
 public:
     const char *name() const override { return "direct_avx512"; }
-    conv_algo_t id() const override { return (conv_algo_t)(kFirstPrivateSolverId + 202); }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
         if (!g.is_planar()) return "it computes 1-D and 2-D convolutions only";
         if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";

@@ -24,8 +24,9 @@ namespace {
 
 // Every CPU solver, in order of preference: the first that applies, is
 // allowed by the math mode and expects to win (Algorithm::competitive) runs.
+// Solvers without a conv.h value are numbered from kFirstPrivateSolverId.
 const std::vector<const Solver *> &solver_list() {
-    static const std::vector<const Solver *> list = {
+    static const SolverList list({
         &gemm_1x1_algorithm(),
         &depthwise_direct_algorithm(),
         &winograd_4x4_3x3_algorithm(),
@@ -33,8 +34,8 @@ const std::vector<const Solver *> &solver_list() {
         &implicit_gemm_algorithm(),
         &im2col_gemm_algorithm(),
         &bf16_gemm_algorithm(),
-    };
-    return list;
+    }, kFirstPrivateSolverId);
+    return list.all();
 }
 
 const Algorithm &cpu_solver(const Solver &s) { return static_cast<const Algorithm &>(s); }
@@ -154,7 +155,10 @@ private:
 
 class CpuEngine final : public Engine {
 public:
-    CpuEngine() { blas_use_single_thread(); }
+    CpuEngine() {
+        blas_use_single_thread();
+        solver_list();  // numbers the solvers before any id is read
+    }
 
     const char *name() const override { return "cpu"; }
     const std::vector<const Solver *> &solvers() const override { return solver_list(); }
@@ -234,8 +238,8 @@ private:
             const Solver *s;
             Estimate e;
         };
-        Candidate found[8];
-        int count = 0;
+        std::vector<Candidate> found;  // on a plan-cache miss only
+        found.reserve(solver_list().size());
         size_t least = SIZE_MAX;
         for (const Solver *s : solver_list()) {
             const char *why = allowed(*s, p) ? s->why_not(p) : "CONV_MATH_STRICT: not a direct sum";
@@ -252,14 +256,13 @@ private:
                 continue;
             }
             least = std::min(least, e.workspace_bytes);
-            if (count < 8) found[count++] = {s, e};
+            found.push_back({s, e});
         }
-        if (count == 0)
+        if (found.empty())
             fail(CONV_STATUS_INTERNAL_ERROR, "no CPU algorithm applies to %s", p.g.describe().c_str());
         const size_t bound = workspace_bound(p, least);
         const Candidate *smallest = &found[0];
-        for (int i = 0; i < count; ++i) {
-            const Candidate &c = found[i];
+        for (const Candidate &c : found) {
             if (c.e.workspace_bytes < smallest->e.workspace_bytes) smallest = &c;
             if (c.e.workspace_bytes > bound) {
                 if (skip) skip(*c.s, format("its workspace (%zu bytes) exceeds 8x the leanest "

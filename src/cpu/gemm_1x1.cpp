@@ -16,7 +16,7 @@ bool own_kernel(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
 class Gemm1x1 final : public Algorithm {
 public:
     const char *name() const override { return "gemm_1x1"; }
-    conv_algo_t id() const override { return CONV_ALGO_GEMM_1X1; }
+    conv_algo_t public_id() const override { return CONV_ALGO_GEMM_1X1; }
     const char *why_not(const ConvGeometry &g, conv_op_t) const override {
         return g.is_pointwise() ? nullptr : "it needs a 1x1 kernel, stride 1 and no padding";
     }

@@ -9,7 +9,7 @@ namespace {
 class Im2colGemm final : public Algorithm {
 public:
     const char *name() const override { return "im2col_gemm"; }
-    conv_algo_t id() const override { return CONV_ALGO_IM2COL_GEMM; }
+    conv_algo_t public_id() const override { return CONV_ALGO_IM2COL_GEMM; }
     const char *why_not(const ConvGeometry &, conv_op_t) const override { return nullptr; }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {

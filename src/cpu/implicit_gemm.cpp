@@ -553,7 +553,7 @@ void run_filter(const Problem &p, const ConvGeometry &g, const T *dy, T *dw, con
 class ImplicitGemm final : public Algorithm {
 public:
     const char *name() const override { return "implicit_gemm"; }
-    conv_algo_t id() const override { return CONV_ALGO_IMPLICIT_GEMM; }
+    conv_algo_t public_id() const override { return CONV_ALGO_IMPLICIT_GEMM; }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
         if (!g.is_planar()) return "it computes 1-D and 2-D convolutions only";
         if (op == CONV_OP_BACKWARD_DATA && (g.stride[1] != 1 || g.stride[2] != 1))

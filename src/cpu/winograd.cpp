@@ -358,7 +358,7 @@ void run_avx512(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
 class Winograd4x4 final : public Algorithm {
 public:
     const char *name() const override { return "winograd_4x4_3x3"; }
-    conv_algo_t id() const override { return CONV_ALGO_WINOGRAD_4X4_3X3; }
+    conv_algo_t public_id() const override { return CONV_ALGO_WINOGRAD_4X4_3X3; }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
         bool shape = g.is_planar() && g.kernel[1] == 3 && g.kernel[2] == 3 &&
                      g.stride[1] == 1 && g.stride[2] == 1 && g.dilation[1] == 1 &&

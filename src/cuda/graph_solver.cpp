@@ -14,7 +14,6 @@ namespace {
 class GraphSolver final : public Solver {
 public:
     const char *name() const override { return "cudnn_graph"; }
-    conv_algo_t id() const override { return (conv_algo_t)(kFirstPrivateSolverId + 100); }
     const char *why_not(const Problem &p) const override { return graph::why_not(p); }
     // The workspace is cuDNN's engine's, known once the plan is made.
     Estimate estimate(const Problem &) const override { return {}; }

@@ -21,7 +21,7 @@ public:
     constexpr Family(conv_algo_t id, const char *name, unsigned passes, bool exact)
         : id_(id), name_(name), passes_(passes), exact_(exact) {}
     const char *name() const override { return name_; }
-    conv_algo_t id() const override { return id_; }
+    conv_algo_t public_id() const override { return id_; }
     const char *why_not(const Problem &p) const override {
         static const char *const kMissing[] = {"cuDNN has no forward algorithm of this family",
                                                "cuDNN has no backward-data algorithm of this family",
@@ -93,15 +93,16 @@ const Solver &family(conv_algo_t id) {
 
 class CudaEngine final : public Engine {
 public:
+    CudaEngine() { solvers(); }  // numbers the solvers before any id is read
     const char *name() const override { return "cuda"; }
     const std::vector<const Solver *> &solvers() const override {
-        static const std::vector<const Solver *> list = [] {
-            std::vector<const Solver *> v;
-            for (const Family &f : kFamilies) v.push_back(&f);
-            v.push_back(&graph::solver());  // never AUTO's choice unless opted in (cuda/graph.h)
-            return v;
-        }();
-        return list;
+        // The graph solver last: never AUTO's choice unless opted in (cuda/graph.h).
+        static const SolverList list({&kFamilies[0], &kFamilies[1], &kFamilies[2], &kFamilies[3],
+                                      &kFamilies[4], &kFamilies[5], &kFamilies[6], &kFamilies[7],
+                                      &graph::solver()},
+                                     kFirstPrivateSolverId + kPrivateIdsPerEngine);
+        static_assert(sizeof kFamilies / sizeof kFamilies[0] == 8, "every family in the list");
+        return list.all();
     }
     void check(const Problem &) const override {}  // every dtype, layout and rank
     // Its name, compute capability, cuDNN and CUDA runtime versions, so a

@@ -871,3 +871,27 @@ double tu_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+/* ------------------------------------------------------------- solvers */
+
+int tu_cpu_algos(conv_algo_t *algos, int capacity, int with_auto)
+{
+    int n = 0, skip = with_auto ? 1 : 0;
+    if (conv_algo_list(CONV_DEVICE_CPU, capacity - skip, algos + skip, &n) != CONV_STATUS_SUCCESS)
+        fail_msg("conv_algo_list: %s", conv_last_error());
+    if (n + skip > capacity)
+        fail_msg("the CPU engine lists %d solvers, more than the test's %d", n, capacity - skip);
+    if (with_auto)
+        algos[0] = CONV_ALGO_AUTO;
+    return n + skip;
+}
+
+int tu_is_cpu_solver(conv_algo_t a)
+{
+    conv_algo_t all[TU_MAX_ALGOS];
+    int n = tu_cpu_algos(all, TU_MAX_ALGOS, 0);
+    for (int i = 0; i < n; i++)
+        if (all[i] == a)
+            return 1;
+    return 0;
+}

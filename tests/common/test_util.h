@@ -224,6 +224,19 @@ int tu_run_random_exact(conv_context_t ctx, conv_workspace_t ws, uint64_t seed, 
                         conv_algo_t first_algo, conv_algo_t fallback, char *failure,
                         size_t size);
 
+/* ----------------------------------------------------------- solvers */
+
+/* The most solvers one engine lists (conv.h's ids and a private range). */
+#define TU_MAX_ALGOS 128
+
+/* The CPU engine's solvers in its order of preference (conv_algo_list),
+ * after CONV_ALGO_AUTO when with_auto; returns their number. Tests that
+ * force "every solver" iterate this list, so a new solver is in them
+ * without an edit. */
+int tu_cpu_algos(conv_algo_t *algos, int capacity, int with_auto);
+/* Whether `a` is one of the CPU engine's solvers (AUTO is not). */
+int tu_is_cpu_solver(conv_algo_t a);
+
 /* Seconds on a monotonic clock. */
 double tu_now(void);
 

@@ -33,7 +33,7 @@ and the library's message. The GIL is released while the library computes.
 Shapes are always (N, C, spatial...), whatever the memory layout.
 """
 
-from typing import Union
+from typing import List, Union
 
 try:
     from . import _libconv
@@ -126,6 +126,14 @@ def algo_from_name(name: str) -> Union[Algo, int]:
     return _enums.to_enum(Algo, name, "algorithm")
 
 
+def algorithms(device: Union[Device, str, int] = Device.CPU) -> List[Union[Algo, int]]:
+    """Every algorithm (solver) of a device kind's engine, in its order of preference
+    (``conv_algo_list``): what :meth:`Conv.set_algorithm` may force there, as :class:`Algo`
+    members, or int ids for solvers that have no member (see :func:`algo_name`)."""
+    dev = _enums.to_enum(Device, device, "device")
+    return [_enums.from_c(Algo, a) for a in _libconv.conv_algo_list(int(dev))]
+
+
 def last_error() -> str:
     """``conv_last_error()``: the message of the calling thread's last failed C call.
 
@@ -165,5 +173,6 @@ __all__ = [
     "SizeOverflowError", "NotAvailableError", "BackendError", "FileIOError", "BadFileError",
     "InternalError", "NumericalError", "error_class",
     # library information
-    "version", "version_info", "status_string", "algo_name", "algo_from_name", "last_error",
+    "version", "version_info", "status_string", "algo_name", "algo_from_name", "algorithms",
+    "last_error",
 ]

@@ -28,6 +28,8 @@
  *                   size_t *workspace_bytes, int *count)
  *                                        capacity in, a list of
  *                                        (algo, milliseconds, workspace_bytes) out
+ *   id list        (int capacity, conv_algo_t *algos, int *count)
+ *                                        nothing in, a list of ids out
  *   handle groups  (int nranks, conv_comm_t *comms)
  *                                        nranks in, a list of handles out
  *                  (int ndevices, const int *devices, conv_comm_t *comms)
@@ -229,6 +231,32 @@ static PyObject *conv_py_handle_list(void **handles, int n, swig_type_info *type
 }
 %typemap(freearg) (int capacity, conv_algo_t *algos, double *milliseconds,
                    size_t *workspace_bytes, int *count) "conv_py_find_free(&bufs$argnum);"
+
+/* (int capacity, conv_algo_t *algos, int *count): the whole list out. */
+%typemap(in, numinputs=0) (int capacity, conv_algo_t *algos, int *count)
+                          (conv_algo_t ids[CONV_PY_MAX_ALGOS], int n = 0) {
+    $1 = CONV_PY_MAX_ALGOS;
+    $2 = ids;
+    $3 = &n;
+}
+%typemap(argout) (int capacity, conv_algo_t *algos, int *count) {
+    if (n$argnum > CONV_PY_MAX_ALGOS) {
+        PyErr_Format(PyExc_RuntimeError, "$symname: %d ids, more than the binding's %d",
+                     n$argnum, CONV_PY_MAX_ALGOS);
+        SWIG_fail;
+    }
+    PyObject *list = PyList_New(n$argnum);
+    if (!list) SWIG_fail;
+    for (int i = 0; i < n$argnum; ++i) {
+        PyObject *id = PyLong_FromLong((long)ids$argnum[i]);
+        if (!id) {
+            Py_DECREF(list);
+            SWIG_fail;
+        }
+        PyList_SET_ITEM(list, i, id);
+    }
+    $result = SWIG_Python_AppendOutput($result, list);
+}
 
 /* ------------------------------------------------- Python-only helpers */
 

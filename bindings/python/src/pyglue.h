@@ -41,6 +41,10 @@ int conv_py_get_pointer(PyObject *obj, int writable, void **ptr, Py_buffer *view
 /* Most communicators one call creates (conv_comm_create_local allows 1024). */
 #define CONV_PY_MAX_RANKS 1024
 
+/* The most algorithm ids conv_algo_list returns through the binding (one
+ * engine's: conv.h's values and a private range of 100). */
+#define CONV_PY_MAX_ALGOS 256
+
 /* A count (an int) or, when `devices` is not NULL, a sequence of at most
  * CONV_PY_MAX_RANKS ints copied into `devices`; *n receives the count.
  * Returns -1 with a Python exception set. */

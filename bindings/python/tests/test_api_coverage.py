@@ -88,6 +88,22 @@ def test_library_names():
     assert libconv.status_string(libconv.Status.SHAPE_MISMATCH) == "shape mismatch"
 
 
+def test_algorithm_list():
+    cpu = libconv.algorithms()
+    assert cpu == libconv.algorithms("cpu") == libconv.algorithms(libconv.Device.CPU)
+    names = [libconv.algo_name(a) for a in cpu]
+    # conv.h's CPU algorithms and the private ones, each once, with a name that maps back.
+    for algo in (libconv.Algo.IM2COL_GEMM, libconv.Algo.GEMM_1X1, libconv.Algo.WINOGRAD_4X4_3X3):
+        assert algo in cpu
+    assert "unknown" not in names and len(set(names)) == len(names)
+    assert all(libconv.algo_from_name(n) == a for n, a in zip(names, cpu))
+    assert any(isinstance(a, int) and not isinstance(a, libconv.Algo) for a in cpu)  # private ids
+    cuda = libconv.algorithms("cuda")  # listed in every build, with or without a GPU
+    assert libconv.Algo.CUDNN_IMPLICIT_GEMM in cuda and not set(cuda) & set(cpu)
+    with pytest.raises(libconv.InvalidArgumentError, match="7"):
+        libconv.algorithms(7)
+
+
 def public_objects():
     for name in libconv.__all__:
         obj = getattr(libconv, name)

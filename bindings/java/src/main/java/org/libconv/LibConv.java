@@ -1,5 +1,9 @@
 package org.libconv;
 
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
 /**
  * Library-wide functions: versions, devices, the per-thread error message.
  *
@@ -65,6 +69,26 @@ public final class LibConv {
         int[] count = new int[1];
         ConvNative.conv_device_count(device.value(), count);
         return count[0];
+    }
+
+    /**
+     * The names of every algorithm (solver) of a device kind's engine, in its order of
+     * preference: what {@link Conv#setAlgorithm(Op, String)} may force there, also the solvers
+     * that have no {@link Algorithm} constant. A build without the CUDA engine still lists its
+     * solvers.
+     *
+     * @param device the kind
+     * @return the names, as {@link Algorithm#libraryName()} and the verbose trace give them
+     */
+    @CFunction({"conv_algo_list", "conv_algo_name"})
+    public static List<String> algorithmNames(Device device) {
+        int[] count = new int[1];
+        ConvNative.conv_algo_list(device.value(), 0, null, count);
+        int[] ids = new int[count[0]];
+        ConvNative.conv_algo_list(device.value(), ids.length, ids, count);
+        List<String> names = new ArrayList<>(ids.length);
+        for (int id : ids) names.add(ConvNative.conv_algo_name(id));
+        return Collections.unmodifiableList(names);
     }
 
     /**

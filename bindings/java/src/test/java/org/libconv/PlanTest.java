@@ -100,6 +100,31 @@ public class PlanTest {
     }
 
     @Test
+    public void everyListedSolverIsKnownByNameAndForcible() {
+        List<String> cpu = LibConv.algorithmNames(Device.CPU);
+        assertTrue(cpu.contains("im2col_gemm") && cpu.contains("winograd_4x4_3x3"));
+        assertEquals("each name once", cpu.size(), new java.util.HashSet<>(cpu).size());
+        boolean privateSolver = false;
+        long[] xd = {1, 16, 9, 9}, wd = {16, 16, 1, 1};
+        for (String name : cpu) {
+            int id = Algorithm.idOf(name);
+            assertEquals(name, ConvNative.conv_algo_name(id));
+            privateSolver |= Algorithm.find(id) == null;
+            // Forcing it by name: it runs, or refuses this problem with UnsupportedException.
+            try (Conv conv = new Conv(2).setAlgorithm(Op.FORWARD, name);
+                 Plan plan = conv.plan(ctx, Op.FORWARD, DType.FLOAT32, Layout.CHANNELS_FIRST, xd, wd, false)) {
+                assertEquals(name, plan.solverName());
+            } catch (UnsupportedException e) {
+                assertTrue(e.getMessage(), e.getMessage().contains(name));
+            }
+        }
+        assertTrue("solvers without an Algorithm constant are listed too", privateSolver);
+        List<String> cuda = LibConv.algorithmNames(Device.CUDA);
+        assertTrue(cuda.contains("cudnn_implicit_gemm"));
+        for (String name : cuda) assertFalse(name, cpu.contains(name));
+    }
+
+    @Test
     public void eightThreadsExecuteOnePlan() throws Exception {
         final int threads = 8;
         Random r = new Random(8);
