@@ -16,8 +16,11 @@
  *      mode, forced algorithms, caller and too-small workspaces, one or
  *      three threads, sometimes a wrong output dim, a failing allocator, the
  *      numerical guard with a NaN, or conv_find_algorithms instead of the
- *      pass. Success must equal the naive reference; failure must leave
- *      every output byte as it was.
+ *      pass, or every buffer (wrapped tensors and workspace, and through a
+ *      guarded allocator the library's own) against a PROT_NONE page after
+ *      its end or before its start, where a kernel reaching past it crashes.
+ *      Success must equal the naive reference; failure must leave every
+ *      output byte as it was.
  *   2  tuning files: raw bytes, a valid header followed by fuzz, or fuzzed
  *      entries in an otherwise valid file; a refused file must leave the
  *      context's table unchanged, an accepted one must round-trip.
@@ -44,6 +47,7 @@
 #include <unistd.h>
 
 #include "conv_reference.h"
+#include "guard_memory.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -449,6 +453,23 @@ static void set_v(conv_dtype_t dt, void *p, int64_t i, double v)
         ((float *)p)[i] = (float)v;
 }
 
+/* Where wrapped memory lies: malloc, or against a guard page (mode 1's
+ * guard placement). */
+static int g_guarded;
+static guard_side g_guard_side;
+
+static void *fuzz_alloc(size_t bytes)
+{
+    return g_guarded ? guard_alloc(bytes, 1, g_guard_side) : malloc(bytes + 1);
+}
+static void fuzz_free(void *p)
+{
+    if (g_guarded)
+        guard_free(p);
+    else
+        free(p);
+}
+
 static int ftensor_make(ftensor *f, conv_context_t ctx, conv_dtype_t dt, conv_layout_t lay,
                         int nd, const int64_t *dims, int wrap, size_t esize)
 {
@@ -462,13 +483,15 @@ static int ftensor_make(ftensor *f, conv_context_t ctx, conv_dtype_t dt, conv_la
     f->bytes = (size_t)f->elems * esize;
     conv_status_t s;
     if (wrap) {
-        f->own = malloc(f->bytes + 1);
+        f->own = fuzz_alloc(f->bytes);
+        if (!f->own)
+            broken("no memory for a %zu-byte tensor", f->bytes);
         s = conv_tensor_wrap(ctx, dt, lay, nd, dims, f->own, &f->t);
     } else {
         s = conv_tensor_create(ctx, dt, lay, nd, dims, &f->t);
     }
     if (s) {
-        free(f->own);
+        fuzz_free(f->own);
         f->own = NULL;
         f->t = NULL;
         return 0;
@@ -481,7 +504,7 @@ static int ftensor_make(ftensor *f, conv_context_t ctx, conv_dtype_t dt, conv_la
 static void ftensor_free(ftensor *f)
 {
     conv_tensor_destroy(f->t);
-    free(f->own);
+    fuzz_free(f->own);
     free(f->saved);
     memset(f, 0, sizeof *f);
 }
@@ -616,8 +639,17 @@ static void fuzz_compute(reader *r)
     int auto_pad = (int)below(r, 8);
     auto_pad = auto_pad < 4 ? 0 : auto_pad - 4;
     int relu = (int)(u8(r) & 1), bias = (int)(u8(r) & 1);
-    unsigned forced = u8(r) % 8; /* 0 AUTO, 1..4 algorithms, 5..7 AUTO */
+    /* 0 AUTO, 1..4 conv.h's algorithms, 5..7 a solver of the CPU engine's
+     * list (conv_algo_list: those without a conv.h value too) */
+    unsigned forced_byte = u8(r), forced = forced_byte % 8;
     conv_algo_t algo = forced <= 4 ? (conv_algo_t)forced : CONV_ALGO_AUTO;
+    if (forced > 4) {
+        conv_algo_t list[128];
+        int count = 0;
+        if (conv_algo_list(CONV_DEVICE_CPU, 128, list, &count) || count < 1 || count > 128)
+            broken("conv_algo_list");
+        algo = list[(forced_byte >> 3) % (unsigned)count];
+    }
     int ws_kind = (int)below(r, 3); /* NULL, created, wrapped */
     int64_t ws_delta = (int64_t)below(r, 161) - 80;
     int wrap = (int)(u8(r) & 1);
@@ -627,6 +659,8 @@ static void fuzz_compute(reader *r)
     int guard = special % 8 == 3 || special % 8 == 4; /* numerical guard... */
     int poison = special % 8 == 4;                  /* ... with a NaN in an input */
     int search = special % 8 == 5;                  /* conv_find_algorithms instead */
+    g_guarded = special % 8 == 6;                   /* every buffer against a guard page */
+    g_guard_side = (special >> 3) & 1 ? GUARD_BEFORE : GUARD_AFTER;
     long oom_budget = (long)below(r, 4);
     g_rng = u64(r) | 1;
 
@@ -756,6 +790,8 @@ static void fuzz_compute(reader *r)
     fail_alloc fa = {oom_budget, 0, 0};
     if (oom)
         conv_context_set_allocator(ctx, fa_alloc, fa_free, &fa);
+    if (g_guarded)
+        conv_context_set_allocator(ctx, guard_alloc_fn, guard_free_fn, &g_guard_side);
     int made = ftensor_make(&x, ctx, dt, lay, nd, xd, wrap, esize);
     made = ftensor_make(&w, ctx, dt, lay, nd, wd, wrap, esize) && made;
     made = ftensor_make(&y, ctx, dt, lay, nd, yd, wrap, esize) && made;
@@ -822,7 +858,9 @@ static void fuzz_compute(reader *r)
     } else if (ws_kind == 2 && qs == CONV_STATUS_SUCCESS) {
         int64_t size = (int64_t)need + ws_delta;
         size = size < 0 ? 0 : size;
-        ws_mem = malloc((size_t)size + 1);
+        ws_mem = fuzz_alloc((size_t)size);
+        if (!ws_mem)
+            broken("no memory for a %lld-byte workspace", (long long)size);
         if (conv_workspace_wrap(ctx, ws_mem, (size_t)size, &ws))
             broken("conv_workspace_wrap");
     }
@@ -998,12 +1036,18 @@ cleanup_ws:
     if (search)
         conv_context_clear_tuning(ctx); /* keep the shared context untuned */
     conv_workspace_destroy(ws);
-    free(ws_mem);
+    fuzz_free(ws_mem);
 cleanup:
     ftensor_free(&x);
     ftensor_free(&w);
     ftensor_free(&y);
     ftensor_free(&b);
+    if (g_guarded) {
+        conv_context_set_allocator(ctx, NULL, NULL, NULL); /* releases the pool's blocks */
+        g_guarded = 0;
+        if (guard_live_blocks())
+            broken("%ld guarded blocks never freed", guard_live_blocks());
+    }
     if (oom) {
         conv_context_set_allocator(ctx, NULL, NULL, NULL);
         if (fa.live)

@@ -363,12 +363,21 @@ void multiply(const Problem &p, const Plan &l, const float *Ug, const float *V, 
 }
 
 // The hn x wn corner of a 4x4 tile (row-major in c) to rows `ow` apart.
+// A full row is one 16-byte store; a partial one is a 512-bit masked store
+// of the row moved to the low lanes. Never a masked 128-bit store of an
+// extracted lane: GCC emits that as `vextractf32x4 ..., mem{k}`, which
+// faults on its masked-off lanes past the end of a mapping on Cascade Lake
+// and Sapphire Rapids (issue 28; tests/test_guard_pages.c, and
+// tests/check_masked_stores.sh keeps the form out of the library).
 CONV_TARGET_AVX512 void store_tile(float *out, int64_t ow, int64_t hn, int64_t wn, __m512 c) {
-    const __mmask8 row = (__mmask8)((1u << wn) - 1);
-    _mm_mask_storeu_ps(out, row, _mm512_castps512_ps128(c));
-    if (hn > 1) _mm_mask_storeu_ps(out + ow, row, _mm512_extractf32x4_ps(c, 1));
-    if (hn > 2) _mm_mask_storeu_ps(out + 2 * ow, row, _mm512_extractf32x4_ps(c, 2));
-    if (hn > 3) _mm_mask_storeu_ps(out + 3 * ow, row, _mm512_extractf32x4_ps(c, 3));
+    const __m512 rows[4] = {c, _mm512_shuffle_f32x4(c, c, 0x55), _mm512_shuffle_f32x4(c, c, 0xaa),
+                            _mm512_shuffle_f32x4(c, c, 0xff)};
+    if (wn == 4) {
+        for (int64_t a = 0; a < hn; ++a) _mm_storeu_ps(out + a * ow, _mm512_castps512_ps128(rows[a]));
+        return;
+    }
+    const __mmask16 row = (__mmask16)((1u << wn) - 1);
+    for (int64_t a = 0; a < hn; ++a) _mm512_mask_storeu_ps(out + a * ow, row, rows[a]);
 }
 
 // dst tiles [t0, t0 + nt), channels [o0, o1) of group g = A^T m A + bias, ReLU.

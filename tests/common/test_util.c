@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "test_util.h"
 
+#include "guard_memory.h"
+
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -376,7 +378,29 @@ size_t tu_dtype_size(conv_dtype_t dtype)
 
 ref_dtype tu_ref_dtype(conv_dtype_t dtype)
 {
-    return dtype == CONV_DTYPE_FLOAT64 ? REF_FLOAT64 : REF_FLOAT32;
+    return dtype == CONV_DTYPE_FLOAT64    ? REF_FLOAT64
+           : dtype == CONV_DTYPE_BFLOAT16 ? REF_BFLOAT16
+                                          : REF_FLOAT32;
+}
+
+/* bf16: the top half of a float; stored to nearest, ties to even. */
+static double from_bf16(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static uint16_t to_bf16(double v)
+{
+    float f = (float)v;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if (f != f)
+        return 0x7fc0;
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
 }
 
 void tu_relayout(int spatial, const int64_t *dims, size_t elem_size, int from_last,
@@ -419,10 +443,14 @@ conv_status_t tu_tensor_make(tu_tensor *tt, conv_context_t ctx, conv_dtype_t dty
     for (int i = 0; i < ndim; i++)
         tt->elems *= dims[i];
     tt->bytes = (size_t)tt->elems * tu_dtype_size(dtype);
+    tt->wrap = wrap;
     conv_status_t s;
     if (wrap) {
-        /* never empty, so a 0-element tensor still gets a valid pointer */
-        tt->own = malloc(tt->bytes ? tt->bytes : 1);
+        /* never empty, so a 0-element tensor still gets a valid pointer;
+         * a guarded one ends (or starts) exactly at its guard page */
+        tt->own = wrap == TU_WRAP_GUARD_AFTER    ? guard_alloc(tt->bytes, 1, GUARD_AFTER)
+                  : wrap == TU_WRAP_GUARD_BEFORE ? guard_alloc(tt->bytes, 1, GUARD_BEFORE)
+                                                 : malloc(tt->bytes ? tt->bytes : 1);
         if (!tt->own)
             return CONV_STATUS_OUT_OF_MEMORY;
         s = conv_tensor_wrap(ctx, dtype, layout, ndim, dims, tt->own, &tt->t);
@@ -439,19 +467,26 @@ conv_status_t tu_tensor_make(tu_tensor *tt, conv_context_t ctx, conv_dtype_t dty
 void tu_tensor_free(tu_tensor *tt)
 {
     conv_tensor_destroy(tt->t);
-    free(tt->own);
+    if (tt->wrap >= TU_WRAP_GUARD_AFTER)
+        guard_free(tt->own);
+    else
+        free(tt->own);
     memset(tt, 0, sizeof *tt);
 }
 
 double tu_get(const tu_tensor *tt, int64_t i)
 {
+    if (tt->dtype == CONV_DTYPE_BFLOAT16)
+        return from_bf16(((const uint16_t *)tt->data)[i]);
     return tt->dtype == CONV_DTYPE_FLOAT64 ? ((const double *)tt->data)[i]
                                            : (double)((const float *)tt->data)[i];
 }
 
 void tu_set(tu_tensor *tt, int64_t i, double v)
 {
-    if (tt->dtype == CONV_DTYPE_FLOAT64)
+    if (tt->dtype == CONV_DTYPE_BFLOAT16)
+        ((uint16_t *)tt->data)[i] = to_bf16(v);
+    else if (tt->dtype == CONV_DTYPE_FLOAT64)
         ((double *)tt->data)[i] = v;
     else
         ((float *)tt->data)[i] = (float)v;
@@ -577,6 +612,8 @@ static int compare(const char *name, const tu_tensor *got, const double *want,
         double g = tu_get(got, i), w = want[i];
         if (got->dtype == CONV_DTYPE_FLOAT32)
             w = (double)(float)w;
+        else if (got->dtype == CONV_DTYPE_BFLOAT16)
+            w = from_bf16(to_bf16(w)); /* one rounding of the float sum */
         int ok = tol ? fabs(g - w) <= tol[i] : g == w;
         if (!ok && bad++ == 0)
             first = i;
@@ -594,7 +631,9 @@ static int compare(const char *name, const tu_tensor *got, const double *want,
 /* The rounding a summation order may cause, on the scale of |terms|. */
 static double tolerance(conv_dtype_t dtype, double abs_sum)
 {
-    double eps = dtype == CONV_DTYPE_FLOAT64 ? DBL_EPSILON : FLT_EPSILON;
+    double eps = dtype == CONV_DTYPE_FLOAT64    ? DBL_EPSILON
+                 : dtype == CONV_DTYPE_BFLOAT16 ? 1.0 / 256 /* the output's one rounding */
+                                                : FLT_EPSILON;
     return 16.0 * eps * abs_sum + DBL_MIN;
 }
 
@@ -645,15 +684,25 @@ static void want_full(const tu_case *c, conv_op_t op, double *want, double *want
         break;
     }
     for (int64_t i = 0; i < count; i++)
-        want[i] = t == REF_FLOAT32 ? ((float *)buf)[i] : ((double *)buf)[i];
+        want[i] = t == REF_FLOAT32    ? ((float *)buf)[i]
+                  : t == REF_BFLOAT16 ? from_bf16(((uint16_t *)buf)[i])
+                                      : ((double *)buf)[i];
     for (int64_t k = 0; want_db && k < c->tp.p.k; k++)
-        want_db[k] = t == REF_FLOAT32 ? ((float *)db)[k] : ((double *)db)[k];
+        want_db[k] = t == REF_FLOAT32    ? ((float *)db)[k]
+                     : t == REF_BFLOAT16 ? from_bf16(((uint16_t *)db)[k])
+                                         : ((double *)db)[k];
     free(buf);
     free(db);
 }
 
 int tu_case_check(tu_case *c, conv_op_t op, int exact, char *msg, size_t size)
 {
+    return tu_case_check_loose(c, op, exact ? 0.0 : 1.0, msg, size);
+}
+
+int tu_case_check_loose(tu_case *c, conv_op_t op, double factor, char *msg, size_t size)
+{
+    const int exact = factor == 0.0;
     tu_tensor *outs[2] = {NULL, NULL};
     int nout = tu_case_outputs(c, op, outs);
     int has_db = nout == 2;
@@ -672,8 +721,10 @@ int tu_case_check(tu_case *c, conv_op_t op, int exact, char *msg, size_t size)
             for (int64_t i = 0; i < c->y.elems; i++)
                 tol_db[tu_y_channel(&c->tp, i)] += fabs(tu_get(&c->y, i));
             for (int64_t j = 0; j < k; j++)
-                tol_db[j] = tolerance(c->tp.dtype, tol_db[j]);
+                tol_db[j] = factor * tolerance(c->tp.dtype, tol_db[j]);
         }
+        for (int64_t i = 0; i < count; i++)
+            tol[i] *= factor;
     }
     static const char *names[3][2] = {{"y", ""}, {"dx", ""}, {"dw", "db"}};
     int bad = compare(names[op][0], outs[0], want, tol, msg, size);
@@ -742,7 +793,7 @@ int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp
     conv_workspace_t exact = NULL;
     void *memory = NULL;
     char msg[512];
-    conv_status_t s = tu_case_make(&c, ctx, tp, flags & TU_RUN_WRAP);
+    conv_status_t s = tu_case_make(&c, ctx, tp, tu_wrap_mode(flags));
     if (s != CONV_STATUS_SUCCESS) {
         snprintf(failure, size, "%s: setup status %d: %s", what, (int)s, conv_last_error());
         return 1;
@@ -751,7 +802,11 @@ int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp
     if (s == CONV_STATUS_SUCCESS && (flags & TU_RUN_EXACT_WORKSPACE)) {
         size_t bytes = 0;
         s = conv_workspace_size(ctx, d, op, c.x.t, c.w.t, c.y.t, &bytes);
-        if (s == CONV_STATUS_SUCCESS && !(memory = malloc(bytes + 1)))
+        const int guarded = flags & (TU_RUN_GUARD_AFTER | TU_RUN_GUARD_BEFORE);
+        if (s == CONV_STATUS_SUCCESS &&
+            !(memory = guarded ? guard_alloc(bytes, 1, flags & TU_RUN_GUARD_AFTER ? GUARD_AFTER
+                                                                                  : GUARD_BEFORE)
+                               : malloc(bytes + 1)))
             s = CONV_STATUS_OUT_OF_MEMORY;
         if (s == CONV_STATUS_SUCCESS)
             s = conv_workspace_wrap(ctx, memory, bytes, &exact);
@@ -769,10 +824,22 @@ int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp
     else
         bad = 0;
     conv_workspace_destroy(exact);
-    free(memory);
+    if (flags & (TU_RUN_GUARD_AFTER | TU_RUN_GUARD_BEFORE))
+        guard_free(memory);
+    else
+        free(memory);
     conv_desc_destroy(d);
     tu_case_free(&c);
     return bad;
+}
+
+int tu_wrap_mode(int flags)
+{
+    if (!(flags & TU_RUN_WRAP))
+        return TU_OWNED;
+    return flags & TU_RUN_GUARD_AFTER    ? TU_WRAP_GUARD_AFTER
+           : flags & TU_RUN_GUARD_BEFORE ? TU_WRAP_GUARD_BEFORE
+                                         : TU_WRAP_MALLOC;
 }
 
 void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_problem *tp0,
@@ -782,8 +849,11 @@ void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_pr
     if (op == CONV_OP_BACKWARD_DATA)
         tp.bias = 0;
     int threads = (int)tu_range(r, 1, 3);
+    /* wrapped tensors and exact workspaces against a guard page, half the time */
+    const int guard = (int)tu_range(r, 0, 3);
     int flags = (tu_chance(r, 50) ? TU_RUN_EXACT_WORKSPACE : 0) |
-                (tu_chance(r, 50) ? TU_RUN_WRAP : 0);
+                (tu_chance(r, 50) ? TU_RUN_WRAP : 0) |
+                (guard == 1 ? TU_RUN_GUARD_AFTER : guard == 2 ? TU_RUN_GUARD_BEFORE : 0);
     char what[1024], failure[2048];
     int len = snprintf(what, sizeof what, "seed %" PRIu64 " %s threads=%d ", seed,
                        tu_op_name(op), threads);

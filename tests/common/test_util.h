@@ -136,9 +136,13 @@ typedef struct tu_tensor {
     size_t bytes;
     conv_dtype_t dtype;
     void *own;       /* our allocation behind a wrapped tensor */
+    int wrap;        /* TU_OWNED, TU_WRAP_... */
 } tu_tensor;
 
-/* A library-owned tensor (wrap == 0) or one wrapping our own memory. */
+/* A library-owned tensor (wrap == TU_OWNED) or one wrapping our own memory:
+ * from malloc (TU_WRAP_MALLOC), or against a PROT_NONE page after its end
+ * or before its start (guard_memory.h). */
+enum { TU_OWNED = 0, TU_WRAP_MALLOC = 1, TU_WRAP_GUARD_AFTER = 2, TU_WRAP_GUARD_BEFORE = 3 };
 conv_status_t tu_tensor_make(tu_tensor *tt, conv_context_t ctx, conv_dtype_t dtype,
                              conv_layout_t layout, int ndim, const int64_t *dims, int wrap);
 void tu_tensor_free(tu_tensor *tt);
@@ -178,11 +182,24 @@ int tu_case_outputs(tu_case *c, conv_op_t op, tu_tensor **outs);
  * scaled by each element's sum of |products|. Returns 0 when they agree,
  * else writes what differs into msg. */
 int tu_case_check(tu_case *c, conv_op_t op, int exact, char *msg, size_t size);
+/* The same with `factor` times the rounding tolerance (0: exactly): for
+ * checks that an algorithm with a larger error bound wrote every output
+ * with a plausible value, not for its accuracy. */
+int tu_case_check_loose(tu_case *c, conv_op_t op, double factor, char *msg, size_t size);
 
 /* Flags of tu_run_checked: the tensors wrap caller memory; the pass runs
  * on a workspace of exactly the bytes conv_workspace_size asks for (a
- * kernel using more trips AddressSanitizer or its neighbour's data). */
-enum { TU_RUN_WRAP = 1, TU_RUN_EXACT_WORKSPACE = 2 };
+ * kernel using more trips AddressSanitizer or its neighbour's data); that
+ * memory lies against a PROT_NONE page after its end (GUARD_AFTER) or
+ * before its start (GUARD_BEFORE), so a kernel reaching past it crashes. */
+enum {
+    TU_RUN_WRAP = 1,
+    TU_RUN_EXACT_WORKSPACE = 2,
+    TU_RUN_GUARD_AFTER = 4,
+    TU_RUN_GUARD_BEFORE = 8
+};
+/* The tu_tensor_make mode of a tu_run_checked flag set. */
+int tu_wrap_mode(int flags);
 
 /* Makes the case and descriptor of tp, fills them (r; integers unless
  * `real`, outputs NaN), runs `op` on ctx and ws (or an exact one, see the

@@ -9,6 +9,8 @@
  */
 #include "conv_reference.h"
 
+#include <string.h>
+
 #include <math.h>
 #include <stddef.h>
 
@@ -74,15 +76,31 @@ static void decode(int64_t index, const int64_t *s, const int64_t *d1_sp, int64_
 
 static double load(const void *p, ref_dtype t, int64_t i)
 {
+    if (t == REF_BFLOAT16) {
+        uint32_t bits = (uint32_t)((const uint16_t *)p)[i] << 16;
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        return f;
+    }
     return t == REF_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
 static void store(void *p, ref_dtype t, int64_t i, double v)
 {
-    if (t == REF_FLOAT32)
+    if (t == REF_BFLOAT16) {
+        float f = (float)v;
+        uint32_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        if (f != f)
+            bits = 0x7fc00000u;
+        else
+            bits += 0x7fffu + ((bits >> 16) & 1u); /* to nearest, ties to even */
+        ((uint16_t *)p)[i] = (uint16_t)(bits >> 16);
+    } else if (t == REF_FLOAT32) {
         ((float *)p)[i] = (float)v;
-    else
+    } else {
         ((double *)p)[i] = v;
+    }
 }
 
 static int64_t prod3(const int64_t *v)

@@ -16,7 +16,9 @@
 extern "C" {
 #endif
 
-typedef enum { REF_FLOAT32 = 0, REF_FLOAT64 = 1 } ref_dtype;
+/* Element types: bfloat16 is read as the float of its 16 bits and stored
+ * rounded to nearest, ties to even. */
+typedef enum { REF_FLOAT32 = 0, REF_FLOAT64 = 1, REF_BFLOAT16 = 2 } ref_dtype;
 
 typedef struct ref_problem {
     int spatial;           /* 1..3 */
