@@ -45,9 +45,16 @@ endif()
 
 if(_conv_graph)
   target_sources(conv PRIVATE ${PROJECT_SOURCE_DIR}/src/cuda/graph.cpp)
+  # Compile time: at -O3 with the frontend's JSON library this one file took
+  # 114 CPU-s here (9 minutes on a loaded machine), more than the rest of the
+  # library. The JSON library only serialises graphs and keys the frontend's
+  # kernel cache, neither of which libconv uses (upstream documents
+  # CUDNN_FRONTEND_SKIP_JSON_LIB for this); and the file builds graphs once
+  # per plan, host code that gains nothing from -O3 next to cuDNN's own
+  # planning: 39 CPU-s (docs/testing.md, "Compile time").
   set_source_files_properties(${PROJECT_SOURCE_DIR}/src/cuda/graph.cpp PROPERTIES
-    COMPILE_OPTIONS "-isystem;${CONV_CUDNN_FRONTEND_DIR}"  # its warnings are not ours
-    COMPILE_DEFINITIONS "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING")
+    COMPILE_OPTIONS "-isystem;${CONV_CUDNN_FRONTEND_DIR};-O1"  # its warnings are not ours
+    COMPILE_DEFINITIONS "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING;CUDNN_FRONTEND_SKIP_JSON_LIB")
   target_link_libraries(conv PRIVATE ${CMAKE_DL_LIBS})
 else()
   target_sources(conv PRIVATE ${PROJECT_SOURCE_DIR}/src/cuda/graph_unavailable.cpp)

@@ -4,21 +4,36 @@
 # (ASan+UBSan+LSan over the C tests, TSan over the concurrency tests) and a
 # bounded fuzzing run; then the whole CTest suite, last, so that its summary
 # closes the output. Each stage runs even when an earlier one failed; the
-# exit status is non-zero if any did.
+# exit status is non-zero if any did. Each stage's time is printed at the
+# end (docs/testing.md has the breakdown and what each costs).
 # Environment: CONV_FUZZ_SECONDS (default 60; 0 skips fuzzing).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
-"$root/scripts/build.sh" || exit 1
+times=()
+stage() {  # stage NAME COMMAND...: runs it, records its time; returns its status
+  local name="$1" t0 rc
+  shift
+  t0=$(date +%s)
+  echo "test.sh: == $name" >&2
+  "$@"
+  rc=$?
+  times+=("$name $(( $(date +%s) - t0 ))s")
+  return $rc
+}
+
+stage build "$root/scripts/build.sh" || exit 1
 
 failed=()
-"$root/scripts/sanitize.sh" || failed+=(sanitize)
+stage sanitize "$root/scripts/sanitize.sh" || failed+=(sanitize)
 seconds="${CONV_FUZZ_SECONDS:-60}"
 if [ "$seconds" != 0 ]; then
-  "$root/scripts/fuzz.sh" "$seconds" || failed+=(fuzz)
+  stage fuzz "$root/scripts/fuzz.sh" "$seconds" || failed+=(fuzz)
 fi
-(cd "$root/build" && ctest --output-on-failure --parallel 2 --timeout 900) || failed+=(ctest)
+stage ctest bash -c 'cd "$1" && ctest --output-on-failure --parallel 2 --timeout 900' _ "$root/build" ||
+  failed+=(ctest)
 
+echo "test.sh: stage times: ${times[*]}" >&2
 if [ ${#failed[@]} -ne 0 ]; then
   echo "test.sh: FAILED stages: ${failed[*]}" >&2
   exit 1

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "convbench.h"
 
@@ -161,13 +162,26 @@ int main(int argc, char **argv)
     }
 
     cb_print_header(&b);
+    /* On a terminal, a progress line ("[12/53] res4a_branch2b ...") while a
+     * layer runs, replaced by its rows; elsewhere (a pipe, a file) the rows
+     * alone, each as its layer finishes. */
+    const int progress = isatty(STDOUT_FILENO);
+    int layers = 0, done = 0;
+    for (int s = 0; s < n_sel; s++)
+        layers += sel[s].n;
     int n_rows = 0;
     for (int s = 0; s < n_sel; s++) {
         int nw, sw, first = n_rows;
         column_widths(&sel[s], &nw, &sw);
         cb_print_table_head(&o, sel[s].name, nw, sw);
         for (int i = 0; i < sel[s].n; i++) {
+            if (progress) {
+                printf("[%d/%d] %s ...", ++done, layers, sel[s].layers[i].name);
+                fflush(stdout);
+            }
             int n = cb_run_layer(&b, sel[s].name, &sel[s].layers[i], &rows[n_rows]);
+            if (progress)
+                printf("\r\033[K");
             for (int j = 0; j < n; j++)
                 cb_print_row(&o, &rows[n_rows + j], nw, sw);
             n_rows += n;

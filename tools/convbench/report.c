@@ -36,6 +36,11 @@ void cb_print_header(const cb_bench *b)
            o->prepared ? "plans, weights prepared" : "one-shot calls",
            openblas_get_corename(), blas_threads, blas_threads == 1 ? "" : "s",
            openblas_get_num_procs(), openblas_get_config());
+    if (b->device == CONV_DEVICE_CPU) {
+        char name[256] = ""; /* "cpu <model> (<isa>)": the CPU every figure is from */
+        conv_context_get_device_name(b->ctx, name, sizeof name);
+        printf("%s\n", name);
+    }
     if (b->device == CONV_DEVICE_CUDA) {
         char name[256] = "";
         conv_context_get_device_name(b->ctx, name, sizeof name);
