@@ -362,8 +362,11 @@ CONV_API conv_status_t conv_context_get_check_numerics(conv_context_t ctx, int *
  * summation (docs/algorithms.md); on a GPU, fp32 math stays fp32 (no TF32).
  * STRICT: only algorithms that sum products directly (im2col+GEMM, direct),
  * whose error is that of a dot product in the tensor's dtype.
- * FAST: also reduced-precision internal math where a device has it (TF32
- * tensor cores for fp32 on a GPU); the same as DEFAULT on the CPU.
+ * FAST: also reduced-precision internal math where a device has it: TF32
+ * tensor cores for fp32 on a GPU; on a CPU with AMX tiles, fp32 tensors
+ * with bf16 products and fp32 sums (the brgemm solvers, when forced: each
+ * product's inputs rounded to 8 significant bits, relative error about
+ * 2^-8 per product; docs/algorithms.md). Otherwise the same as DEFAULT.
  * A forced algorithm (conv_desc_set_algorithm) is used whatever the mode. */
 typedef CONV_ENUM(conv_math) {
     CONV_MATH_DEFAULT = 0,
@@ -446,8 +449,10 @@ CONV_API conv_status_t conv_context_set_workspace_limit(conv_context_t ctx, size
 CONV_API conv_status_t conv_context_get_workspace_limit(conv_context_t ctx, size_t *bytes);
 
 /* What the context runs on, as written in tuning files: "cpu <model name>
- * (<isa>)" -- isa is "avx512" or "baseline", the vector instructions the CPU
- * kernels use (capped by the environment variable CONV_CPU_ISA=baseline) --
+ * (<isa>)" -- isa is "avx512+amx", "avx512" or "baseline", the vector and
+ * tile instructions the CPU kernels use (capped by the environment variable
+ * CONV_CPU_ISA=avx512 or baseline; "avx512+amx-emulated" under
+ * CONV_CPU_AMX=emulate, a test mode) --
  * or "cuda <GPU name> sm_<cc> cudnn <version> cudart <version>". Writes at
  * most `capacity` bytes, NUL included (truncating). */
 CONV_API conv_status_t conv_context_get_device_name(conv_context_t ctx, char *name,

@@ -53,29 +53,17 @@ static void random_problem(tu_rng *r, tu_problem *tp, conv_op_t op, int wide)
     tp->algo = direct();
 }
 
-/* `count` problems, seeds first, first + 1, ... (CONV_TEST_SEED=S
- * CONV_TEST_COUNT=1 reruns one), each pass on the shared contexts of 1-3
- * threads in math mode `math`. Drawn again where a problem has no output. */
+/* The pass (forward 40%, backward-data 30%, backward-filter 30%) and its problem. */
+static void draw(tu_rng *r, tu_problem *tp, conv_op_t *op, int wide)
+{
+    int64_t pick = tu_range(r, 0, 9);
+    *op = pick < 4 ? CONV_OP_FORWARD : pick < 7 ? CONV_OP_BACKWARD_DATA : CONV_OP_BACKWARD_FILTER;
+    random_problem(r, tp, *op, wide);
+}
+
 static void check_random(int wide, int real, uint64_t seed0, int count0, conv_math_t math)
 {
-    for (int i = 0; i < 3; i++)
-        assert_ok(conv_context_set_math(tu_contexts[i], math));
-    uint64_t first = tu_env_seed(seed0);
-    int count = tu_env_count(count0);
-    for (int i = 0; i < count; i++) {
-        uint64_t seed = first + (uint64_t)i;
-        tu_rng r;
-        tu_seed(&r, seed);
-        int64_t pick = tu_range(&r, 0, 9);
-        conv_op_t op = pick < 4   ? CONV_OP_FORWARD
-                       : pick < 7 ? CONV_OP_BACKWARD_DATA
-                                  : CONV_OP_BACKWARD_FILTER;
-        tu_problem tp;
-        do
-            random_problem(&r, &tp, op, wide);
-        while (!tu_resolve(&tp));
-        tu_check_random_pass(tu_contexts, seed, &tp, op, &r, real);
-    }
+    tu_check_solver_random(draw, wide, real, seed0, count0, math);
 }
 
 static void test_small_exact(void **state)

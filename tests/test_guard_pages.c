@@ -125,7 +125,8 @@ static int run_guarded(conv_context_t ctx, const tu_problem *tp, conv_op_t op, i
     }
     char msg[600];
     if (s == CONV_STATUS_UNSUPPORTED)
-        verdict = strstr(conv_last_error(), "AVX-512") || strstr(conv_last_error(), "CONV_CPU_ISA")
+        verdict = strstr(conv_last_error(), "AVX-512") || strstr(conv_last_error(), "AMX") ||
+                          strstr(conv_last_error(), "CONV_CPU_ISA")
                       ? DECLINED_FOR_CPU
                       : DECLINED;
     else if (s != CONV_STATUS_SUCCESS)

@@ -28,6 +28,7 @@ struct ConvArgs {
     const void *prepared = nullptr;
     bool strict = false;
     bool relu = false;
+    conv_math_t math = CONV_MATH_DEFAULT;  // the context's (strict == (math == STRICT))
 };
 
 class Algorithm : public Solver {
@@ -74,13 +75,30 @@ public:
         (void)g, (void)op, (void)dtype, (void)w, (void)out, (void)pool, (void)threads;
     }
 
+    // The whole problem, for a solver whose needs depend on more than the
+    // geometry, pass and dtype -- the math mode: brgemm's fp32 runs on bf16
+    // tiles only under CONV_MATH_FAST. What the engine calls; by default the
+    // forms above.
+    virtual const char *why_not_problem(const Problem &p) const {
+        (void)p;
+        return nullptr;
+    }
+    virtual size_t workspace_bytes(const Problem &p) const {
+        return workspace_bytes(p.g, p.op, p.dtype, p.threads);
+    }
+    virtual size_t prepared_bytes(const Problem &p) const { return prepared_bytes(p.g, p.op, p.dtype); }
+    virtual void prepare_weights(const Problem &p, const void *w, void *out, ThreadPool &pool) const {
+        prepare_weights(p.g, p.op, p.dtype, w, out, pool, p.threads);
+    }
+
     // conv::Solver, from the above.
     const char *why_not(const Problem &p) const final {
         const char *why = why_not_dtype(p.dtype);
-        return why ? why : why_not(p.g, p.op);
+        if (!why) why = why_not(p.g, p.op);
+        return why ? why : why_not_problem(p);
     }
     Estimate estimate(const Problem &p) const final {
-        return {workspace_bytes(p.g, p.op, p.dtype, p.threads), competitive(p.g, p.op, p.dtype)};
+        return {workspace_bytes(p), competitive(p.g, p.op, p.dtype)};
     }
 };
 
@@ -91,5 +109,8 @@ const Algorithm &winograd_4x4_3x3_algorithm();
 const Algorithm &implicit_gemm_algorithm();
 const Algorithm &bf16_gemm_algorithm();
 const Algorithm &direct_avx512_algorithm();
+const Algorithm &brgemm_forward_algorithm();
+const Algorithm &brgemm_backward_data_algorithm();
+const Algorithm &brgemm_backward_filter_algorithm();
 
 }  // namespace conv::cpu

@@ -15,6 +15,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "cpu/algorithm.h"
+#include "cpu/amx.h"
 #include "cpu/blas.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
@@ -34,6 +35,9 @@ const std::vector<const Solver *> &solver_list() {
         &implicit_gemm_algorithm(),
         &im2col_gemm_algorithm(),
         &bf16_gemm_algorithm(),
+        &brgemm_forward_algorithm(),
+        &brgemm_backward_data_algorithm(),
+        &brgemm_backward_filter_algorithm(),
     }, kFirstPrivateSolverId);
     return list.all();
 }
@@ -94,15 +98,15 @@ size_t workspace_bound(const Problem &p, size_t least) {
 class CpuPlan final : public EnginePlan {
 public:
     CpuPlan(const Algorithm &a, const Problem &p)
-        : algo_(a), p_(p), ws_(empty_reduction(p.g) ? 0 : a.workspace_bytes(p.g, p.op, p.dtype, p.threads)) {}
+        : algo_(a), p_(p), ws_(empty_reduction(p.g) ? 0 : a.workspace_bytes(p)) {}
 
     const Solver &solver() const override { return algo_; }
     size_t workspace_bytes() const override { return ws_; }
     size_t prepared_bytes() const override {
-        return empty_reduction(p_.g) ? 0 : algo_.prepared_bytes(p_.g, p_.op, p_.dtype);
+        return empty_reduction(p_.g) ? 0 : algo_.prepared_bytes(p_);
     }
     void prepare_weights(const void *w, void *out, const ExecEnv &env) const override {
-        algo_.prepare_weights(p_.g, p_.op, p_.dtype, w, out, *env.pool, p_.threads);
+        algo_.prepare_weights(p_, w, out, *env.pool);
     }
 
     void run(const Operands &o, const ExecEnv &env) const override {
@@ -118,7 +122,7 @@ public:
             run_empty(o, solver_bias, pool);
         else
             algo_.run({p_.op, &g, p_.dtype, o.x, o.w, o.y, fused ? o.bias : solver_bias,
-                       o.prepared, p_.math == CONV_MATH_STRICT, fused && p_.relu},
+                       o.prepared, p_.math == CONV_MATH_STRICT, fused && p_.relu, p_.math},
                       env.scratch, pool, threads);
         if (!g.transposed || fused) return;
         ChannelShape out{g.layout, g.n, g.c, g.in_size()};
@@ -199,8 +203,11 @@ public:
 
     // The ISA too: a choice timed with AVX-512 kernels is not one for the
     // portable ones (CONV_CPU_ISA=baseline).
+    // And the tiles: the brgemm solvers' bf16 and fast-fp32 work runs on them.
     std::string device_signature(const DeviceRuntime *) const override {
-        return "cpu " + cpu_model() + " (" + isa_name(cpu_isa()) + ")";
+        const TileBackend t = tile_backend();
+        return "cpu " + cpu_model() + " (" + isa_name(cpu_isa()) +
+               (t == TileBackend::hardware ? "+amx" : t == TileBackend::emulated ? "+amx-emulated" : "") + ")";
     }
 
     std::shared_ptr<const EnginePlan> plan(const Problem &p, const Solver *forced,

@@ -707,9 +707,9 @@ int tu_case_check_loose(tu_case *c, conv_op_t op, double factor, char *msg, size
     int nout = tu_case_outputs(c, op, outs);
     int has_db = nout == 2;
     int64_t count = outs[0]->elems, k = c->tp.p.k;
-    double *want = malloc(sizeof(double) * (size_t)(count + 1));
-    double *tol = exact ? NULL : malloc(sizeof(double) * (size_t)(count + 1));
-    double *want_db = malloc(sizeof(double) * (size_t)(k + 1));
+    double *want = calloc((size_t)count + 1, sizeof(double));
+    double *tol = exact ? NULL : calloc((size_t)count + 1, sizeof(double));
+    double *want_db = calloc((size_t)k + 1, sizeof(double));
     double *tol_db = exact ? NULL : calloc((size_t)k + 1, sizeof(double));
     if (exact) {
         want_full(c, op, want, has_db ? want_db : NULL);
@@ -964,4 +964,26 @@ int tu_is_cpu_solver(conv_algo_t a)
         if (all[i] == a)
             return 1;
     return 0;
+}
+
+void tu_check_solver_random(tu_problem_gen gen, int wide, int real, uint64_t seed0, int count0,
+                            conv_math_t math)
+{
+    for (int i = 0; i < 3; i++)
+        assert_ok(conv_context_set_math(tu_contexts[i], math));
+    uint64_t first = tu_env_seed(seed0);
+    int count = tu_env_count(count0);
+    for (int i = 0; i < count; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        conv_op_t op;
+        tu_problem tp;
+        do
+            gen(&r, &tp, &op, wide);
+        while (!tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, op, &r, real);
+    }
+    for (int i = 0; i < 3; i++)
+        assert_ok(conv_context_set_math(tu_contexts[i], CONV_MATH_DEFAULT));
 }

@@ -254,6 +254,16 @@ int tu_cpu_algos(conv_algo_t *algos, int capacity, int with_auto);
 /* Whether `a` is one of the CPU engine's solvers (AUTO is not). */
 int tu_is_cpu_solver(conv_algo_t a);
 
+/* A solver's randomised test, the scaffold kernel tests share: `count`
+ * problems (seeds seed0, seed0 + 1, ...; CONV_TEST_SEED=S CONV_TEST_COUNT=1
+ * reruns one), each drawn by `gen` -- which sets the pass, the problem and
+ * tp->algo -- and checked with tu_check_random_pass on tu_contexts (1-3
+ * threads, wrapped or owned tensors, exact or pooled workspaces, guard
+ * pages) in math mode `math`; drawn again where the problem has no output. */
+typedef void (*tu_problem_gen)(tu_rng *r, tu_problem *tp, conv_op_t *op, int wide);
+void tu_check_solver_random(tu_problem_gen gen, int wide, int real, uint64_t seed0, int count0,
+                            conv_math_t math);
+
 /* Seconds on a monotonic clock. */
 double tu_now(void);
 

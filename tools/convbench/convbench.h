@@ -81,7 +81,7 @@ typedef struct cb_options {
     int device;        /* -1: CUDA if present, else CPU */
     int warmup;
     int repeats;       /* 0: adaptive (see runner.c) */
-    conv_algo_t algo;  /* CONV_ALGO_AUTO unless --algo */
+    conv_algo_t algo[3]; /* per pass (conv_op_t): CONV_ALGO_AUTO unless --algo */
     int math;          /* --math: a conv_math_t, or -1 for the context's default */
     int verify;
     int tune; /* benchmark-select each pass (conv_find_algorithms) before timing */

@@ -67,6 +67,8 @@ enum { ONEDNN_FORWARD_TRAINING = 64, ONEDNN_CONVOLUTION_AUTO = 3 };
 enum { ONEDNN_QUERY_IMPL_INFO_STR = 8, ONEDNN_QUERY_SCRATCHPAD_MD = 136,
        ONEDNN_QUERY_EXEC_ARG_MD = 255 };
 enum { ONEDNN_SCRATCHPAD_MODE_USER = 1 };
+/* dnnl_fpmath_mode_t: strict 0, bf16 1, f16 2, any 3, tf32 4. */
+enum { ONEDNN_FPMATH_MODE_BF16 = 1 };
 /* DNNL_ARG_*: execution arguments */
 enum { ONEDNN_ARG_SRC = 1, ONEDNN_ARG_DST = 17, ONEDNN_ARG_WEIGHTS = 33,
        ONEDNN_ARG_SCRATCHPAD = 80, ONEDNN_ARG_DIFF_SRC = 129, ONEDNN_ARG_DIFF_DST = 145,
@@ -98,6 +100,7 @@ enum { ONEDNN_RUNTIME_SEQ = 1, ONEDNN_RUNTIME_OMP = 2, ONEDNN_RUNTIME_TBB = 4,
     X(onednn_status_t, memory_destroy, (onednn_memory_t))                                        \
     X(onednn_status_t, primitive_attr_create, (onednn_primitive_attr_t *))                       \
     X(onednn_status_t, primitive_attr_set_scratchpad_mode, (onednn_primitive_attr_t, int mode))  \
+    X(onednn_status_t, primitive_attr_set_fpmath_mode, (onednn_primitive_attr_t, int mode))      \
     X(onednn_status_t, primitive_attr_destroy, (onednn_primitive_attr_t))                        \
     X(onednn_status_t, convolution_forward_primitive_desc_create,                                \
       (onednn_primitive_desc_t *, onednn_engine_t, int prop_kind, int alg_kind,                  \

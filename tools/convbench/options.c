@@ -11,9 +11,6 @@
 #include "convbench.h"
 #include "onednn_api.h" /* ONEDNN_WHEEL_VERSION, for --help */
 
-/* conv_algo_t values: the CPU's from 1, the CUDA engine's from 100, solvers
- * without an enum value from 1000; others "unknown". */
-static const int kAlgoRanges[][2] = {{0, 128}, {1000, 1128}};
 
 const char *cb_op_name(conv_op_t op)
 {
@@ -40,14 +37,18 @@ const char *cb_layout_name(conv_layout_t layout)
     return layout == CONV_LAYOUT_CHANNELS_LAST ? "nhwc" : "nchw";
 }
 
+/* Every solver of both engines, as the library lists them (conv_algo_list). */
 static void print_algos(FILE *f)
 {
-    for (size_t r = 0; r < sizeof kAlgoRanges / sizeof kAlgoRanges[0]; r++)
-        for (int a = kAlgoRanges[r][0]; a < kAlgoRanges[r][1]; a++) {
-            const char *name = conv_algo_name((conv_algo_t)a);
-            if (strcmp(name, "unknown") != 0)
-                fprintf(f, " %s", name);
-        }
+    for (int device = CONV_DEVICE_CPU; device <= CONV_DEVICE_CUDA; device++) {
+        conv_algo_t algos[256];
+        int n = 0;
+        if (conv_algo_list((conv_device_t)device, 256, algos, &n) != CONV_STATUS_SUCCESS)
+            continue;
+        fprintf(f, "\n                   %s:", device == CONV_DEVICE_CPU ? "cpu" : "cuda");
+        for (int i = 0; i < n && i < 256; i++)
+            fprintf(f, " %s", conv_algo_name(algos[i]));
+    }
 }
 
 static void usage(FILE *f)
@@ -70,7 +71,9 @@ static void usage(FILE *f)
             "  --device D       cpu or cuda (default: cuda when a GPU is present, else cpu)\n"
             "  --warmup N       untimed calls before timing (default 2)\n"
             "  --repeats N      timed calls (default: until 0.3 s, at least 3, at most 50)\n"
-            "  --algo NAME      force an algorithm for every pass:");
+            "  --algo NAME      force an algorithm for every pass, or --algo F,D,W one per\n"
+            "                   pass (forward, backward-data, backward-filter; 'auto' for\n"
+            "                   the library's choice); a pass it does not apply to is n/a:");
     print_algos(f);
     fprintf(f,
             "\n"
@@ -183,13 +186,36 @@ static int parse_layout(const char *s, conv_layout_t *out)
     return -1;
 }
 
-/* Any solver's name (conv_algo_from_name), "auto" included. */
-static int parse_algo(const char *s, conv_algo_t *out)
+/* Any solver's name (conv_algo_from_name), "auto" included: one for every
+ * pass, or three separated by commas, one per pass. */
+static int parse_algo(const char *s, conv_algo_t out[3])
 {
-    if (conv_algo_from_name(s, out) == CONV_STATUS_SUCCESS)
-        return 0;
-    fprintf(stderr, "convbench: --algo: %s\n", conv_last_error());
-    return 2;
+    char names[3][128];
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (n == 3 || len >= sizeof names[0]) {
+            fprintf(stderr, "convbench: --algo: one name, or three separated by commas: %s\n", s);
+            return 2;
+        }
+        memcpy(names[n], p, len);
+        names[n++][len] = '\0';
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    if (n != 1 && n != 3) {
+        fprintf(stderr, "convbench: --algo: one name, or three separated by commas: %s\n", s);
+        return 2;
+    }
+    for (int op = 0; op < 3; op++)
+        if (conv_algo_from_name(names[n == 1 ? 0 : op], &out[op]) != CONV_STATUS_SUCCESS) {
+            fprintf(stderr, "convbench: --algo: %s\n", conv_last_error());
+            return 2;
+        }
+    return 0;
 }
 
 static int parse_peer(const char *s, const cb_peer **out)
@@ -218,7 +244,7 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
     o->layout = CONV_LAYOUT_CHANNELS_FIRST;
     o->device = -1;
     o->warmup = 2;
-    o->algo = CONV_ALGO_AUTO;
+    o->algo[0] = o->algo[1] = o->algo[2] = CONV_ALGO_AUTO;
     o->math = -1;
 
     for (int i = 1; i < argc; i++) {
@@ -324,7 +350,7 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
             rc = parse_count(name, val, 1, 1000000, &v);
             o->repeats = (int)v;
         } else if (strcmp(name, "--algo") == 0) {
-            rc = parse_algo(val, &o->algo);
+            rc = parse_algo(val, o->algo);
         } else if (strcmp(name, "--json") == 0) {
             o->json = val;
         } else if (strcmp(name, "--peer") == 0) {

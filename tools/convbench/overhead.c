@@ -151,7 +151,7 @@ static conv_status_t tiny_open(tiny_run *r, const cb_layer *l, const char **call
     }
     if (s == CONV_STATUS_SUCCESS) {
         *call = "conv_desc_set_algorithm";
-        s = conv_desc_set_algorithm(r->desc, r->op, o->algo);
+        s = conv_desc_set_algorithm(r->desc, r->op, o->algo[r->op]);
     }
     if (s == CONV_STATUS_SUCCESS) {
         *call = "conv_output_dims";
@@ -225,7 +225,7 @@ static int overhead_row(const cb_bench *b, const cb_layer *l, conv_op_t op)
             printf(" %*.0f", column_width(way), ns);
     }
     /* A forced algorithm that does not fit the problem is not a failure. */
-    const int not_applicable = s == CONV_STATUS_UNSUPPORTED && b->opt->algo != CONV_ALGO_AUTO;
+    const int not_applicable = s == CONV_STATUS_UNSUPPORTED && b->opt->algo[op] != CONV_ALGO_AUTO;
     printf("%s\n", not_applicable ? " n/a" : "");
     if (s != CONV_STATUS_SUCCESS && !not_applicable)
         fprintf(stderr, "convbench --overhead: %s %s: %s: %s: %s\n", problem, cb_op_name(op),

@@ -150,6 +150,14 @@ static const char *isa_name(int isa)
     return "newer than 3.2 knows";
 }
 
+/* --math fast on f32 tensors: oneDNN's counterpart of libconv's
+ * CONV_MATH_FAST on the CPU, bf16 products with f32 sums
+ * (fpmath_mode::bf16; on the AMX tiles where the CPU has them). */
+static int fpmath_bf16(const cb_bench *b)
+{
+    return b->opt->math == CONV_MATH_FAST && b->opt->dtype == CONV_DTYPE_FLOAT32;
+}
+
 void cb_onednn_describe(const cb_bench *b, char *buf, size_t len)
 {
     const onednn_version_t *v = dnnl.version();
@@ -164,13 +172,14 @@ void cb_onednn_describe(const cb_bench *b, char *buf, size_t len)
     const char *wait = getenv("OMP_WAIT_POLICY");
     conv_dtype_t dt = b->opt->dtype;
     snprintf(buf, len,
-             "oneDNN %d.%d.%d (%s) | isa %s | threads %s (%s, OMP_WAIT_POLICY %s) | %s | "
+             "oneDNN %d.%d.%d (%s) | isa %s | threads %s (%s, OMP_WAIT_POLICY %s) | %s%s | "
              "primitive only: format any (oneDNN's layouts), reorders not timed, algorithm "
              "auto",
              v->major, v->minor, v->patch, dnnl.path, isa_name(dnnl.get_effective_cpu_isa()),
              threads, g.runtime, wait && *wait ? wait : "unset",
              dt == CONV_DTYPE_FLOAT32 || dt == CONV_DTYPE_BFLOAT16 ? cb_dtype_name(dt)
-                                                                   : "n/a: f32 and bf16 only");
+                                                                   : "n/a: f32 and bf16 only",
+             fpmath_bf16(b) ? ", fpmath_mode bf16" : "");
 }
 
 void cb_onednn_close(void)
@@ -308,6 +317,9 @@ static int set_up(const cb_bench *b, const cb_layer *l, conv_op_t op, int type, 
         failed(p, dnnl.primitive_attr_create(&p->attr), "dnnl_primitive_attr_create") ||
         failed(p, dnnl.primitive_attr_set_scratchpad_mode(p->attr, ONEDNN_SCRATCHPAD_MODE_USER),
                "dnnl_primitive_attr_set_scratchpad_mode") ||
+        (fpmath_bf16(b) &&
+         failed(p, dnnl.primitive_attr_set_fpmath_mode(p->attr, ONEDNN_FPMATH_MODE_BF16),
+                "dnnl_primitive_attr_set_fpmath_mode")) ||
         failed(p, dnnl.convolution_forward_primitive_desc_create(
                       &p->fwd_pd, g.engine, ONEDNN_FORWARD_TRAINING, alg, p->src_md, p->wei_md,
                       NULL, p->dst_md, strides, dilates, pad_l, pad_r, p->attr),

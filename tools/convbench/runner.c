@@ -61,7 +61,7 @@ static const char *algo_used(layer_run *lr, conv_op_t op, conv_tensor_t in, conv
 {
     conv_algo_t algo;
     if (conv_chosen_algorithm(lr->b->ctx, lr->desc, op, in, filt, outp, &algo) != CONV_STATUS_SUCCESS)
-        return lr->b->opt->algo == CONV_ALGO_AUTO ? "auto" : conv_algo_name(lr->b->opt->algo);
+        return lr->b->opt->algo[op] == CONV_ALGO_AUTO ? "auto" : conv_algo_name(lr->b->opt->algo[op]);
     return conv_algo_name(algo);
 }
 
@@ -304,7 +304,7 @@ static void run_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
     lr->plan = NULL;
 
     /* A forced algorithm that does not fit this layer is not a failure. */
-    if (r->status == CB_ROW_FAILED && o->algo != CONV_ALGO_AUTO &&
+    if (r->status == CB_ROW_FAILED && o->algo[op] != CONV_ALGO_AUTO &&
         r->error_status == CONV_STATUS_UNSUPPORTED)
         r->status = CB_ROW_SKIPPED;
     if (r->status == CB_ROW_OK && o->verify &&
@@ -336,8 +336,8 @@ static int set_up(layer_run *lr, cb_row *r)
                r) ||
         failed(conv_desc_set_groups(lr->desc, l->groups), "conv_desc_set_groups", r))
         return -1;
-    for (int op = 0; op < 3 && o->algo != CONV_ALGO_AUTO; op++)
-        if (failed(conv_desc_set_algorithm(lr->desc, (conv_op_t)op, o->algo),
+    for (int op = 0; op < 3; op++)
+        if (failed(conv_desc_set_algorithm(lr->desc, (conv_op_t)op, o->algo[op]),
                    "conv_desc_set_algorithm", r))
             return -1;
     if (failed(conv_output_dims(lr->desc, lr->ndim, lr->x_dims, lr->w_dims, lr->y_dims),

@@ -41,14 +41,36 @@ def assert_within(got, want, abs_sum, length):
     assert np.all(np.abs(got - want) <= bound), np.max(np.abs(got - want) - bound)
 
 
+BRGEMM = {"forward": "brgemm_forward", "backward_data": "brgemm_backward_data",
+          "backward_filter": "brgemm_backward_filter"}
+
+
+def tiles_available():
+    """Whether the brgemm solvers compute bf16 here: AMX tiles, or CONV_CPU_AMX=emulate
+    (ctest runs this file again so)."""
+    one = np.ones((1, 1, 3), BF16)
+    try:
+        libconv.Conv(1, algorithm={"forward": "brgemm_forward"}).forward(one, one)
+        return True
+    except libconv.UnsupportedError as e:
+        assert "AMX" in str(e) or "AVX-512" in str(e), str(e)
+        return False
+
+
+@pytest.mark.parametrize("solvers", ["auto", "brgemm"])
 @pytest.mark.parametrize("layout", ["channels_first", "channels_last"])
 @pytest.mark.parametrize("groups", [1, 2])
-def test_passes(layout, groups):
+def test_passes(layout, groups, solvers):
+    """Every pass against the reference: the library's choice, and each pass forced to its
+    brgemm solver on AMX tiles (skipped where there are none)."""
+    if solvers == "brgemm" and not tiles_available():
+        pytest.skip("no AMX tiles in this process")
     rng = np.random.default_rng(7 + groups)
     n, c, k, size, kern = 2, 6, 8, (9, 7), (3, 2)
     stride, dilation, pb, pe = [2, 1], [1, 2], [1, 0], [0, 1]
     conv = libconv.Conv(2, stride=stride, dilation=dilation, groups=groups,
-                        padding=list(zip(pb, pe)), activation="relu")
+                        padding=list(zip(pb, pe)), activation="relu",
+                        algorithm=BRGEMM if solvers == "brgemm" else None)
     x, x64 = rounded(rng, (n, c) + size)
     w, w64 = rounded(rng, (k, c // groups) + kern)
     b, b64 = rounded(rng, (k,))

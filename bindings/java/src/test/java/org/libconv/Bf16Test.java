@@ -131,6 +131,59 @@ public class Bf16Test {
         }
     }
 
+    /** Whether the brgemm solvers compute bf16 here: AMX tiles, or CONV_CPU_AMX=emulate. */
+    private static boolean tiles() {
+        long[] d = {1, 1, 3};
+        try (Conv conv = new Conv(1).setAlgorithm(Op.FORWARD, "brgemm_forward");
+             Tensor x = Tensor.create(ctx, DType.BFLOAT16, Layout.CHANNELS_FIRST, d);
+             Tensor y = Tensor.create(ctx, DType.BFLOAT16, Layout.CHANNELS_FIRST, new long[] {1, 1, 1})) {
+            conv.forward(ctx, x, x, null, y);
+            return true;
+        } catch (UnsupportedException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("AMX") || e.getMessage().contains("AVX-512"));
+            return false;
+        }
+    }
+
+    /** The same on the AMX tiles: each pass forced to its brgemm solver (ctest runs this class
+     * again with CONV_CPU_AMX=emulate where the CPU has no tiles). */
+    @Test
+    public void randomConvolutionsOnTiles() {
+        Assume.assumeTrue("no AMX tiles in this process", tiles());
+        Random r = new Random(20261128);
+        for (int done = 0; done < 30; ) {
+            Problems.Problem p = Problems.random(r, false);
+            if (p.g.groups > 1 && p.wd[1] == 1 && p.wd[0] == p.g.groups) continue;  // depthwise
+            ++done;
+            Layout layout = r.nextBoolean() ? Layout.CHANNELS_FIRST : Layout.CHANNELS_LAST;
+            String what = p + " " + layout + " on tiles";
+            double[] x = data(r, p.xd), w = data(r, p.wd), dy = data(r, p.yd);
+            double[] b = p.bias ? data(r, p.bd()) : null;
+            try (Conv conv = new Conv(p.g.spatial);
+                 Tensor tx = tensor(layout, p.xd, x);
+                 Tensor tw = tensor(layout, p.wd, w);
+                 Tensor tb = b == null ? null : tensor(layout, p.bd(), b);
+                 Tensor ty = nanTensor(layout, p.yd);
+                 Tensor tdy = tensor(layout, p.yd, dy);
+                 Tensor tdx = nanTensor(layout, p.xd);
+                 Tensor tdw = nanTensor(layout, p.wd)) {
+                p.g.apply(conv);
+                conv.setAlgorithm(Op.FORWARD, "brgemm_forward")
+                        .setAlgorithm(Op.BACKWARD_DATA, "brgemm_backward_data")
+                        .setAlgorithm(Op.BACKWARD_FILTER, "brgemm_backward_filter");
+                conv.forward(ctx, tx, tw, tb, ty);
+                assertWithin(what + ": forward", Reference.forward(p.g, x, p.xd, w, p.wd, b, p.yd),
+                        Reference.forward(p.g, abs(x), p.xd, abs(w), p.wd, abs(b), p.yd), read(ty));
+                conv.backwardData(ctx, tw, tdy, tdx);
+                assertWithin(what + ": backward data", Reference.backwardData(p.g, w, p.wd, dy, p.yd, p.xd),
+                        Reference.backwardData(p.g, abs(w), p.wd, abs(dy), p.yd, p.xd), read(tdx));
+                conv.backwardFilter(ctx, tx, tdy, tdw, null);
+                assertWithin(what + ": backward filter", Reference.backwardFilter(p.g, x, p.xd, dy, p.yd, p.wd),
+                        Reference.backwardFilter(p.g, abs(x), p.xd, abs(dy), p.yd, p.wd), read(tdw));
+            }
+        }
+    }
+
     @Test
     public void float16StaysStorageOnly() {
         long[] d = {1, 1, 1};
