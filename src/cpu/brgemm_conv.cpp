@@ -279,17 +279,20 @@ void pack_weights(const ConvGeometry &g, conv_dtype_t dt, Backend be, bool trans
     pool.parallel_for(g.groups * blocks * taps, [&](int64_t item, int) {
         const int64_t tap = item % taps, kb = item / taps % blocks, grp = item / (taps * blocks);
         void *blk = (char *)out + (size_t)item * bb;
-        for (int64_t ci = 0; ci < cin_p; ++ci)
-            for (int64_t col = 0; col < kBlock; ++col) {
-                const int64_t co = kb * kBlock + col;
-                float v = 0;
-                if (ci < ch.in && co < ch.out) {
-                    // forward: w[grp * Kg + co][ci]; backward-data: w[grp * Kg + ci][co]
-                    const int64_t k = grp * g.kg() + (transposed ? ci : co), c = transposed ? co : ci;
-                    v = load(w, dt, filter_index(g, k, c, tap));
-                }
-                put(blk, pairs ? (ci / 2 * kBlock + col) * 2 + ci % 2 : ci * kBlock + col, v, bf16);
-            }
+        std::memset(blk, 0, bb);  // channels and filters past the problem's: zero
+        // forward: element (ci, co) is w[grp * Kg + co][ci]; backward-data w[grp * Kg + ci][co]
+        const int64_t cols = std::min<int64_t>(kBlock, ch.out - kb * kBlock);
+        for (int64_t col = 0; col < cols; ++col) {
+            const int64_t co = kb * kBlock + col;
+            const int64_t first = transposed ? filter_index(g, grp * g.kg(), co, tap)
+                                             : filter_index(g, grp * g.kg() + co, 0, tap);
+            // the step from ci to ci + 1 in w
+            const int64_t step = transposed ? filter_index(g, grp * g.kg() + 1, co, tap) - first
+                                            : filter_index(g, grp * g.kg() + co, 1, tap) - first;
+            for (int64_t ci = 0; ci < ch.in; ++ci)
+                put(blk, pairs ? (ci / 2 * kBlock + col) * 2 + ci % 2 : ci * kBlock + col,
+                    load(w, dt, first + ci * step), bf16);
+        }
     }, threads);
 }
 
@@ -386,22 +389,116 @@ void run_tap_sum(const ConvArgs &a, Backend be, void *ws, ThreadPool &pool, int 
 
 namespace {
 
-// Per thread: dy's row as B (positions x 32 filters), x's positions of one
-// tap as A (32 channels x positions), and the sums of every tap's block.
+// Per thread: dy's row as B (positions x 32 filters), the input rows a tap
+// reads, split by column phase (padded column j = q * s + phase at
+// [phase][channel][q]), A (the tiles' zero-tailed copy of one tap's
+// positions), and the sums of every tap's 32 x 32 block.
 struct FilterSlot {
     int64_t positions;  // output positions along the last axis, padded to the reduction multiple
-    size_t b_bytes, a_bytes, acc_bytes;
-    size_t bytes() const { return b_bytes + a_bytes + acc_bytes; }
+    int64_t phase_len;  // columns of one phase of a padded input row
+    size_t b_bytes, row_bytes, a_bytes, acc_bytes;
+    size_t bytes() const { return b_bytes + row_bytes + a_bytes + acc_bytes; }
 };
 
 FilterSlot filter_slot(const ConvGeometry &g, Backend be) {
     FilterSlot s;
+    const int64_t sw = g.stride[2];
     s.positions = round_up(std::max<int64_t>(g.out[2], 1), std::max(format_of(be).k_multiple, 2));
+    // Tap tw reads phase (tw * d) % s from column (tw * d) / s on, `positions` of them.
+    s.phase_len = ((g.kernel[2] - 1) * g.dilation[2]) / sw + s.positions + 1;
     const size_t es = format_of(be).element;
     s.b_bytes = align((size_t)s.positions * kBlock * es);
+    s.row_bytes = align((size_t)(sw * kBlock * s.phase_len) * es);
     s.a_bytes = align((size_t)s.positions * kBlock * es);
     s.acc_bytes = align((size_t)g.kernel_size() * kBlock * kBlock * sizeof(float));
     return s;
+}
+
+template <class S, class D>
+D convert(S v);
+template <>
+float convert<float, float>(float v) { return v; }
+template <>
+bf16_t convert<float, bf16_t>(float v) { return to_bf16(v); }
+template <>
+bf16_t convert<bf16_t, bf16_t>(bf16_t v) { return v; }
+
+// The pass with source elements S (the tensors' dtype) and packed ones D
+// (the backend's).
+template <class S, class D>
+void backward_filter(const ConvArgs &a, Backend be, void *ws, ThreadPool &pool, int threads) {
+    const ConvGeometry &g = *a.g;
+    const FilterSlot fs = filter_slot(g, be);
+    const bool pairs = format_of(be).pair_b, tiles = be != Backend::avx512;
+    const int64_t kblocks = ceil_div(g.kg(), kBlock), cblocks = ceil_div(g.cg(), kBlock);
+    const int64_t taps = g.kernel_size(), P = fs.positions, OW = g.out[2], L = fs.phase_len;
+    const int64_t sw = g.stride[2], dw = g.dilation[2], pw = g.pad_begin[2], W = g.in[2];
+    const Strides xs = strides_of(g.layout, g.c, g.in), ys = strides_of(g.layout, g.k, g.out);
+    const S *x = (const S *)a.x, *dy = (const S *)a.y;
+    pool.parallel_for(g.groups * kblocks * cblocks, [&](int64_t item, int slot) {
+        const int64_t cb = item % cblocks, kb = item / cblocks % kblocks, grp = item / (cblocks * kblocks);
+        char *mine = (char *)ws + (size_t)slot * fs.bytes();
+        D *bmat = (D *)mine;
+        D *rows = (D *)(mine + fs.b_bytes);
+        D *amat = (D *)(mine + fs.b_bytes + fs.row_bytes);
+        float *acc = (float *)(mine + fs.b_bytes + fs.row_bytes + fs.a_bytes);
+        std::memset(acc, 0, (size_t)taps * kBlock * kBlock * sizeof(float));
+        std::memset(bmat, 0, fs.b_bytes);  // filters past K and positions past OW stay 0
+        const int64_t k0 = grp * g.kg() + kb * kBlock, c0 = grp * g.cg() + cb * kBlock;
+        const int64_t kn = std::min<int64_t>(kBlock, g.kg() - kb * kBlock);
+        const int64_t cn = std::min<int64_t>(kBlock, g.cg() - cb * kBlock);
+        TileScope scope(be);
+        for (int64_t n = 0; n < g.n; ++n)
+            for (int64_t od = 0; od < g.out[0]; ++od)
+                for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+                    // B: dy's row, positions x filters (pairs of positions on the tiles).
+                    const S *yrow = dy + n * ys.n + od * ys.d + oh * ys.h;
+                    for (int64_t j = 0; j < kn; ++j)
+                        for (int64_t p = 0; p < OW; ++p)
+                            bmat[pairs ? (p / 2 * kBlock + j) * 2 + p % 2 : p * kBlock + j] =
+                                convert<S, D>(yrow[p * ys.w + (k0 + j) * ys.c]);
+                    for (int64_t td = 0; td < g.kernel[0]; ++td)
+                        for (int64_t th = 0; th < g.kernel[1]; ++th) {
+                            const int64_t id = od * g.stride[0] + td * g.dilation[0] - g.pad_begin[0];
+                            const int64_t ih = oh * g.stride[1] + th * g.dilation[1] - g.pad_begin[1];
+                            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) continue;
+                            // The 32 channels' input row, zero-padded, split by column phase.
+                            std::memset(rows, 0, fs.row_bytes);
+                            const S *xrow = x + n * xs.n + id * xs.d + ih * xs.h;
+                            for (int64_t ph = 0; ph < sw; ++ph) {
+                                // padded column q * sw + ph is input column q * sw + ph - pw
+                                const int64_t q_lo = std::max<int64_t>(0, ceil_div(std::max<int64_t>(pw - ph, 0), sw));
+                                const int64_t q_hi = std::min(L, ceil_div(std::max<int64_t>(W + pw - ph, 0), sw));
+                                for (int64_t r = 0; r < cn; ++r) {
+                                    D *dst = rows + (ph * kBlock + r) * L;
+                                    const S *src = xrow + (c0 + r) * xs.c + (ph - pw) * xs.w;
+                                    for (int64_t q = q_lo; q < q_hi; ++q) dst[q] = convert<S, D>(src[q * sw * xs.w]);
+                                }
+                            }
+                            for (int64_t tw = 0; tw < g.kernel[2]; ++tw) {
+                                const int64_t ph = tw * dw % sw, q0 = tw * dw / sw;
+                                const D *arow = rows + (ph * kBlock) * L + q0;
+                                const void *ap = arow, *bp = bmat;
+                                int64_t a_row_bytes = L * (int64_t)sizeof(D), k = OW;
+                                if (tiles) {  // 32-position chunks: a copy with a zero tail
+                                    for (int64_t r = 0; r < kBlock; ++r) {
+                                        std::memcpy(amat + r * P, arow + r * L, (size_t)OW * sizeof(D));
+                                        std::memset(amat + r * P + OW, 0, (size_t)(P - OW) * sizeof(D));
+                                    }
+                                    ap = amat, a_row_bytes = P * (int64_t)sizeof(D), k = P;
+                                }
+                                const int64_t tap = (td * g.kernel[1] + th) * g.kernel[2] + tw;
+                                run(be, {1, &ap, &bp, a_row_bytes, kBlock * (int64_t)sizeof(D) * (pairs ? 2 : 1), k},
+                                    acc + tap * kBlock * kBlock, true);
+                            }
+                        }
+                }
+        for (int64_t tap = 0; tap < taps; ++tap)
+            for (int64_t r = 0; r < cn; ++r)
+                for (int64_t j = 0; j < kn; ++j)
+                    store(a.w, a.dtype, filter_index(g, k0 + j, cb * kBlock + r, tap),
+                          acc[(tap * kBlock + r) * kBlock + j]);
+    }, threads);
 }
 
 }  // namespace
@@ -415,62 +512,15 @@ size_t backward_filter_workspace_bytes(const ConvGeometry &g, Backend be, int th
 // channels), each summing over every image and row in one fixed order
 // (bit-identical results at any thread count).
 void run_backward_filter(const ConvArgs &a, Backend be, void *ws, ThreadPool &pool, int threads) {
-    const ConvGeometry &g = *a.g;
-    const FilterSlot fs = filter_slot(g, be);
-    const size_t es = format_of(be).element;
-    const bool pairs = format_of(be).pair_b, bf16 = es == 2;
-    const int64_t kblocks = ceil_div(g.kg(), kBlock), cblocks = ceil_div(g.cg(), kBlock);
-    const int64_t taps = g.kernel_size(), P = fs.positions;
-    const Strides xs = strides_of(g.layout, g.c, g.in), ys = strides_of(g.layout, g.k, g.out);
-    pool.parallel_for(g.groups * kblocks * cblocks, [&](int64_t item, int slot) {
-        const int64_t cb = item % cblocks, kb = item / cblocks % kblocks, grp = item / (cblocks * kblocks);
-        char *mine = (char *)ws + (size_t)slot * fs.bytes();
-        char *bmat = mine, *amat = mine + fs.b_bytes;
-        float *acc = (float *)(amat + fs.a_bytes);
-        std::memset(acc, 0, (size_t)taps * kBlock * kBlock * sizeof(float));
-        const int64_t k0 = grp * g.kg() + kb * kBlock, c0 = grp * g.cg() + cb * kBlock;
-        const int64_t kn = std::min<int64_t>(kBlock, g.kg() - kb * kBlock);
-        const int64_t cn = std::min<int64_t>(kBlock, g.cg() - cb * kBlock);
-        TileScope scope(be);
-        for (int64_t n = 0; n < g.n; ++n)
-            for (int64_t od = 0; od < g.out[0]; ++od)
-                for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-                    // B: dy's row, positions x filters (pairs of positions for the tiles).
-                    const int64_t yrow = n * ys.n + od * ys.d + oh * ys.h;
-                    for (int64_t p = 0; p < P; ++p)
-                        for (int64_t j = 0; j < kBlock; ++j) {
-                            const float v = p < g.out[2] && j < kn ? load(a.y, a.dtype, yrow + p * ys.w + (k0 + j) * ys.c) : 0.f;
-                            put(bmat, pairs ? (p / 2 * kBlock + j) * 2 + p % 2 : p * kBlock + j, v, bf16);
-                        }
-                    for (int64_t td = 0; td < g.kernel[0]; ++td)
-                        for (int64_t th = 0; th < g.kernel[1]; ++th) {
-                            const int64_t id = od * g.stride[0] + td * g.dilation[0] - g.pad_begin[0];
-                            const int64_t ih = oh * g.stride[1] + th * g.dilation[1] - g.pad_begin[1];
-                            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) continue;
-                            const int64_t xrow = n * xs.n + id * xs.d + ih * xs.h;
-                            for (int64_t tw = 0; tw < g.kernel[2]; ++tw) {
-                                // A: the tap's input positions, channels x positions.
-                                for (int64_t r = 0; r < kBlock; ++r)
-                                    for (int64_t p = 0; p < P; ++p) {
-                                        const int64_t iw = p * g.stride[2] + tw * g.dilation[2] - g.pad_begin[2];
-                                        const bool in = r < cn && p < g.out[2] && iw >= 0 && iw < g.in[2];
-                                        put(amat, r * P + p, in ? load(a.x, a.dtype, xrow + iw * xs.w + (c0 + r) * xs.c) : 0.f, bf16);
-                                    }
-                                const void *ap = amat, *bp = bmat;
-                                const int64_t tap = (td * g.kernel[1] + th) * g.kernel[2] + tw;
-                                run(be, {1, &ap, &bp, P * (int64_t)es, kBlock * (int64_t)es * (pairs ? 2 : 1), P},
-                                    acc + tap * kBlock * kBlock, true);
-                            }
-                        }
-                }
-        for (int64_t tap = 0; tap < taps; ++tap)
-            for (int64_t r = 0; r < cn; ++r)
-                for (int64_t j = 0; j < kn; ++j)
-                    store(a.w, a.dtype, filter_index(g, k0 + j, cb * kBlock + r, tap),
-                          acc[(tap * kBlock + r) * kBlock + j]);
-    }, threads);
+    const bool bf16_in = a.dtype == CONV_DTYPE_BFLOAT16, bf16_packed = format_of(be).element == 2;
+    if (bf16_in)
+        backward_filter<bf16_t, bf16_t>(a, be, ws, pool, threads);
+    else if (bf16_packed)
+        backward_filter<float, bf16_t>(a, be, ws, pool, threads);
+    else
+        backward_filter<float, float>(a, be, ws, pool, threads);
     if (a.bias)
-        channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, a.y, a.bias, pool, threads);
+        channel_sums({a.g->layout, a.g->n, a.g->k, a.g->out_size()}, a.dtype, a.y, a.bias, pool, threads);
 }
 
 }  // namespace conv::cpu::brgemm
