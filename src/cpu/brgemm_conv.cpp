@@ -149,9 +149,20 @@ Axis axis_of(const ConvGeometry &g, conv_op_t op, int a, int64_t p) {
 // element 0, `len` elements in all -- enough for every read of every phase
 // (the last axis's output blocks rounded up to 32 positions).
 struct Padded {
-    int64_t lo[3], len[3], cin, cin_p;  // channels per group, padded
-    size_t bytes_per_group_image() const { return (size_t)(len[0] * len[1] * len[2] * cin_p); }
+    int64_t lo[3], len[3], cin, cin_p;  // channels per group, padded to the reduction multiple
+    // Elements from one position to the next: cin_p, plus a cache line where
+    // cin_p's bytes are a multiple of 256 -- rows of A 2^k bytes apart fall
+    // into the same few L1 sets (a 1x1 layer over 2048 channels ran its
+    // kernel at 28 GFLOP/s so).
+    int64_t pitch;
+    size_t bytes_per_group_image() const { return (size_t)(len[0] * len[1] * len[2] * pitch); }
 };
+
+// Whether the tap sum's blocks run along output rows (a forward pass
+// strided in H or W), not across the flattened plane (see run_tap_sum).
+bool rows_mode(const ConvGeometry &g, conv_op_t op) {
+    return op == CONV_OP_FORWARD && (g.stride[1] != 1 || g.stride[2] != 1);
+}
 
 Padded padded_of(const ConvGeometry &g, conv_op_t op, Backend be) {
     Padded pd{};
@@ -161,7 +172,9 @@ Padded padded_of(const ConvGeometry &g, conv_op_t op, Backend be) {
         for (int64_t p = 0; p < phases(g, op, a); ++p) {
             const Axis x = axis_of(g, op, a, p);
             if (x.q == 0) continue;
-            const int64_t qr = a == 2 ? round_up(x.q, kBlock) : x.q;
+            // rows mode (a strided forward): the last axis's blocks read up to
+            // 32 positions; flat mode's overrun lands in the copy's end slack
+            const int64_t qr = a == 2 && rows_mode(g, op) ? round_up(x.q, kBlock) : x.q;
             for (int t = 0; t < x.ntaps; ++t) {
                 lo = std::max(lo, -x.offset[t]);
                 hi = std::max(hi, (qr - 1) * x.in_step + x.offset[t] + 1);
@@ -173,6 +186,8 @@ Padded padded_of(const ConvGeometry &g, conv_op_t op, Backend be) {
     const Channels ch = channels_of(g, op != CONV_OP_FORWARD);
     pd.cin = ch.in;
     pd.cin_p = padded_in(ch.in, be);
+    const int64_t es = (int64_t)format_of(be).element;
+    pd.pitch = pd.cin_p * es % 256 == 0 ? pd.cin_p + 64 / es : pd.cin_p;
     return pd;
 }
 
@@ -188,21 +203,21 @@ void pack_input(const ConvGeometry &g, conv_op_t op, conv_dtype_t dt, const Padd
     pool.parallel_for(rows, [&](int64_t row, int) {
         const int64_t hp = row % pd.len[1], dp = row / pd.len[1] % pd.len[0];
         const int64_t grp = row / (pd.len[0] * pd.len[1]) % g.groups, n = row / (pd.len[0] * pd.len[1] * g.groups);
-        char *out = (char *)dst + (size_t)row * pd.len[2] * pd.cin_p * es;
+        char *out = (char *)dst + (size_t)row * pd.len[2] * pd.pitch * es;
         const int64_t d = dp - pd.lo[0], h = hp - pd.lo[1];
         if (d < 0 || d >= in[0] || h < 0 || h >= in[1]) {
-            std::memset(out, 0, (size_t)pd.len[2] * pd.cin_p * es);
+            std::memset(out, 0, (size_t)pd.len[2] * pd.pitch * es);
             return;
         }
         for (int64_t wp = 0; wp < pd.len[2]; ++wp) {
-            char *px = out + (size_t)wp * pd.cin_p * es;
+            char *px = out + (size_t)wp * pd.pitch * es;
             const int64_t w = wp - pd.lo[2];
             int64_t c = 0;
             if (w >= 0 && w < in[2]) {
                 const int64_t base = n * st.n + grp * pd.cin * st.c + d * st.d + h * st.h + w * st.w;
                 for (; c < pd.cin; ++c) put(px, c, load(src, dt, base + c * st.c), bf16);
             }
-            std::memset(px + c * es, 0, (size_t)(pd.cin_p - c) * es);
+            std::memset(px + c * es, 0, (size_t)(pd.pitch - c) * es);
         }
     }, threads);
 }
@@ -298,10 +313,16 @@ void pack_weights(const ConvGeometry &g, conv_dtype_t dt, Backend be, bool trans
 
 // ------------------------------------------------------------- tap sum
 
+// The padded copy's bytes, with a block of positions of slack after its
+// last plane (the junk rows of a flat block read up to 32 positions on).
+size_t padded_copy_bytes(const ConvGeometry &g, const Padded &pd, Backend be) {
+    return align(((size_t)g.n * (size_t)g.groups * pd.bytes_per_group_image() + (size_t)(kBlock * pd.pitch)) *
+                 format_of(be).element);
+}
+
 size_t tap_sum_workspace_bytes(const ConvGeometry &g, conv_op_t op, Backend be, int threads) {
     const Padded pd = padded_of(g, op, be);
-    return align(packed_weight_bytes(g, be, op != CONV_OP_FORWARD)) +
-           align((size_t)g.n * (size_t)g.groups * pd.bytes_per_group_image() * format_of(be).element) +
+    return align(packed_weight_bytes(g, be, op != CONV_OP_FORWARD)) + padded_copy_bytes(g, pd, be) +
            (size_t)threads * slot_bytes(g);
 }
 
@@ -317,8 +338,11 @@ void run_tap_sum(const ConvArgs &a, Backend be, void *ws, ThreadPool &pool, int 
         packed = ws;
     }
     char *xp = (char *)ws + align(packed_weight_bytes(g, be, !fwd));
-    char *slots = xp + align((size_t)g.n * (size_t)g.groups * pd.bytes_per_group_image() * es);
+    char *slots = xp + padded_copy_bytes(g, pd, be);
     pack_input(g, a.op, a.dtype, pd, be, fwd ? a.x : a.y, xp, pool, threads);
+    // The slack: zeros, so junk rows stay finite.
+    std::memset(xp + (size_t)g.n * (size_t)g.groups * pd.bytes_per_group_image() * es, 0,
+                (size_t)(kBlock * pd.pitch) * es);
 
     const Channels ch = channels_of(g, !fwd);
     const int64_t blocks = ceil_div(ch.out, kBlock), taps = g.kernel_size();
@@ -326,27 +350,41 @@ void run_tap_sum(const ConvArgs &a, Backend be, void *ws, ThreadPool &pool, int 
     void *out = fwd ? a.y : a.x;
     const int64_t *out_sp = fwd ? g.out : g.in;
     const Strides ost = strides_of(g.layout, fwd ? g.k : g.c, out_sp);
-    const int64_t col_bytes = pd.cin_p * (int64_t)es;  // one padded position
+    const int64_t col_bytes = pd.pitch * (int64_t)es;  // one padded position
     const bool relu = fwd ? g.activation == CONV_ACTIVATION_RELU : a.relu;
     // A B row: 32 floats, or 32 pairs of bf16 -- 128 bytes either way.
     const int64_t b_row_bytes = kBlock * (int64_t)es * (format_of(be).pair_b ? 2 : 1);
 
     // Every phase with outputs (at most as many as dx has positions); each
-    // is one unstrided tap sum.
+    // is one unstrided tap sum. The 32 rows of a block are 32 output
+    // positions along the last axis ("rows" mode) or, where the last two
+    // axes read the input at unit steps, along the flattened (H x padded W)
+    // plane ("flat" mode): position m = q1 * len[2] + q2 reads the copy at m
+    // plus the tap's offset, so a block runs across output rows and a 7x7
+    // output wastes 22% of a block, not 78%. Positions past an output row's
+    // end (q2 >= Q2) read the padding or the next row: junk rows of C,
+    // never stored (rows of C are independent sums).
     for (int64_t p0 = 0; p0 < phases(g, a.op, 0); ++p0)
     for (int64_t p1 = 0; p1 < phases(g, a.op, 1); ++p1)
     for (int64_t p2 = 0; p2 < phases(g, a.op, 2); ++p2) {
         const Axis x0 = axis_of(g, a.op, 0, p0), x1 = axis_of(g, a.op, 1, p1), x2 = axis_of(g, a.op, 2, p2);
         if (x0.q == 0 || x1.q == 0 || x2.q == 0) continue;
         const int count = x0.ntaps * x1.ntaps * x2.ntaps;
-        pool.parallel_for(g.n * g.groups * x0.q * x1.q * blocks, [&](int64_t item, int slot) {
-            const int64_t kb = item % blocks, q1 = item / blocks % x1.q, q0 = item / (blocks * x1.q) % x0.q;
-            const int64_t ng = item / (blocks * x1.q * x0.q), grp = ng % g.groups, n = ng / g.groups;
+        const bool flat = !rows_mode(g, a.op);  // unit steps along H and W
+        // rows mode: a line is one output row (q0, q1); flat: one plane q0
+        const int64_t lines = flat ? x0.q : x0.q * x1.q;
+        const int64_t line_len = flat ? (x1.q - 1) * pd.len[2] + x2.q : x2.q;
+        const int64_t mblocks = ceil_div(line_len, kBlock);
+        const int64_t a_step = flat ? col_bytes : x2.in_step * col_bytes;  // between rows of A
+        pool.parallel_for(g.n * g.groups * lines * blocks, [&](int64_t item, int slot) {
+            const int64_t kb = item % blocks, line = item / blocks % lines;
+            const int64_t ng = item / (blocks * lines), grp = ng % g.groups, n = ng / g.groups;
+            const int64_t q0 = flat ? line : line / x1.q, q1 = flat ? 0 : line % x1.q;
             char *mine = slots + (size_t)slot * slot_bytes(g);
             float *c = (float *)mine;
             const void **aptr = (const void **)(mine + align(kBlock * kBlock * sizeof(float)));
             const void **bptr = aptr + taps;
-            // The taps' input rows and weight blocks; the block's first column later.
+            // The taps' first A rows (position 0 of the line) and weight blocks.
             int i = 0;
             const char *img = xp + (size_t)(n * g.groups + grp) * image;
             for (int t0 = 0; t0 < x0.ntaps; ++t0)
@@ -361,17 +399,20 @@ void run_tap_sum(const ConvArgs &a, Backend be, void *ws, ThreadPool &pool, int 
                     }
                 }
             const int64_t cols = std::min<int64_t>(kBlock, ch.out - kb * kBlock);
-            const int64_t o0 = q0 * x0.out_step + x0.out_base, o1 = q1 * x1.out_step + x1.out_base;
+            const int64_t o0 = q0 * x0.out_step + x0.out_base;
             const int64_t chan0 = grp * ch.out + kb * kBlock;
             TileScope scope(be);
-            for (int64_t w0 = 0; w0 < x2.q; w0 += kBlock) {
-                const int64_t shift = w0 * x2.in_step * col_bytes;
+            for (int64_t mb = 0; mb < mblocks; ++mb) {
+                const int64_t m0 = mb * kBlock, shift = m0 * a_step;
                 for (int j = 0; j < count; ++j) aptr[j] = (const char *)aptr[j] + shift;
-                run(be, {count, aptr, bptr, x2.in_step * col_bytes, b_row_bytes, pd.cin_p}, c, false);
+                run(be, {count, aptr, bptr, a_step, b_row_bytes, pd.cin_p}, c, false);
                 for (int j = 0; j < count; ++j) aptr[j] = (const char *)aptr[j] - shift;
-                const int64_t rows = std::min<int64_t>(kBlock, x2.q - w0);
+                const int64_t rows = std::min<int64_t>(kBlock, line_len - m0);
                 for (int64_t r = 0; r < rows; ++r) {
-                    const int64_t o2 = (w0 + r) * x2.out_step + x2.out_base;
+                    const int64_t m = m0 + r;
+                    const int64_t qa = flat ? m / pd.len[2] : q1, qb = flat ? m % pd.len[2] : m;
+                    if (qb >= x2.q) continue;  // past an output row's end: junk
+                    const int64_t o1 = qa * x1.out_step + x1.out_base, o2 = qb * x2.out_step + x2.out_base;
                     const int64_t base = n * ost.n + o0 * ost.d + o1 * ost.h + o2 * ost.w;
                     for (int64_t j = 0; j < cols; ++j) {
                         float v = c[r * kBlock + j];
