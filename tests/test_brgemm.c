@@ -120,28 +120,31 @@ static void test_float_avx512(void **state)
     tu_check_solver_random(draw, 1, 1, 0xb9e3, 40, CONV_MATH_DEFAULT);
 }
 
-/* bf16 on the tiles: integer data in [-3, 3] is exact in bf16 and its sums
- * in fp32, so every output is the bf16 nearest the exact result. */
+/* On the tiles (skipped without them): small and wide problems, exactly
+ * on integer data. */
+static void check_tiles(conv_dtype_t dtype, conv_math_t math, uint64_t seed, int small, int wide)
+{
+    if (!have_tiles())
+        skip();
+    g_dtype = dtype;
+    tu_check_solver_random(draw, 0, 0, seed, small, math);
+    tu_check_solver_random(draw, 1, 0, seed + 1, wide, math);
+}
+
+/* bf16: integer data in [-3, 3] is exact in bf16 and its sums in fp32, so
+ * every output is the bf16 nearest the exact result. */
 static void test_bf16_tiles(void **state)
 {
     (void)state;
-    if (!have_tiles())
-        skip();
-    g_dtype = CONV_DTYPE_BFLOAT16;
-    tu_check_solver_random(draw, 0, 0, 0xb9f1, 150, CONV_MATH_DEFAULT);
-    tu_check_solver_random(draw, 1, 0, 0xb9f2, 30, CONV_MATH_DEFAULT);
+    check_tiles(CONV_DTYPE_BFLOAT16, CONV_MATH_DEFAULT, 0xb9f1, 150, 30);
 }
 
-/* fp32 under CONV_MATH_FAST on the tiles: integer inputs survive the bf16
- * conversion, so the results are still exact. */
+/* fp32 under CONV_MATH_FAST: integer inputs survive the bf16 conversion,
+ * so the results are still exact. */
 static void test_float_fast_tiles(void **state)
 {
     (void)state;
-    if (!have_tiles())
-        skip();
-    g_dtype = CONV_DTYPE_FLOAT32;
-    tu_check_solver_random(draw, 0, 0, 0xb9f5, 120, CONV_MATH_FAST);
-    tu_check_solver_random(draw, 1, 0, 0xb9f6, 30, CONV_MATH_FAST);
+    check_tiles(CONV_DTYPE_FLOAT32, CONV_MATH_FAST, 0xb9f5, 120, 30);
 }
 
 /* Forward and backward-data plans with prepared weights give the one-shot
