@@ -57,6 +57,15 @@ seeds["compute-own-ws"] = compute(1, 2, 1, 0, 2, 0, 1, 3, 2, 1, [(6, 3, 1, 1, 1,
                                   ws_kind=1, bias=1)
 seeds["compute-wrong-shape"] = compute(0, 2, 0, 0, 0, 0, 1, 3, 2, 1, [(6, 3, 1, 1, 1, 1, 0)] * 2,
                                        special=1)
+# every buffer against a guard page (special 6; bit 3: before the start, not
+# after the end), caller tensors and workspace wrapped; and a solver forced
+# from the engine's list (forced 5..7: list[forced >> 3])
+seeds["compute-guard-after"] = compute(0, 2, 0, 0, 0, 0, 1, 3, 3, 2, [(7, 3, 1, 1, 1, 1, 0)] * 2,
+                                       wrap=1, ws_kind=2, special=6, bias=1)
+seeds["compute-guard-before"] = compute(1, 2, 1, 0, 1, 0, 1, 3, 2, 1, [(5, 3, 2, 1, 1, 0, 0)] * 2,
+                                        wrap=1, ws_kind=2, special=14)
+seeds["compute-forced-from-list"] = compute(0, 1, 0, 0, 2, 0, 1, 3, 2, 2, [(7, 3, 1, 1, 1, 1, 0)],
+                                            forced=5 + 8 * 3)  # direct_avx512
 seeds["compute-oom"] = compute(1, 2, 0, 0, 0, 0, 1, 3, 2, 1, [(6, 3, 1, 1, 1, 1, 0)] * 2,
                                forced=1, special=2, oom_budget=1)
 seeds["compute-guard-nan"] = compute(0, 2, 0, 0, 0, 0, 1, 3, 2, 1, [(6, 3, 1, 1, 1, 1, 0)] * 2,

@@ -16,6 +16,9 @@
 #              3.11 ABI as the binding's interpreter), and python3-sklearn
 #              python3-matplotlib for examples/python/train_digits.py
 #   comm:      openmpi-bin libopenmpi-dev (the MPI backend and its mpirun tests)
+#   ccache:    the test command's builds share compilations through it (the
+#              pip builds of the Python tests recompile the release build's
+#              objects otherwise; docs/testing.md)
 # The CUDA engine's graph solver needs cudnn-frontend's headers, which come
 # from PyPI, not apt: scripts/cudnn_frontend.sh. oneDNN, the peer convbench
 # compares with, is not a Debian package here: scripts/onednn.sh fetches
@@ -32,7 +35,7 @@ if [ "$set_name" = all ]; then
   packages+=(make libcmocka-dev abigail-tools dpkg-dev file lintian gfortran
              swig default-jdk-headless junit4
              python3-torch python3-numpy python3-pytest python3-sklearn python3-matplotlib
-             openmpi-bin libopenmpi-dev openssh-client)
+             openmpi-bin libopenmpi-dev openssh-client ccache)
 fi
 packages+=("$@")
 
