@@ -14,8 +14,10 @@
 # handle the engine opened at run time (cuda/cudnn_library.h), so libconv
 # keeps no NEEDED entry on libcudnn. Its headers are heavy (about 30 s of
 # compile time): only src/cuda/graph.cpp includes them.
-# Results: CONV_CUDNN_GRAPH_ENABLED (summary), CONV_CUDNN_GRAPH_BUILT (0/1),
-# CONV_HAVE_CUDNN_GRAPH (0/1) on `conv`.
+# Results: CONV_CUDNN_GRAPH_ENABLED (summary), CONV_CUDNN_GRAPH_BUILT (0/1).
+# (No definition on `conv`: the sources never test for the solver, and one
+# would give every file other flags than a build without the headers --
+# pip's builds of the Python package -- so ccache could share none.)
 
 include_guard(DIRECTORY)
 
@@ -62,4 +64,3 @@ endif()
 message(STATUS "cuDNN graph solver: ${_conv_graph_summary}")
 set(CONV_CUDNN_GRAPH_ENABLED "${_conv_graph_summary}" CACHE INTERNAL "cuDNN graph solver summary")
 set(CONV_CUDNN_GRAPH_BUILT ${_conv_graph} CACHE INTERNAL "cuDNN graph solver built (0/1)")
-target_compile_definitions(conv PRIVATE CONV_HAVE_CUDNN_GRAPH=${_conv_graph})

@@ -28,8 +28,11 @@ stage deps "$root/scripts/deps.sh" all || exit 1
 # pip builds then take the release build's objects instead of compiling
 # libconv a second time (190 s of CTest's 529 here). CMake reads these
 # variables from the environment.
+# The compilers by one name everywhere: CMake picks `c++` by itself and pip's
+# build `g++` (Python's sysconfig), and ccache keys on the name.
 if command -v ccache >/dev/null; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CC="${CC:-gcc}" CXX="${CXX:-g++}"
 fi
 stage build "$root/scripts/build.sh" || exit 1
 
