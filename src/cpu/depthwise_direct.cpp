@@ -333,6 +333,15 @@ public:
         if (g.groups == g.c && g.c > 0) return nullptr;
         return "it needs groups == input channels (a depthwise convolution)";
     }
+    // The portable loops below are made for one output channel per input
+    // channel. With a channel multiplier that the AVX-512 kernels do not
+    // cover (a one-channel input is depthwise too: MNIST's 1->32 and
+    // LeNet-5's 1->6 5x5) they ran at 0.1-3 GFLOP/s, batch 32, 1 thread,
+    // against 5-25 for the GEMM solvers (convbench --suite small).
+    bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
+        if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return true;
+        return g.k == g.c || dw_avx512_covers(g, op);
+    }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {
         if (dtype == CONV_DTYPE_FLOAT32 && dw_avx512_covers(g, op))

@@ -258,30 +258,34 @@ void pack_weights(const Shape &s, const T *w, T *packed, ThreadPool &pool, int t
 
 // One source channel (first element at `src`, positions `ps` apart) into
 // its padded plane: row i, column phase p, column j holds source (i - top,
-// j * sw + p - left), zero outside.
+// j * sw + p - left), zero outside. A phase's bounds are worked out once for
+// all its rows: small planes have many short rows, where a division per row
+// cost as much as the copy.
 template <class T>
 void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
-    for (int64_t i = 0; i < s.hp; ++i)
-        for (int64_t p = 0; p < s.sw; ++p) {
+    for (int64_t p = 0; p < s.sw; ++p) {
+        const int64_t first = p - s.left;  // source column of j = 0
+        int64_t lo = first >= 0 ? 0 : ceil_div(-first, s.sw);
+        int64_t hi = first >= s.ws ? 0 : (s.ws - 1 - first) / s.sw + 1;
+        lo = std::min(lo, s.wq);
+        hi = std::clamp(hi, lo, s.wq);
+        const bool dense = s.sw == 1 && ps == 1;
+        for (int64_t i = 0; i < s.hp; ++i) {
             T *row = out + (i * s.sw + p) * s.wq;
-            int64_t sr = i - s.top;
+            const int64_t sr = i - s.top;
             if (sr < 0 || sr >= s.hs) {
                 std::fill(row, row + s.wq, T(0));
                 continue;
             }
             const T *in = src + sr * s.ws * ps;
-            int64_t first = p - s.left;  // source column of j = 0
-            int64_t lo = first >= 0 ? 0 : ceil_div(-first, s.sw);
-            int64_t hi = first >= s.ws ? 0 : (s.ws - 1 - first) / s.sw + 1;
-            lo = std::min(lo, s.wq);
-            hi = std::clamp(hi, lo, s.wq);
-            std::fill(row, row + lo, T(0));
-            if (s.sw == 1 && ps == 1)
-                std::memcpy(row + lo, in + first + lo, (size_t)(hi - lo) * sizeof(T));
+            for (int64_t j = 0; j < lo; ++j) row[j] = T(0);
+            if (dense)
+                for (int64_t j = lo; j < hi; ++j) row[j] = in[first + j];
             else
                 for (int64_t j = lo; j < hi; ++j) row[j] = in[(first + j * s.sw) * ps];
-            std::fill(row + hi, row + s.wq, T(0));
+            for (int64_t j = hi; j < s.wq; ++j) row[j] = T(0);
         }
+    }
 }
 
 template <class T>
@@ -660,6 +664,17 @@ public:
         if ((op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg()) < 16) return false;
         if (g.kernel_size() == 1) return false;
         if (op == CONV_OP_BACKWARD_FILTER) return filter_competitive(g);
+        // Small CNNs (convbench --suite small, batch 32, 1 thread): with 16
+        // destination channels, or 32 in forward, im2col's unfold is paid over
+        // few outputs and implicit_gemm's sums are short. CIFAR ResNet-20's
+        // 16->16 3x3 on 32x32: 46-51 GFLOP/s vs im2col 25 and implicit_gemm
+        // 43-44; 32->32 on 16x16 forward 64-74 vs implicit_gemm 55 (its
+        // backward-data even, left there).
+        const int64_t dst = op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg();
+        const int64_t src = op == CONV_OP_BACKWARD_DATA ? g.kg() : g.cg();
+        if (g.layout == CONV_LAYOUT_CHANNELS_FIRST && src >= 16 &&
+            (dst <= 16 || (op == CONV_OP_FORWARD && dst <= 32)))
+            return true;
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
             return op == CONV_OP_FORWARD ? g.out_size() >= 56 * 56
                                          : !strided && g.in_size() >= 56 * 56;

@@ -17,32 +17,42 @@ struct Run {
 };
 
 // Calls fn(Run) for the positions [p0, p1) and kernel offset (kd, kh, kw).
+// The positions are walked row by row without dividing (small planes have
+// many short runs, where four divisions a run cost more than the copy).
 template <class F>
 void for_each_run(const ConvGeometry &g, int64_t kd, int64_t kh, int64_t kw, int64_t p0, int64_t p1,
                   F &&fn) {
     const int64_t O1 = g.out[1], O2 = g.out[2];
     const int64_t I0 = g.in[0], I1 = g.in[1], I2 = g.in[2];
     const int64_t s2 = g.stride[2];
-    int64_t p = p0;
-    while (p < p1) {
-        int64_t od = p / (O1 * O2), rem = p % (O1 * O2), oh = rem / O2, ow = rem % O2;
+    const int64_t d_off = kd * g.dilation[0] - g.pad_begin[0];
+    const int64_t h_off = kh * g.dilation[1] - g.pad_begin[1];
+    const int64_t w_off = kw * g.dilation[2] - g.pad_begin[2];
+    int64_t od = p0 / (O1 * O2), oh = (p0 / O2) % O1, ow = p0 % O2;
+    for (int64_t p = p0; p < p1; ow = 0) {
         Run r;
         r.off = p - p0;
         r.count = std::min(O2 - ow, p1 - p);
-        int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-        int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-        r.iw0 = ow * s2 - g.pad_begin[2] + kw * g.dilation[2];
+        const int64_t id = od * g.stride[0] + d_off, ih = oh * g.stride[1] + h_off;
+        r.iw0 = ow * s2 + w_off;
         r.lo = r.hi = 0;
         r.in_row = -1;
         if (id >= 0 && id < I0 && ih >= 0 && ih < I1) {
             r.in_row = (id * I1 + ih) * I2;
-            int64_t lo = r.iw0 >= 0 ? 0 : ceil_div(-r.iw0, s2);
-            int64_t hi = r.iw0 >= I2 ? 0 : floor_div(I2 - 1 - r.iw0, s2) + 1;
-            r.lo = std::min(lo, r.count);
-            r.hi = std::max(r.lo, std::min(hi, r.count));
+            int64_t lo, hi;
+            if (s2 == 1) {
+                lo = r.iw0 >= 0 ? 0 : -r.iw0;
+                hi = I2 - r.iw0;
+            } else {
+                lo = r.iw0 >= 0 ? 0 : ceil_div(-r.iw0, s2);
+                hi = r.iw0 >= I2 ? 0 : floor_div(I2 - 1 - r.iw0, s2) + 1;
+            }
+            r.lo = std::clamp<int64_t>(lo, 0, r.count);
+            r.hi = std::clamp<int64_t>(hi, r.lo, r.count);
         }
         fn(r);
         p += r.count;
+        if (++oh == O1) { oh = 0; ++od; }
     }
 }
 
@@ -89,13 +99,13 @@ void im2col_tile(const ConvGeometry &g, const T *x, int64_t c0, int64_t c1, int6
                             std::fill(dst, dst + r.count, T(0));
                             return;
                         }
-                        std::fill(dst, dst + r.lo, T(0));
                         const T *src = xc + r.in_row + r.iw0;
+                        for (int64_t j = 0; j < r.lo; ++j) dst[j] = T(0);
                         if (s2 == 1)
-                            std::memcpy(dst + r.lo, src + r.lo, (r.hi - r.lo) * sizeof(T));
+                            for (int64_t j = r.lo; j < r.hi; ++j) dst[j] = src[j];
                         else
                             for (int64_t j = r.lo; j < r.hi; ++j) dst[j] = src[j * s2];
-                        std::fill(dst + r.hi, dst + r.count, T(0));
+                        for (int64_t j = r.hi; j < r.count; ++j) dst[j] = T(0);
                     });
     }
 }
@@ -122,18 +132,32 @@ void col2im_tile_add(const ConvGeometry &g, const T *col, int64_t c0, int64_t c1
 template <class T>
 void im2row_tile(const ConvGeometry &g, const T *x, int64_t c0, int64_t c1, int64_t p0,
                  int64_t p1, T *row) {
-    const int64_t ct = c1 - c0, C = g.c, kk_count = g.kernel_size();
-    for_each_position(g, p0, p1, [&](int64_t r, int64_t od, int64_t oh, int64_t ow) {
-        T *dst = row + r * kk_count * ct;
-        for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
-            for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+    const int64_t ct = c1 - c0, C = g.c;
+    const int64_t I0 = g.in[0], I1 = g.in[1], I2 = g.in[2];
+    T *dst = row;
+    // Each (kd, kh) is checked once per position and each kw's column once:
+    // with few channels (a one-channel input) a tap is a copy of a scalar or
+    // two, and working its whole offset out per tap cost 10x the copy.
+    // Loops, not memcpy, for the same reason.
+    for_each_position(g, p0, p1, [&](int64_t, int64_t od, int64_t oh, int64_t ow) {
+        const int64_t w0 = ow * g.stride[2] - g.pad_begin[2];
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+            const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+                const bool inside = id >= 0 && id < I0 && ih >= 0 && ih < I1;
+                const T *src_row = x + (id * I1 + ih) * I2 * C + c0;
                 for (int64_t kw = 0; kw < g.kernel[2]; ++kw, dst += ct) {
-                    int64_t off = tap_offset(g, od, oh, ow, kd, kh, kw);
-                    if (off < 0)
-                        std::fill(dst, dst + ct, T(0));
-                    else
-                        std::memcpy(dst, x + off * C + c0, ct * sizeof(T));
+                    const int64_t iw = w0 + kw * g.dilation[2];
+                    if (inside && iw >= 0 && iw < I2) {
+                        const T *src = src_row + iw * C;
+                        for (int64_t c = 0; c < ct; ++c) dst[c] = src[c];
+                    } else {
+                        for (int64_t c = 0; c < ct; ++c) dst[c] = T(0);
+                    }
                 }
+            }
+        }
     });
 }
 

@@ -140,6 +140,26 @@ static const cb_layer wavenet[] = {
     CONV1D("skip", 64, 256, 4096, 1, 1, 0, 0, 30),
 };
 
+/* Small networks people train on a laptop, meant for --batch 32 to 128:
+ * libconv.torch's digits example (examples/python/train_digits.py, 8x8),
+ * PyTorch's MNIST example (28x28, unpadded), LeNet-5 (32x32, 5x5) and the
+ * CIFAR-10 ResNet-20 of He et al. (32x32; option-A shortcuts, no projection
+ * convolutions). 12 rows, 27 convolutions. */
+static const cb_layer small[] = {
+    CONV2D("digits1", 1, 16, 8, 3, 1, 1, 1, 1),
+    CONV2D("digits2", 16, 32, 8, 3, 1, 1, 1, 1),
+    CONV2D("mnist1", 1, 32, 28, 3, 1, 0, 1, 1),
+    CONV2D("mnist2", 32, 64, 26, 3, 1, 0, 1, 1),
+    CONV2D("lenet1", 1, 6, 32, 5, 1, 0, 1, 1),
+    CONV2D("lenet2", 6, 16, 14, 5, 1, 0, 1, 1),
+    CONV2D("r20_stem", 3, 16, 32, 3, 1, 1, 1, 1),
+    CONV2D("r20_s1", 16, 16, 32, 3, 1, 1, 1, 6),
+    CONV2D("r20_s2a", 16, 32, 32, 3, 2, 1, 1, 1),
+    CONV2D("r20_s2", 32, 32, 16, 3, 1, 1, 1, 5),
+    CONV2D("r20_s3a", 32, 64, 16, 3, 2, 1, 1, 1),
+    CONV2D("r20_s3", 64, 64, 8, 3, 1, 1, 1, 5),
+};
+
 const cb_suite cb_suites[] = {
     {"resnet50", "ResNet-50 v1.5, 224x224", resnet50, NELEMS(resnet50)},
     {"mobilenet_v1", "MobileNet v1, 224x224, depthwise + pointwise", mobilenet_v1,
@@ -147,6 +167,8 @@ const cb_suite cb_suites[] = {
     {"vgg16", "VGG-16, 224x224", vgg16, NELEMS(vgg16)},
     {"resnet3d", "R3D-18, 16x112x112 clip", resnet3d, NELEMS(resnet3d)},
     {"wavenet", "WaveNet, 1-D dilated causal, 4096 samples", wavenet, NELEMS(wavenet)},
+    {"small", "small CNNs (digits, MNIST, LeNet-5, CIFAR ResNet-20): use --batch 32-128", small,
+     NELEMS(small)},
 };
 const int cb_n_suites = NELEMS(cb_suites);
 
