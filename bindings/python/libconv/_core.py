@@ -96,6 +96,42 @@ class _Resource:
         self.close()
 
 
+class _ViewCache:
+    """A context's handles over caller memory, by what they describe.
+
+    A ``conv_tensor_wrap`` handle is an address, dims, dtype and layout; it
+    does not own the memory. So the handle made for an earlier array at the
+    same address, of the same shape, strides and dtype, describes a later
+    one exactly, and is used again: the C call, the layout checks and the
+    getters were most of the host cost of a call on small problems, where a
+    training loop hands libconv the same buffers step after step. What keeps
+    the memory alive is the Tensor made from it (its ``_owner``), as before.
+    Oldest entries go first past ``LIMIT``.
+    """
+
+    __slots__ = ("_map", "_lock")
+    LIMIT = 512
+
+    def __init__(self) -> None:
+        self._map: Dict[tuple, Tuple[_Handle, Tuple[Tuple[int, ...], DType, Layout],
+                                     Tuple[Device, int]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> Any:
+        return self._map.get(key)
+
+    def put(self, key: tuple, value: Any) -> None:
+        with self._lock:
+            m = self._map
+            while len(m) >= self.LIMIT:
+                m.pop(next(iter(m)), None)
+            m[key] = value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._map.clear()
+
+
 def _device_name(device: int, index: int) -> str:
     """"cpu:0", "cuda:1" (or the number of a device kind this version does not know)."""
     kind = from_c(Device, device)
@@ -130,10 +166,32 @@ class Context(_Resource):
                  threads: Optional[int] = None, math: Union[None, Math, int, str] = None) -> None:
         dev = to_enum(Device, device, "device")
         self._h = _Handle(_C.conv_context_create(int(dev), int(index)), _C.conv_context_destroy)
+        self._views = _ViewCache()
         if threads is not None:
             self.threads = threads
         if math is not None:
             self.math = math
+
+    _views: _ViewCache
+    _device_key: Optional[Tuple[Device, int]] = None
+
+    def _where(self) -> Tuple[Device, int]:
+        """(device, index), asked of C once: a context never moves."""
+        key = self._device_key
+        if key is None:
+            device, index = _C.conv_context_get_device(self._handle().ptr)
+            key = self._device_key = (from_c(Device, device), index)
+        else:
+            self._handle()  # a closed context still refuses
+        return key
+
+    def close(self) -> None:
+        """Releases the C handle (see :meth:`_Resource.close`) and the handles the
+        context keeps over caller memory."""
+        views = getattr(self, "_views", None)
+        if views is not None:
+            views.clear()
+        super().close()
 
     @property
     def device(self) -> Device:
@@ -460,6 +518,9 @@ class Workspace(_Resource):
 # ================================================================ dtypes
 
 _ITEMSIZE = {DType.FLOAT32: 4, DType.FLOAT64: 8, DType.FLOAT16: 2, DType.BFLOAT16: 2}
+# Native NumPy dtypes straight to DType (dtype.name builds a string per call).
+_NUMPY_DTYPES = {np.dtype(np.float32): DType.FLOAT32, np.dtype(np.float64): DType.FLOAT64,
+                 np.dtype(np.float16): DType.FLOAT16}
 _FROM_NUMPY = {"float32": DType.FLOAT32, "float64": DType.FLOAT64, "float16": DType.FLOAT16,
                "bfloat16": DType.BFLOAT16}
 # DLPack type codes: kDLFloat = 2, kDLBfloat = 4.
@@ -487,6 +548,9 @@ def _dtype(value: DTypeLike, what: str = "dtype") -> DType:
 
 
 def _dtype_from_numpy(dt: np.dtype, what: str) -> DType:
+    d = _NUMPY_DTYPES.get(dt)
+    if d is not None:
+        return d
     d = _FROM_NUMPY.get(dt.name)
     if d is None or not dt.isnative:
         raise TypeMismatchError(
@@ -556,8 +620,20 @@ def _dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
     return True
 
 
+_CANDIDATES: Dict[tuple, List[Layout]] = {}
+
+
 def _layout_candidates(shape: Sequence[int], strides: Optional[Sequence[int]]) -> List[Layout]:
-    return [lay for lay in (CF, CL) if _fits(shape, strides, lay)]
+    """The layouts memory of these dims and element strides is dense in (remembered:
+    a program passes few distinct shapes, and this ran per array per call)."""
+    key = (tuple(shape), tuple(strides) if strides is not None else None)
+    fits = _CANDIDATES.get(key)
+    if fits is None:
+        fits = [lay for lay in (CF, CL) if _fits(shape, strides, lay)]
+        if len(_CANDIDATES) >= 4096:
+            _CANDIDATES.clear()
+        _CANDIDATES[key] = fits
+    return list(fits)
 
 
 def _pick_layout(shape: Sequence[int], strides: Optional[Sequence[int]],
@@ -627,6 +703,7 @@ class Tensor(_Resource):
     _readonly: bool
     _meta: Tuple[Tuple[int, ...], DType, Layout]
     _device: Tuple[Device, int]
+    _owner: Any = None  # what keeps wrapped memory alive (its handle may be shared)
 
     def __init__(self, data: Any, *, ctx: Optional[Context] = None,
                  layout: Optional[LayoutLike] = None, copy: bool = False,
@@ -648,7 +725,7 @@ class Tensor(_Resource):
 
     def _adopt(self, other: "Tensor") -> None:
         self._h, self._ctx, self._readonly = other._h, other._ctx, other._readonly
-        self._meta, self._device = other._meta, other._device
+        self._meta, self._device, self._owner = other._meta, other._device, other._owner
 
     @classmethod
     def _from_handle(cls, h: _Handle, ctx: Context, readonly: bool) -> "Tensor":
@@ -667,6 +744,24 @@ class Tensor(_Resource):
         else:  # a conv.h from before device tensors
             t._device = (ctx.device, ctx.device_index)
         return t
+
+    @classmethod
+    def _view(cls, h: _Handle, ctx: Context, readonly: bool,
+              meta: Tuple[Tuple[int, ...], DType, Layout], device: Tuple[Device, int],
+              owner: Any) -> "Tensor":
+        t = cls.__new__(cls)
+        t._h, t._ctx, t._readonly, t._meta, t._device, t._owner = h, ctx, readonly, meta, device, owner
+        return t
+
+    def close(self) -> None:
+        """Releases the tensor (see :meth:`_Resource.close`) and its hold on wrapped memory;
+        views made by :meth:`numpy` or DLPack keep that memory alive themselves."""
+        self._owner = None
+        super().close()
+
+    def _keepalive(self, h: _Handle) -> Any:
+        """What a view of the memory must hold: the handle, and the memory's owner."""
+        return h if self._owner is None else (h, self._owner)
 
     @classmethod
     def zeros(cls, shape: Shape, dtype: DTypeLike = "float32",
@@ -775,7 +870,7 @@ class Tensor(_Resource):
             "typestr": "|u%d" % item,
             "data": (_C.conv_tensor_get_data(h.ptr), self._readonly),
         }
-        return np.asarray(_ArrayInterface(interface, h)).view(ndt)
+        return np.asarray(_ArrayInterface(interface, self._keepalive(h))).view(ndt)
 
     def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
         a = self.numpy()
@@ -859,7 +954,7 @@ class Tensor(_Resource):
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise BufferError("libconv tensors export only to their own device %s, not %s"
                               % (self.__dlpack_device__(), tuple(dl_device)))
-        owner: Any = h
+        owner: Any = self._keepalive(h)
         address = _C.conv_tensor_get_data(h.ptr)
         readonly = self._readonly
         if self._device[0] != Device.CPU:
@@ -888,11 +983,17 @@ class Tensor(_Resource):
 # ========================================================= wrapping memory
 
 
-def _wrap_memory(ctx: Context, address: int, shape: Sequence[int], strides: Optional[Sequence[int]],
-                 dtype: DType, layout: Optional[Layout], owner: Any, readonly: bool,
-                 what: str) -> Tensor:
-    """A tensor over memory that ``owner`` keeps alive."""
-    shape = tuple(int(d) for d in shape)
+def _view_handle(ctx: Context, address: int, shape: Tuple[int, ...],
+                 strides: Optional[Tuple[int, ...]], dtype: DType, layout: Optional[Layout],
+                 what: str) -> Tuple[_Handle, Tuple[Tuple[int, ...], DType, Layout],
+                                     Tuple[Device, int]]:
+    """(handle, meta, device) of a tensor over ``address``: the context's cached
+    one (:class:`_ViewCache`), else made and checked now."""
+    key = (address, shape, strides, dtype, layout)
+    views = ctx._views
+    hit = views.get(key)
+    if hit is not None:
+        return hit
     lay = _pick_layout(shape, strides, layout, what)
     item = _ITEMSIZE[dtype]
     if address % item:
@@ -900,11 +1001,24 @@ def _wrap_memory(ctx: Context, address: int, shape: Sequence[int], strides: Opti
                                    % (what, address, item))
     hc = ctx._handle()
     ptr = _C.conv_tensor_wrap(hc.ptr, int(dtype), int(lay), len(shape), shape, address or None)
-    return Tensor._from_handle(_Handle(ptr, _C.conv_tensor_destroy, (hc, owner)), ctx, readonly)
+    t = Tensor._from_handle(_Handle(ptr, _C.conv_tensor_destroy, (hc,)), ctx, False)
+    hit = (t._h, t._meta, t._device)
+    views.put(key, hit)
+    return hit
+
+
+def _wrap_memory(ctx: Context, address: int, shape: Sequence[int], strides: Optional[Sequence[int]],
+                 dtype: DType, layout: Optional[Layout], owner: Any, readonly: bool,
+                 what: str) -> Tensor:
+    """A tensor over memory that ``owner`` keeps alive."""
+    shape = tuple(int(d) for d in shape)
+    strides = tuple(int(s) for s in strides) if strides is not None else None
+    h, meta, device = _view_handle(ctx, address, shape, strides, dtype, layout, what)
+    return Tensor._view(h, ctx, readonly, meta, device, owner)
 
 
 def _check_device(ctx: Context, device: Device, index: int, what: str) -> None:
-    if (ctx.device, ctx.device_index) != (device, index):
+    if ctx._where() != (device, index):
         raise TypeMismatchError(
             "%s is in %s memory but the context computes on %s; use a context of that "
             "device (libconv.Context(%r, %d)) or move the data first"
@@ -912,12 +1026,30 @@ def _check_device(ctx: Context, device: Device, index: int, what: str) -> None:
                device.name.lower(), index))
 
 
+# Buffer-protocol formats of the dtypes libconv takes (native byte order).
+_BUFFER_FORMATS = {"f": DType.FLOAT32, "d": DType.FLOAT64, "e": DType.FLOAT16}
+
+
 def _from_numpy(a: np.ndarray, ctx: Optional[Context], layout: Optional[Layout], what: str,
                 writable: bool) -> Tensor:
+    ctx = ctx or default_context()
+    # The usual array in one C call (py_buffer_info); anything else -- other
+    # dtypes, byte orders, strides that are not whole elements, bfloat16 --
+    # through the checks below, which word the errors.
+    try:
+        address, shape, strides, fmt, _, readonly = _C.py_buffer_info(a)
+    except (BufferError, TypeError, ValueError):
+        fmt = None
+    dtype = _BUFFER_FORMATS.get(fmt) if fmt is not None and strides is not None else None
+    if dtype is not None:
+        if writable and readonly:
+            raise InvalidArgumentError("%s is a read-only array but is written" % what)
+        _check_device(ctx, Device.CPU, 0, what)
+        h, meta, device = _view_handle(ctx, address, shape, strides, dtype, layout, what)
+        return Tensor._view(h, ctx, readonly, meta, device, a)
     dtype = _dtype_from_numpy(a.dtype, what)
     if writable and not a.flags.writeable:
         raise InvalidArgumentError("%s is a read-only array but is written" % what)
-    ctx = ctx or default_context()
     _check_device(ctx, Device.CPU, 0, what)
     item = a.itemsize
     if any(s % item for s in a.strides):

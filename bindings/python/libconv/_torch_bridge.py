@@ -1,22 +1,30 @@
 """libconv.torch's plumbing: torch tensors into libconv's passes, zero-copy.
 
-Inputs are wrapped through DLPack (``Tensor.from_dlpack``), and outputs are
-torch tensors allocated here and wrapped the same way, so libconv reads and
-writes torch's memory directly. On a GPU the work is enqueued on torch's
-current stream. Imported only by :mod:`libconv.torch` (it imports torch).
+Inputs, and the outputs allocated here, are torch tensors that libconv
+reads and writes in place: each is described to libconv by its address,
+dims and strides, read off torch (``data_ptr``, ``stride``), through the
+context's cache of wrapped-memory handles (``_core._ViewCache``), and the C
+calls are made directly -- a training step hands over the same few buffers
+again and again, and going through DLPack and :class:`libconv.Conv`'s
+checks cost about 20 us a tensor on small layers. Tensors of another dtype
+or device take the DLPack path, which words the error. On a GPU the work is
+enqueued on torch's current stream. Imported only by :mod:`libconv.torch`
+(it imports torch).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 
+from . import _libconv as _C
 from ._conv import Conv, PaddingLike
-from ._core import Context, Tensor, _from_dlpack, _layout_candidates, _physical_order
-from ._enums import Layout, Math, to_enum
+from ._core import (Context, _Handle, _from_dlpack, _layout_candidates, _physical_order,
+                    _view_handle)
+from ._enums import DType, Layout, Math, to_enum
 
 MathLike = Union[Math, int, str]
 
@@ -97,17 +105,31 @@ def descriptor(nd: int, transposed: bool, stride: Sequence[int], padding: Paddin
 
 # ------------------------------------------------------------ layouts
 
+# torch's memory formats for channels-last (3-D tensors have none: their
+# channels-last is checked from the strides).
+_CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+def _is_dense(t: torch.Tensor, layout: Layout) -> bool:
+    if layout == Layout.CHANNELS_FIRST:
+        return t.is_contiguous()
+    fmt = _CHANNELS_LAST.get(t.dim())
+    if fmt is not None:
+        return t.is_contiguous(memory_format=fmt)
+    return layout in _layout_candidates(tuple(t.shape), t.stride())
+
 
 def layout_of(t: torch.Tensor) -> Layout:
     """The layout to compute ``t`` in: channels-last when its strides are (and not also
     channels-first, as with 1x1 spatial sizes), else channels-first."""
-    fits = _layout_candidates(tuple(t.shape), t.stride())
-    return fits[0] if fits else Layout.CHANNELS_FIRST
+    if t.is_contiguous():
+        return Layout.CHANNELS_FIRST
+    return Layout.CHANNELS_LAST if _is_dense(t, Layout.CHANNELS_LAST) else Layout.CHANNELS_FIRST
 
 
 def in_layout(t: torch.Tensor, layout: Layout) -> torch.Tensor:
     """``t`` dense in ``layout``: itself when it is, else a copy."""
-    if layout in _layout_candidates(tuple(t.shape), t.stride()):
+    if _is_dense(t, layout):
         return t
     order = _physical_order(t.dim(), layout)
     return t.permute(order).contiguous().permute(_inverse(order))
@@ -129,18 +151,47 @@ def _inverse(order: Sequence[int]) -> List[int]:
 
 # ------------------------------------------------------------ the passes
 
+_DTYPES = {torch.float32: DType.FLOAT32, torch.float64: DType.FLOAT64,
+           torch.float16: DType.FLOAT16, torch.bfloat16: DType.BFLOAT16}
+_shapes: Dict[tuple, Tuple[int, ...]] = {}
+
+
+def output_shape(desc: Conv, x: torch.Tensor, w: torch.Tensor) -> Tuple[int, ...]:
+    """desc.output_shape, remembered per descriptor and shapes."""
+    key = (desc, tuple(x.shape), tuple(w.shape))
+    shape = _shapes.get(key)
+    if shape is None:
+        shape = desc.output_shape(key[1], key[2])
+        if len(_shapes) >= 4096:
+            _shapes.clear()
+        _shapes[key] = shape
+    return shape
+
 
 class Pass:
-    """One call's context, layout and wrapped tensors."""
+    """One call's context and layout, and the handles of its tensors."""
 
     def __init__(self, like: torch.Tensor, math: Math, layout: Layout) -> None:
         self.ctx = context(like.device, math)
+        self.device = like.device
         self.layout = layout
 
-    def wrap(self, t: torch.Tensor, what: str) -> Tensor:
-        """A zero-copy libconv view of ``t`` (dense in the pass's layout); ``what`` names
-        it in error messages."""
-        return _from_dlpack(t.detach(), self.ctx, self.layout, what, writable=False)
+    def handle(self, t: torch.Tensor, what: str) -> _Handle:
+        """A libconv handle over ``t``'s memory (dense in the pass's layout); ``what``
+        names it in error messages. The caller keeps ``t`` alive during the call."""
+        dtype = _DTYPES.get(t.dtype)
+        if dtype is None or t.device != self.device:
+            # Refused below, in DLPack's words (dtype, device).
+            return _from_dlpack(t.detach(), self.ctx, self.layout, what, writable=False)._h
+        h, _, _ = _view_handle(self.ctx, t.data_ptr(), tuple(t.shape), tuple(t.stride()), dtype,
+                               self.layout, what)
+        return h
+
+    def run(self, fn: Any, desc: Conv, *handles: Optional[_Handle]) -> None:
+        """fn(context, descriptor, tensors..., workspace=None): a conv.h pass, with the
+        context's workspace pool."""
+        hc, hd = self.ctx._handle(), desc._handle()
+        fn(hc.ptr, hd.ptr, *[h.ptr if h is not None else None for h in handles], None)
 
 
 def forward(desc: Conv, x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor],
@@ -148,10 +199,12 @@ def forward(desc: Conv, x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tens
     """y = conv(x, w) + b on torch tensors; y in ``layout``."""
     x, w = in_layout(x, layout), in_layout(w, layout)
     p = Pass(x, math, layout)
-    y = empty(desc.output_shape(tuple(x.shape), tuple(w.shape)), x, layout)
-    bias = b.detach().contiguous() if b is not None else None
-    desc.forward(p.wrap(x, "input"), p.wrap(w, "weight"), bias, out=p.wrap(y, "output"),
-                 ctx=p.ctx)
+    y = empty(output_shape(desc, x, w), x, layout)
+    # The bias as a (1, K, 1...) tensor, dense in either layout.
+    bias = (b.detach().contiguous().view((1, -1) + (1,) * (x.dim() - 2))
+            if b is not None else None)
+    p.run(_C.conv_forward, desc, p.handle(x, "input"), p.handle(w, "weight"),
+          p.handle(bias, "bias") if bias is not None else None, p.handle(y, "output"))
     return y
 
 
@@ -161,8 +214,8 @@ def backward_data(desc: Conv, w: torch.Tensor, dy: torch.Tensor, x_shape: Sequen
     w, dy = in_layout(w, layout), in_layout(dy, layout)
     p = Pass(dy, math, layout)
     dx = empty(x_shape, dy, layout)
-    desc.backward_data(p.wrap(w, "weight"), p.wrap(dy, "grad_output"),
-                       out=p.wrap(dx, "grad_input"), ctx=p.ctx)
+    p.run(_C.conv_backward_data, desc, p.handle(w, "weight"), p.handle(dy, "grad_output"),
+          p.handle(dx, "grad_input"))
     return dx
 
 
@@ -174,9 +227,7 @@ def backward_filter(desc: Conv, x: torch.Tensor, dy: torch.Tensor, w_shape: Sequ
     p = Pass(x, math, layout)
     dw = empty(w_shape, x, layout)
     db = torch.empty(dy.shape[1], dtype=dy.dtype, device=dy.device) if bias else None
-    # db as a (1, K, 1...) Tensor: libconv's own type, so nothing waits for the GPU.
-    db_view = (p.wrap(db.view((1, -1) + (1,) * (dy.dim() - 2)), "grad_bias")
-               if db is not None else None)
-    desc.backward_filter(p.wrap(x, "input"), p.wrap(dy, "grad_output"),
-                         out=p.wrap(dw, "grad_weight"), bias_out=db_view, ctx=p.ctx)
+    db_view = db.view((1, -1) + (1,) * (dy.dim() - 2)) if db is not None else None
+    p.run(_C.conv_backward_filter, desc, p.handle(x, "input"), p.handle(dy, "grad_output"),
+          p.handle(dw, "grad_weight"), p.handle(db_view, "grad_bias") if db is not None else None)
     return dw, db

@@ -263,6 +263,7 @@ static PyObject *conv_py_handle_list(void **handles, int n, swig_type_info *type
 /* DLPack capsules (see pyglue.h); not part of conv.h. */
 %native(py_dlpack_export) PyObject *conv_py_dlpack_export(PyObject *self, PyObject *args);
 %native(py_dlpack_import) PyObject *conv_py_dlpack_import(PyObject *self, PyObject *args);
+%native(py_buffer_info) PyObject *conv_py_buffer_info(PyObject *self, PyObject *args);
 
 /* ------------------------------------------------------------- conv.h */
 

@@ -157,6 +157,43 @@ int conv_py_get_pointer(PyObject *obj, int writable, void **ptr, Py_buffer *view
     return 0;
 }
 
+PyObject *conv_py_buffer_info(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "O:py_buffer_info", &obj)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) < 0) return NULL;
+    PyObject *shape = PyTuple_New(view.ndim), *strides = NULL, *result = NULL;
+    int whole = view.itemsize > 0;
+    if (!shape) goto done;
+    for (int i = 0; i < view.ndim; i++) {
+        PyObject *d = PyLong_FromSsize_t(view.shape[i]);
+        if (!d) goto done;
+        PyTuple_SET_ITEM(shape, i, d);
+        if (whole && view.strides[i] % view.itemsize) whole = 0;
+    }
+    if (whole) {
+        strides = PyTuple_New(view.ndim);
+        if (!strides) goto done;
+        for (int i = 0; i < view.ndim; i++) {
+            PyObject *s = PyLong_FromSsize_t(view.strides[i] / view.itemsize);
+            if (!s) goto done;
+            PyTuple_SET_ITEM(strides, i, s);
+        }
+    } else {
+        Py_INCREF(Py_None);
+        strides = Py_None;
+    }
+    result = Py_BuildValue("(NOOsnO)", PyLong_FromVoidPtr(view.buf), shape, strides,
+                           view.format ? view.format : "B", view.itemsize,
+                           view.readonly ? Py_True : Py_False);
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* ====================================================== algorithm search */
 
 int conv_py_find_prepare(PyObject *capacity, conv_py_find_buffers *b) {

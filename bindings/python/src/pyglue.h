@@ -80,4 +80,12 @@ PyObject *conv_py_dlpack_export(PyObject *self, PyObject *args);
  * byte offset; `strides` is None for compact row-major. */
 PyObject *conv_py_dlpack_import(PyObject *self, PyObject *args);
 
+/* py_buffer_info(obj) -> (address, shape, strides in elements, format,
+ * itemsize, readonly) of a buffer-protocol object (a NumPy array), in one
+ * call: what wrapping an array reads, which from Python attributes cost
+ * several microseconds. Strides that are not whole elements come back as
+ * None (the caller's slow path words the error). Raises BufferError (or
+ * TypeError) for objects without a strided buffer. */
+PyObject *conv_py_buffer_info(PyObject *self, PyObject *args);
+
 #endif /* CONV_PYGLUE_H */

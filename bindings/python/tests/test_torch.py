@@ -19,6 +19,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import libconv  # noqa: E402
 import libconv.torch as lt  # noqa: E402
+from libconv import _libconv  # noqa: E402
 from libconv import _torch_bridge as bridge  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -272,10 +273,12 @@ def test_zero_copy_both_ways():
     assert layout == libconv.Layout.CHANNELS_LAST
     assert bridge.in_layout(x, layout) is x  # no copy of a tensor already in its layout
     p = bridge.Pass(x, libconv.Math.STRICT, layout)
-    assert p.wrap(x, "x").data_ptr == x.data_ptr()      # torch -> libconv: the same memory
+    h = p.handle(x, "x")
+    assert _libconv.conv_tensor_get_data(h.ptr) == x.data_ptr()  # torch -> libconv: same memory
+    assert p.handle(x, "x") is h  # handed over again: the context's cached handle
     y = bridge.empty((2, 6, 5, 5), x, layout)
-    t = p.wrap(y, "y")
-    assert t.data_ptr == y.data_ptr()             # libconv writes into torch's tensor
+    assert _libconv.conv_tensor_get_data(p.handle(y, "y").ptr) == y.data_ptr()  # written in place
+    t = libconv.Tensor.from_dlpack(y, ctx=p.ctx)
     back = torch.from_dlpack(t)                   # libconv -> torch: the same memory
     assert back.data_ptr() == y.data_ptr()
 

@@ -85,6 +85,53 @@ def test_source_array_stays_alive_after_caller_drops_it(ctx):
     assert alive() is None  # and nothing leaks once all are gone
 
 
+def test_memory_handed_over_again_reuses_the_contexts_handle(ctx):
+    # The cache of wrapped-memory handles: the same address, shape, strides
+    # and dtype give the same C handle; anything else a handle of its own.
+    a = np.zeros((2, 3, 4, 5), np.float32)
+    t1, t2 = libconv.Tensor(a, ctx=ctx), libconv.Tensor(a, ctx=ctx)
+    assert t1._handle() is t2._handle()
+    other = [libconv.Tensor(a.reshape(2, 3, 5, 4), ctx=ctx),                  # shape
+             libconv.Tensor(a.reshape(2, 4, 5, 3).transpose(0, 3, 1, 2), ctx=ctx),  # strides
+             libconv.Tensor(a[1:], ctx=ctx),                                   # address
+             libconv.Tensor(a.view(np.float16), ctx=ctx),                      # dtype
+             libconv.Tensor(a, ctx=libconv.Context("cpu"))]                    # context
+    assert all(t.data_ptr == a.ctypes.data for i, t in enumerate(other) if i != 2)
+    handles = {id(t._handle()) for t in other} | {id(t1._handle())}
+    assert len(handles) == len(other) + 1
+    # Read-only is the tensor's, not the handle's.
+    r = a.copy()
+    r.flags.writeable = False
+    ro = libconv.Tensor(r, ctx=ctx)
+    assert ro.readonly and not libconv.Tensor(a, ctx=ctx).readonly
+    with pytest.raises(libconv.InvalidArgumentError, match="read-only"):
+        libconv.Conv(2).forward(a, np.zeros((3, 3, 1, 1), np.float32), out=r, ctx=ctx)
+
+
+def test_the_handle_cache_keeps_no_memory_alive(ctx):
+    a = np.ones((1, 2, 3, 3), np.float32).view(Tracked)
+    alive = weakref.ref(a)
+    y = libconv.Conv(2).forward(a, np.ones((2, 2, 3, 3), np.float32), ctx=ctx)
+    assert y.shape == (1, 2, 1, 1) and np.all(y == 18)
+    t = libconv.Tensor(a, ctx=ctx)
+    del a, t
+    gc.collect()
+    assert alive() is None  # the cached handle does not hold the array
+
+
+def test_closing_a_context_drops_its_cached_handles():
+    c = libconv.Context("cpu")
+    a = np.ones((1, 2, 3, 3), np.float32)
+    h = libconv.Tensor(a, ctx=c)._handle()
+    ref = weakref.ref(h)
+    del h
+    gc.collect()
+    assert ref() is not None  # cached
+    c.close()
+    gc.collect()
+    assert ref() is None
+
+
 def test_owned_tensor_memory_outlives_close_through_views(ctx):
     t = libconv.Tensor.zeros((1, 2, 3, 3), "float64", ctx=ctx)
     v = t.numpy()
