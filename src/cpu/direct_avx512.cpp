@@ -263,6 +263,10 @@ void pack_weights(const Shape &s, const T *w, T *packed, ThreadPool &pool, int t
 // cost as much as the copy.
 template <class T>
 void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
+#if CONV_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>)
+        if (s.sw == 1 && ps == 1 && cpu_isa() == Isa::avx512) return pad_channel_avx512(s, src, out);
+#endif
     for (int64_t p = 0; p < s.sw; ++p) {
         const int64_t first = p - s.left;  // source column of j = 0
         int64_t lo = first >= 0 ? 0 : ceil_div(-first, s.sw);
@@ -287,6 +291,27 @@ void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
         }
     }
 }
+
+#if CONV_HAVE_AVX512_KERNELS
+// pad_channel for a unit-stride row of a channels-first fp32 source: each
+// 16 columns of a padded row in one masked load (lanes outside the source
+// row masked off, which does not fault) and one store.
+CONV_TARGET_AVX512 void pad_channel_avx512(const Shape &s, const float *src, float *out) {
+    const int64_t lo = std::clamp<int64_t>(s.left, 0, s.wq);
+    const int64_t hi = std::clamp<int64_t>(s.ws + s.left, lo, s.wq);
+    for (int64_t i = 0; i < s.hp; ++i) {
+        float *row = out + i * s.wq;
+        const int64_t sr = i - s.top;
+        const bool inside = sr >= 0 && sr < s.hs;
+        const float *in = src + (inside ? sr * s.ws : 0);  // column j reads in[j - left]
+        for (int64_t j = 0; j < s.wq; j += kLanes) {
+            const __mmask16 take = inside ? lane_range(lo - j, hi - j) : 0;
+            const __m512 v = _mm512_maskz_loadu_ps(take, in + (j - s.left));
+            _mm512_mask_storeu_ps(row + j, first_lanes(s.wq - j), v);
+        }
+    }
+}
+#endif
 
 template <class T>
 void pad_source(const Shape &s, const T *src, T *source, ThreadPool &pool, int threads) {
@@ -463,23 +488,33 @@ void store_portable(const Shape &s, const Item &it, const T *sums, T *dst, const
 // gathered out of the sums (16 at a time, `width` apart) into one row store.
 CONV_TARGET_AVX512 void store_rows_avx512(const Shape &s, const Item &it, const float *sums,
                                           float *dst, const float *bias, bool relu) {
+    // 16 positions x 16 channels of the sums at a time, transposed in
+    // registers, so that a channel's positions leave in one store: a gather
+    // per channel and row cost 4x as much, a quarter of the time on 8x8
+    // planes (small CNNs).
     const int64_t plane = s.hdst * s.wdst;
-    const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-                                                                11, 12, 13, 14, 15),
-                                             _mm512_set1_epi32((int)it.width));
     const __m512 zero = _mm512_setzero_ps();
-    for (int64_t m = 0; m < it.valid; ++m) {
-        const int64_t ch = it.m0 + m;
-        const __m512 b = _mm512_set1_ps(bias ? bias[ch] : 0.0f);
-        for (int64_t r = 0; r < it.rows; ++r) {
-            float *row = dst + ch * plane + (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.ow0;
-            const float *in = sums + r * it.len * it.width + m;
+    for (int64_t r = 0; r < it.rows; ++r) {
+        float *rows = dst + (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.ow0;
+        for (int64_t m0 = 0; m0 < it.valid; m0 += kLanes) {
+            const int64_t chans = std::min<int64_t>(kLanes, it.valid - m0);
             for (int64_t j = 0; j < it.len; j += kLanes) {
-                __mmask16 keep = first_lanes(it.len - j);
-                __m512 v = _mm512_mask_i32gather_ps(zero, keep, index, in + j * it.width, 4);
-                v = _mm512_add_ps(v, b);
-                if (relu) v = _mm512_max_ps(zero, v);  // NaN stays NaN (the second operand)
-                _mm512_mask_storeu_ps(row + j, keep, v);
+                const int64_t n = std::min<int64_t>(kLanes, it.len - j);
+                const __mmask16 keep = first_lanes(n);
+                const float *in = sums + (r * it.len + j) * it.width + m0;
+                __m512 v[16];
+#pragma GCC unroll 16
+                for (int p = 0; p < 16; ++p) v[p] = p < n ? _mm512_load_ps(in + p * it.width) : zero;
+                transpose16(v);
+#pragma GCC unroll 16
+                for (int c = 0; c < 16; ++c) {
+                    if (c < chans) {
+                        const int64_t ch = it.m0 + m0 + c;
+                        __m512 x = _mm512_add_ps(v[c], _mm512_set1_ps(bias ? bias[ch] : 0.0f));
+                        if (relu) x = _mm512_max_ps(zero, x);  // NaN stays NaN (the second operand)
+                        _mm512_mask_storeu_ps(rows + ch * plane + j, keep, x);
+                    }
+                }
             }
         }
     }
