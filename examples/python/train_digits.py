@@ -12,7 +12,8 @@ Run from the build tree:
     PYTHONPATH=build/bindings/python python3 examples/python/train_digits.py
 Options: --epochs N, --plot PATH, --math MODE (libconv's accuracy mode:
 strict, the default, or default/fast, which allow Winograd), --time-convs
-REPS (times the model's convolutions, forward and backward, under both).
+REPS (times the model's convolutions, forward and backward, under both),
+--time-steps REPS (times whole training steps of both, interleaved).
 """
 
 import argparse
@@ -109,6 +110,26 @@ def time_convolutions(torch_model, libconv_model, batch, reps):
     return out
 
 
+def time_steps(models, data, batch_size, reps):
+    """Median milliseconds of one whole training step (forward, loss, backward, SGD
+    update) per model, the models' steps interleaved so that both see the same
+    moments of a busy machine."""
+    xtr, ytr = data[0][:batch_size], data[1][:batch_size]
+    opts = {name: torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+            for name, m in models.items()}
+    times = {name: [] for name in models}
+    for rep in range(reps + 5):  # 5 warm-up steps each
+        for name, model in models.items():
+            t0 = time.perf_counter()
+            loss = F.cross_entropy(model(xtr), ytr)
+            opts[name].zero_grad()
+            loss.backward()
+            opts[name].step()
+            if rep >= 5:
+                times[name].append(1e3 * (time.perf_counter() - t0))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def plot(histories, path):
     import matplotlib
 
@@ -137,6 +158,9 @@ def main(argv=None):
                     help="libconv's math mode (default: strict, as libconv.torch's)")
     ap.add_argument("--time-convs", type=int, default=0, metavar="REPS",
                     help="also time the convolutions (forward + backward, median of REPS)")
+    ap.add_argument("--time-steps", type=int, default=0, metavar="REPS",
+                    help="also time whole training steps, the two models interleaved "
+                         "(median of REPS)")
     args = ap.parse_args(argv)
 
     data = load_data(args.seed)
@@ -161,6 +185,13 @@ def main(argv=None):
         ms = time_convolutions(torch_model, libconv_model, data[0][:args.batch_size], args.time_convs)
         print("convolutions, forward + backward of a batch of %d (median of %d): torch.nn %.3f ms, "
               "libconv %.3f ms" % (args.batch_size, args.time_convs, ms["torch.nn"], ms["libconv"]))
+    if args.time_steps:
+        ms = time_steps({"torch.nn": torch_model, "libconv": libconv_model}, data,
+                        args.batch_size, args.time_steps)
+        print("training step (forward, loss, backward, SGD) on a batch of %d (median of %d, "
+              "interleaved): torch.nn %.3f ms, libconv %.3f ms, ratio %.2f" % (
+                  args.batch_size, args.time_steps, ms["torch.nn"], ms["libconv"],
+                  ms["libconv"] / ms["torch.nn"]))
 
 
 if __name__ == "__main__":

@@ -335,11 +335,17 @@ public:
     }
     // The portable loops below are made for one output channel per input
     // channel. With a channel multiplier that the AVX-512 kernels do not
-    // cover (a one-channel input is depthwise too: MNIST's 1->32 and
-    // LeNet-5's 1->6 5x5) they ran at 0.1-3 GFLOP/s, batch 32, 1 thread,
-    // against 5-25 for the GEMM solvers (convbench --suite small).
+    // cover they ran at 0.1-3 GFLOP/s, batch 32, 1 thread, against 5-25 for
+    // the GEMM solvers (convbench --suite small). A one-channel input is
+    // "depthwise" too (groups == C == 1: MNIST's 1->32, LeNet-5's 1->6 5x5,
+    // the digits example's 1->16); there the AVX-512 kernels keep forward
+    // and backward-data (1->16 on 8x8, batch 32, interleaved: 0.034-0.058 vs
+    // direct_avx512's 0.067-0.075 ms and im2col's 0.094), but the direct
+    // kernel's backward-filter wins (0.045 vs 0.055-0.109 ms; 1->32 on 28x28
+    // 0.59 vs 0.91-0.98).
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return true;
+        if (g.c == 1 && g.k > 1 && op == CONV_OP_BACKWARD_FILTER) return false;
         return g.k == g.c || dw_avx512_covers(g, op);
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
