@@ -89,7 +89,9 @@ def train(name, model, data, epochs, batch_size, seed):
 
 
 def time_convolutions(torch_model, libconv_model, batch, reps):
-    """Median milliseconds of the convolutions' forward + backward on one batch, per model."""
+    """Median milliseconds of the convolutions' forward + backward on one batch, per
+    model, the models' runs interleaved so that both see the same moments of a busy
+    machine."""
     def run(model):
         convs = [m for m in model if isinstance(m, torch.nn.Conv2d)]
         x = batch.clone().requires_grad_()
@@ -97,17 +99,15 @@ def time_convolutions(torch_model, libconv_model, batch, reps):
         y = convs[1](h)
         y.backward(torch.ones_like(y))
 
-    out = {}
-    for name, model in (("torch.nn", torch_model), ("libconv", libconv_model)):
-        for _ in range(3):
-            run(model)  # warm-up: plans, workspaces, caches
-        times = []
-        for _ in range(reps):
+    models = {"torch.nn": torch_model, "libconv": libconv_model}
+    times = {name: [] for name in models}
+    for rep in range(reps + 3):  # 3 warm-up runs each: plans, workspaces, caches
+        for name, model in models.items():
             t0 = time.perf_counter()
             run(model)
-            times.append(1e3 * (time.perf_counter() - t0))
-        out[name] = statistics.median(times)
-    return out
+            if rep >= 3:
+                times[name].append(1e3 * (time.perf_counter() - t0))
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def time_steps(models, data, batch_size, reps):
@@ -183,8 +183,10 @@ def main(argv=None):
 
     if args.time_convs:
         ms = time_convolutions(torch_model, libconv_model, data[0][:args.batch_size], args.time_convs)
-        print("convolutions, forward + backward of a batch of %d (median of %d): torch.nn %.3f ms, "
-              "libconv %.3f ms" % (args.batch_size, args.time_convs, ms["torch.nn"], ms["libconv"]))
+        print("convolutions, forward + backward of a batch of %d (median of %d, interleaved): "
+              "torch.nn %.3f ms, libconv %.3f ms, ratio %.2f" % (
+                  args.batch_size, args.time_convs, ms["torch.nn"], ms["libconv"],
+                  ms["libconv"] / ms["torch.nn"]))
     if args.time_steps:
         ms = time_steps({"torch.nn": torch_model, "libconv": libconv_model}, data,
                         args.batch_size, args.time_steps)
