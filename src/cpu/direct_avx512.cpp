@@ -699,17 +699,20 @@ public:
         if ((op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg()) < 16) return false;
         if (g.kernel_size() == 1) return false;
         if (op == CONV_OP_BACKWARD_FILTER) return filter_competitive(g);
-        // Small CNNs (convbench --suite small, batch 32, 1 thread): with 16
-        // destination channels, or 32 in forward, im2col's unfold is paid over
-        // few outputs and implicit_gemm's sums are short. CIFAR ResNet-20's
-        // 16->16 3x3 on 32x32: 46-51 GFLOP/s vs im2col 25 and implicit_gemm
-        // 43-44; 32->32 on 16x16 forward 64-74 vs implicit_gemm 55 (its
-        // backward-data even, left there). Forward from few source channels
-        // too: 3->16 on 32x32 0.75 vs im2col 1.12 ms.
+        // Small CNNs (convbench --suite small, batch 32, 1 thread): with up
+        // to 32 destination channels im2col's unfold is paid over few outputs
+        // and implicit_gemm's sums are short. CIFAR ResNet-20's 16->16 3x3 on
+        // 32x32: 46-51 GFLOP/s vs im2col 25 and implicit_gemm 43-44; 32->32
+        // on 16x16 forward 64-74 vs implicit_gemm 55, backward-data 2.1-2.2
+        // vs 3.0 ms (interleaved, 3 rounds); MNIST's 32->64 on 26x26
+        // backward-data 11.2 vs im2col 11.3-12 and implicit_gemm 13.9.
+        // Forward from few source channels too: 3->16 on 32x32 0.75 vs
+        // im2col 1.12 ms; backward-data onto 6 channels (LeNet-5) stays with
+        // implicit_gemm (0.86 vs 1.06-1.11 ms).
         const int64_t dst = op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg();
         const int64_t src = op == CONV_OP_BACKWARD_DATA ? g.kg() : g.cg();
-        if (g.layout == CONV_LAYOUT_CHANNELS_FIRST &&
-            ((op == CONV_OP_FORWARD && dst <= 32) || (dst <= 16 && src >= 16)))
+        if (g.layout == CONV_LAYOUT_CHANNELS_FIRST && dst <= 32 &&
+            (op == CONV_OP_FORWARD || src >= 16))
             return true;
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
             return op == CONV_OP_FORWARD ? g.out_size() >= 56 * 56
