@@ -16,19 +16,27 @@ struct Run {
     int64_t off, count, in_row, iw0, lo, hi;
 };
 
-// Calls fn(Run) for the positions [p0, p1) and kernel offset (kd, kh, kw).
-// The positions are walked row by row without dividing (small planes have
-// many short runs, where four divisions a run cost more than the copy).
+// Output position p0 as (od, oh, ow): worked out once per tile, not per tap.
+struct Start {
+    int64_t p0, od, oh, ow;
+    Start(const ConvGeometry &g, int64_t p)
+        : p0(p), od(p / (g.out[1] * g.out[2])), oh(p / g.out[2] % g.out[1]), ow(p % g.out[2]) {}
+};
+
+// Calls fn(Run) for the positions [start.p0, p1) and kernel offset (kd, kh,
+// kw). The positions are walked row by row without dividing (small planes
+// have many short runs, where four divisions a run cost more than the copy).
 template <class F>
-void for_each_run(const ConvGeometry &g, int64_t kd, int64_t kh, int64_t kw, int64_t p0, int64_t p1,
-                  F &&fn) {
+void for_each_run(const ConvGeometry &g, int64_t kd, int64_t kh, int64_t kw, const Start &start,
+                  int64_t p1, F &&fn) {
     const int64_t O1 = g.out[1], O2 = g.out[2];
     const int64_t I0 = g.in[0], I1 = g.in[1], I2 = g.in[2];
     const int64_t s2 = g.stride[2];
     const int64_t d_off = kd * g.dilation[0] - g.pad_begin[0];
     const int64_t h_off = kh * g.dilation[1] - g.pad_begin[1];
     const int64_t w_off = kw * g.dilation[2] - g.pad_begin[2];
-    int64_t od = p0 / (O1 * O2), oh = (p0 / O2) % O1, ow = p0 % O2;
+    const int64_t p0 = start.p0;
+    int64_t od = start.od, oh = start.oh, ow = start.ow;
     for (int64_t p = p0; p < p1; ow = 0) {
         Run r;
         r.off = p - p0;
@@ -87,13 +95,14 @@ template <class T>
 void im2col_tile(const ConvGeometry &g, const T *x, int64_t c0, int64_t c1, int64_t p0, int64_t p1,
                  T *col) {
     const int64_t ld = p1 - p0, in_size = g.in_size(), s2 = g.stride[2];
+    const Start start(g, p0);
     T *row = col;
     for (int64_t c = c0; c < c1; ++c) {
         const T *xc = x + c * in_size;
         for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
             for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
                 for (int64_t kw = 0; kw < g.kernel[2]; ++kw, row += ld)
-                    for_each_run(g, kd, kh, kw, p0, p1, [&](const Run &r) {
+                    for_each_run(g, kd, kh, kw, start, p1, [&](const Run &r) {
                         T *dst = row + r.off;
                         if (r.in_row < 0) {
                             std::fill(dst, dst + r.count, T(0));
@@ -114,13 +123,14 @@ template <class T>
 void col2im_tile_add(const ConvGeometry &g, const T *col, int64_t c0, int64_t c1, int64_t p0,
                      int64_t p1, T *dx) {
     const int64_t ld = p1 - p0, in_size = g.in_size(), s2 = g.stride[2];
+    const Start start(g, p0);
     const T *row = col;
     for (int64_t c = c0; c < c1; ++c) {
         T *dxc = dx + c * in_size;
         for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
             for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
                 for (int64_t kw = 0; kw < g.kernel[2]; ++kw, row += ld)
-                    for_each_run(g, kd, kh, kw, p0, p1, [&](const Run &r) {
+                    for_each_run(g, kd, kh, kw, start, p1, [&](const Run &r) {
                         if (r.in_row < 0) return;
                         const T *src = row + r.off;
                         T *dst = dxc + r.in_row + r.iw0;
