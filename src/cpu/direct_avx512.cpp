@@ -299,15 +299,19 @@ void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
 CONV_TARGET_AVX512 void pad_channel_avx512(const Shape &s, const float *src, float *out) {
     const int64_t lo = std::clamp<int64_t>(s.left, 0, s.wq);
     const int64_t hi = std::clamp<int64_t>(s.ws + s.left, lo, s.wq);
+    const int64_t first = lo - s.left;  // the source column that lands at `lo`
+    const __m512 zero = _mm512_setzero_ps();
     for (int64_t i = 0; i < s.hp; ++i) {
         float *row = out + i * s.wq;
+        for (int64_t j = 0; j < s.wq; j += kLanes) _mm512_mask_storeu_ps(row + j, first_lanes(s.wq - j), zero);
         const int64_t sr = i - s.top;
-        const bool inside = sr >= 0 && sr < s.hs;
-        const float *in = src + (inside ? sr * s.ws : 0);  // column j reads in[j - left]
-        for (int64_t j = 0; j < s.wq; j += kLanes) {
-            const __mmask16 take = inside ? lane_range(lo - j, hi - j) : 0;
-            const __m512 v = _mm512_maskz_loadu_ps(take, in + (j - s.left));
-            _mm512_mask_storeu_ps(row + j, first_lanes(s.wq - j), v);
+        if (sr < 0 || sr >= s.hs) continue;
+        // Loads start at the source row's first used column: no lane before
+        // it (masked-off lanes before a row cost a split load each).
+        const float *in = src + sr * s.ws + first;
+        for (int64_t j = 0; j < hi - lo; j += kLanes) {
+            const __mmask16 m = first_lanes(hi - lo - j);
+            _mm512_mask_storeu_ps(row + lo + j, m, _mm512_maskz_loadu_ps(m, in + j));
         }
     }
 }
