@@ -88,10 +88,22 @@ def train(name, model, data, epochs, batch_size, seed):
     return history
 
 
+def interleaved_medians(runs, reps, warmup):
+    """Median milliseconds of each of ``runs`` (name -> callable), their calls
+    interleaved (one of each in turn) so that all see the same moments of a busy
+    machine; the first ``warmup`` rounds are not timed (plans, workspaces, caches)."""
+    times = {name: [] for name in runs}
+    for rep in range(warmup + reps):
+        for name, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            if rep >= warmup:
+                times[name].append(1e3 * (time.perf_counter() - t0))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def time_convolutions(torch_model, libconv_model, batch, reps):
-    """Median milliseconds of the convolutions' forward + backward on one batch, per
-    model, the models' runs interleaved so that both see the same moments of a busy
-    machine."""
+    """Median milliseconds of the convolutions' forward + backward on one batch, per model."""
     def run(model):
         convs = [m for m in model if isinstance(m, torch.nn.Conv2d)]
         x = batch.clone().requires_grad_()
@@ -99,35 +111,26 @@ def time_convolutions(torch_model, libconv_model, batch, reps):
         y = convs[1](h)
         y.backward(torch.ones_like(y))
 
-    models = {"torch.nn": torch_model, "libconv": libconv_model}
-    times = {name: [] for name in models}
-    for rep in range(reps + 3):  # 3 warm-up runs each: plans, workspaces, caches
-        for name, model in models.items():
-            t0 = time.perf_counter()
-            run(model)
-            if rep >= 3:
-                times[name].append(1e3 * (time.perf_counter() - t0))
-    return {name: statistics.median(t) for name, t in times.items()}
+    return interleaved_medians({"torch.nn": lambda: run(torch_model),
+                                "libconv": lambda: run(libconv_model)}, reps, warmup=3)
 
 
 def time_steps(models, data, batch_size, reps):
     """Median milliseconds of one whole training step (forward, loss, backward, SGD
-    update) per model, the models' steps interleaved so that both see the same
-    moments of a busy machine."""
+    update) per model."""
     xtr, ytr = data[0][:batch_size], data[1][:batch_size]
-    opts = {name: torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
-            for name, m in models.items()}
-    times = {name: [] for name in models}
-    for rep in range(reps + 5):  # 5 warm-up steps each
-        for name, model in models.items():
-            t0 = time.perf_counter()
+
+    def stepper(model):
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+        def step():
             loss = F.cross_entropy(model(xtr), ytr)
-            opts[name].zero_grad()
+            opt.zero_grad()
             loss.backward()
-            opts[name].step()
-            if rep >= 5:
-                times[name].append(1e3 * (time.perf_counter() - t0))
-    return {name: statistics.median(t) for name, t in times.items()}
+            opt.step()
+        return step
+
+    return interleaved_medians({name: stepper(m) for name, m in models.items()}, reps, warmup=5)
 
 
 def plot(histories, path):

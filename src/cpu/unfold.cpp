@@ -79,7 +79,8 @@ inline int64_t tap_offset(const ConvGeometry &g, int64_t od, int64_t oh, int64_t
 template <class F>
 void for_each_position(const ConvGeometry &g, int64_t p0, int64_t p1, F &&fn) {
     const int64_t O1 = g.out[1], O2 = g.out[2];
-    int64_t od = p0 / (O1 * O2), oh = (p0 / O2) % O1, ow = p0 % O2;
+    const Start start(g, p0);
+    int64_t od = start.od, oh = start.oh, ow = start.ow;
     for (int64_t p = p0; p < p1; ++p) {
         fn(p - p0, od, oh, ow);
         if (++ow == O2) {

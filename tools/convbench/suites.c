@@ -144,7 +144,7 @@ static const cb_layer wavenet[] = {
  * libconv.torch's digits example (examples/python/train_digits.py, 8x8),
  * PyTorch's MNIST example (28x28, unpadded), LeNet-5 (32x32, 5x5) and the
  * CIFAR-10 ResNet-20 of He et al. (32x32; option-A shortcuts, no projection
- * convolutions). 12 rows, 27 convolutions. */
+ * convolutions). 12 rows, 25 convolutions. */
 static const cb_layer small[] = {
     CONV2D("digits1", 1, 16, 8, 3, 1, 1, 1, 1),
     CONV2D("digits2", 16, 32, 8, 3, 1, 1, 1, 1),

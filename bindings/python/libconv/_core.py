@@ -1035,29 +1035,27 @@ def _from_numpy(a: np.ndarray, ctx: Optional[Context], layout: Optional[Layout],
     ctx = ctx or default_context()
     # The usual array in one C call (py_buffer_info); anything else -- other
     # dtypes, byte orders, strides that are not whole elements, bfloat16 --
-    # through the checks below, which word the errors.
+    # read from NumPy's attributes, whose checks word the errors.
     try:
         address, shape, strides, fmt, _, readonly = _C.py_buffer_info(a)
     except (BufferError, TypeError, ValueError):
-        fmt = None
-    dtype = _BUFFER_FORMATS.get(fmt) if fmt is not None and strides is not None else None
-    if dtype is not None:
-        if writable and readonly:
-            raise InvalidArgumentError("%s is a read-only array but is written" % what)
-        _check_device(ctx, Device.CPU, 0, what)
-        h, meta, device = _view_handle(ctx, address, shape, strides, dtype, layout, what)
-        return Tensor._view(h, ctx, readonly, meta, device, a)
-    dtype = _dtype_from_numpy(a.dtype, what)
-    if writable and not a.flags.writeable:
+        fmt = strides = None
+    dtype = _BUFFER_FORMATS.get(fmt) if strides is not None else None
+    if dtype is None:
+        dtype = _dtype_from_numpy(a.dtype, what)
+        address, shape = a.__array_interface__["data"][0], tuple(int(d) for d in a.shape)
+        readonly, strides = not a.flags.writeable, None
+    if writable and readonly:
         raise InvalidArgumentError("%s is a read-only array but is written" % what)
     _check_device(ctx, Device.CPU, 0, what)
-    item = a.itemsize
-    if any(s % item for s in a.strides):
-        raise InvalidArgumentError("%s: strides %s are not multiples of the element size %d"
-                                   % (what, a.strides, item))
-    strides = tuple(s // item for s in a.strides)
-    return _wrap_memory(ctx, a.__array_interface__["data"][0], a.shape, strides, dtype, layout,
-                        a, not a.flags.writeable, what)
+    if strides is None:
+        item = a.itemsize
+        if any(s % item for s in a.strides):
+            raise InvalidArgumentError("%s: strides %s are not multiples of the element size %d"
+                                       % (what, a.strides, item))
+        strides = tuple(s // item for s in a.strides)
+    h, meta, device = _view_handle(ctx, address, shape, strides, dtype, layout, what)
+    return Tensor._view(h, ctx, readonly, meta, device, a)
 
 
 def _is_capsule(obj: Any) -> bool:
