@@ -452,7 +452,9 @@ CONV_API conv_status_t conv_context_get_workspace_limit(conv_context_t ctx, size
  * (<isa>)" -- isa is "avx512+amx", "avx512" or "baseline", the vector and
  * tile instructions the CPU kernels use (capped by the environment variable
  * CONV_CPU_ISA=avx512 or baseline; "avx512+amx-emulated" under
- * CONV_CPU_AMX=emulate, a test mode) --
+ * CONV_CPU_AMX=emulate, a test mode), then "+jit" where kernels are
+ * generated at run time for each problem (AVX-512 builds with Xbyak, unless
+ * the environment variable CONV_CPU_JIT=0) --
  * or "cuda <GPU name> sm_<cc> cudnn <version> cudart <version>". Writes at
  * most `capacity` bytes, NUL included (truncating). */
 CONV_API conv_status_t conv_context_get_device_name(conv_context_t ctx, char *name,

@@ -6,7 +6,8 @@
 #   scripts/deps.sh all [PACKAGE...]     that, and what the tests need
 #                                        (scripts/test.sh); the default
 # The sets:
-#   build:     cmake ninja g++ pkg-config libopenblas-dev
+#   build:     cmake ninja g++ pkg-config libopenblas-dev libxbyak-dev (header-only:
+#              the run-time code generator, src/cpu/jit)
 #   tests:     libcmocka-dev; make, abigail-tools, dpkg-dev, file, lintian and gfortran for
 #              the install/ABI/package tests (OpenBLAS's static link names -lgfortran)
 #   bindings:  swig; default-jdk-headless and junit4 (Java); the Python side's pip
@@ -30,7 +31,7 @@ case "${1:-}" in
 build | all) set_name="$1"; shift ;;
 esac
 
-packages=(cmake ninja-build g++ pkg-config libopenblas-dev)
+packages=(cmake ninja-build g++ pkg-config libopenblas-dev libxbyak-dev)
 if [ "$set_name" = all ]; then
   packages+=(make libcmocka-dev abigail-tools dpkg-dev file lintian gfortran
              swig default-jdk-headless junit4

@@ -224,7 +224,7 @@ static void test_prepared_weights(void **state)
      * one (CONV_CPU_ISA=baseline) has nothing to prepare and reads w. */
     char device[256];
     assert_ok(conv_context_get_device_name(ctx, device, sizeof device));
-    assert_int_equal(prepared, strstr(device, "(avx512)") ? 1 : 0);
+    assert_int_equal(prepared, strstr(device, "(avx512") ? 1 : 0);
 
     tu_fill_nan(&c.y);
     assert_ok(execute(plan, &c, CONV_OP_FORWARD));
@@ -608,7 +608,7 @@ static void test_auto_workspace_bound(void **state)
     assert_ok(conv_plan_get_solver_name(plan, &name));
     char device[256];
     assert_ok(conv_context_get_device_name(ctx, device, sizeof device));
-    if (strstr(device, "(avx512)") && !(isa && strcmp(isa, "baseline") == 0))
+    if (strstr(device, "(avx512") && !(isa && strcmp(isa, "baseline") == 0))
         assert_string_equal(name, "winograd_4x4_3x3");
     conv_plan_destroy(plan);
     /* And random problems, every pass. */

@@ -40,8 +40,10 @@
 // Without AVX-512, or in float64, the same tiles run through portable C++.
 #include <array>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "core/checked.h"
 #include "core/dtype.h"
@@ -49,6 +51,8 @@
 #include "cpu/avx512.h"
 #include "cpu/direct_avx512.h"
 #include "cpu/isa.h"
+#include "cpu/jit/direct_tile.h"
+#include "cpu/jit/jit.h"
 
 namespace conv::cpu {
 namespace {
@@ -86,6 +90,7 @@ struct Shape {
     int64_t rstep;           // padded elements from one destination row (of a phase) to the next
     int64_t dvec;            // destination vectors per group: ceil(cdg / 16)
     int64_t wvec;            // packed weights of one vector: csg * taps * 16
+    bool generated;          // tiles generated for the problem (float, jit::enabled())
     int nv, ur;              // the register tile: channel vectors x positions
     int64_t seg, rows;       // a work item: up to `rows` rows of `seg` positions
     int64_t cblock;          // source channels summed per pass over an item
@@ -152,6 +157,7 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     s.plane = checked_mul(checked_mul(s.hp, s.sw, "workspace"), s.wq, "workspace");
     s.dvec = ceil_div(s.cdg, kLanes);
     s.wvec = checked_mul(checked_mul(s.csg, s.taps, "workspace"), kLanes, "workspace");
+    s.generated = es == sizeof(float) && jit::enabled();
     choose_tile(s);
     const int64_t width = s.nv * kLanes;
     s.seg = s.wd * width <= kItemSums ? s.wd : kItemSums / (width * s.ur) * s.ur;
@@ -547,6 +553,58 @@ bool packs_per_item(const Shape &s, int threads) {
     return ceil_div(s.dvec, s.nv) * s.groups >= 2 * threads;
 }
 
+// The generated tiles one call runs: per phase, per (vectors, positions) its
+// items meet -- the full tile, the last channel block's and each row
+// segment's remainder. Null entries run the compiled tiles.
+class GeneratedTiles {
+public:
+    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len) : s_(s) {
+        if (!s.generated) return;
+        const int64_t phases = s.fh * s.fw;
+        fn_.assign(phases * kMaxVectors * kMaxPositions, nullptr);
+        const int64_t kblocks = ceil_div(s.dvec, s.nv);
+        const int nvs[2] = {s.nv, (int)(s.dvec - (kblocks - 1) * s.nv)};
+        for (int64_t p = 0; p < phases; ++p) {
+            const int64_t ph = p / s.fw, pw = p % s.fw;
+            const int64_t wj = s.wdst > pw ? ceil_div(s.wdst - pw, s.fw) : 0;
+            if (s.hdst <= ph || wj == 0) continue;
+            jit::DirectTileSpec spec;
+            spec.channel_x = s.plane, spec.channel_w = s.taps * kLanes, spec.vector_w = s.wvec;
+            const int64_t per_channel = phase_len ? phase_steps_count(s, ph, pw) : 0;
+            for (int64_t j = 0; j < per_channel; ++j) {
+                spec.tap_x.push_back(steps[p * phase_len + j].x);
+                spec.tap_w.push_back(steps[p * phase_len + j].w);
+            }
+            // Row segments of seg positions and the last one; in each, tiles
+            // of ur and the remainder.
+            const int64_t lens[2] = {std::min(s.seg, wj), wj - (ceil_div(wj, s.seg) - 1) * s.seg};
+            for (int nv : nvs)
+                for (int64_t len : lens)
+                    for (int64_t ur : {std::min<int64_t>(s.ur, len), len % s.ur}) {
+                        if (ur == 0) continue;
+                        auto &slot = fn_[at(p, nv, (int)ur)];
+                        if (slot) continue;
+                        spec.nv = nv, spec.ur = (int)ur;
+                        if (auto k = jit::direct_tile(spec)) {
+                            slot = k->fn();
+                            held_.push_back(std::move(k));
+                        }
+                    }
+        }
+    }
+    jit::DirectTileFn get(int64_t p, int nv, int ur) const {
+        return fn_.empty() ? nullptr : fn_[at(p, nv, ur)];
+    }
+
+private:
+    size_t at(int64_t p, int nv, int ur) const {
+        return (size_t)((p * kMaxVectors + nv - 1) * kMaxPositions + ur - 1);
+    }
+    const Shape &s_;
+    std::vector<jit::DirectTileFn> fn_;
+    std::vector<std::shared_ptr<const jit::DirectTileKernel>> held_;  // alive for the call
+};
+
 template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
@@ -564,6 +622,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const int64_t phases = s.fh * s.fw, phase_len = s.cblock * s.taps;
     Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
     for (int64_t p = 0; p < phases; ++p) phase_steps(s, p / s.fw, p % s.fw, steps + p * phase_len);
+    const GeneratedTiles generated(s, steps, phase_len);
     T *source = reinterpret_cast<T *>(base + s.source_at);
     pad_source(s, static_cast<const T *>(s.backward ? args.y : args.x), source, pool, threads);
 
@@ -597,14 +656,19 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         const Step *phase = steps + p * phase_len;
         const int64_t per_channel = phase_len ? phase_steps_count(s, it.ph, it.pw) : 0;
         for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
-            Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, phase,
-                   std::min(s.cblock, s.csg - c0) * per_channel, nullptr,
+            const int64_t channels = std::min(s.cblock, s.csg - c0);
+            Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, phase, channels * per_channel, nullptr,
                    c0 == 0 ? Mode::fresh : args.strict ? Mode::partial : Mode::running};
             for (int64_t r = 0; r < it.rows; ++r)
                 for (int64_t j = 0; j < it.len; j += s.ur) {
                     t.x = x + c0 * s.plane + (it.oh0 + r) * s.rstep + it.ow0 + j;
                     t.out = sums + (r * it.len + j) * it.width;
-                    run_tile<T>(t, nv, (int)std::min<int64_t>(s.ur, it.len - j));
+                    const int ur = (int)std::min<int64_t>(s.ur, it.len - j);
+                    if (jit::DirectTileFn fn = generated.get(p, nv, ur))
+                        fn(reinterpret_cast<const float *>(t.x), reinterpret_cast<const float *>(t.w),
+                           channels, reinterpret_cast<float *>(t.out), (int64_t)t.mode);
+                    else
+                        run_tile<T>(t, nv, ur);
                 }
         }
         store_item(s, it, sums, dst + n * dst_image + gi * s.cdg * (s.last ? 1 : plane),

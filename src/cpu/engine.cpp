@@ -19,6 +19,7 @@
 #include "cpu/blas.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
+#include "cpu/jit/jit.h"
 
 namespace conv::cpu {
 namespace {
@@ -204,10 +205,12 @@ public:
     // The ISA too: a choice timed with AVX-512 kernels is not one for the
     // portable ones (CONV_CPU_ISA=baseline).
     // And the tiles: the brgemm solvers' bf16 and fast-fp32 work runs on them.
+    // And whether kernels are generated (cpu/jit): they time differently.
     std::string device_signature(const DeviceRuntime *) const override {
         const TileBackend t = tile_backend();
         return "cpu " + cpu_model() + " (" + isa_name(cpu_isa()) +
-               (t == TileBackend::hardware ? "+amx" : t == TileBackend::emulated ? "+amx-emulated" : "") + ")";
+               (t == TileBackend::hardware ? "+amx" : t == TileBackend::emulated ? "+amx-emulated" : "") +
+               (jit::enabled() ? "+jit" : "") + ")";
     }
 
     std::shared_ptr<const EnginePlan> plan(const Problem &p, const Solver *forced,

@@ -230,7 +230,7 @@ public class PlanTest {
         for (Op op : new Op[] {Op.FORWARD, Op.BACKWARD_DATA}) {
             // The AVX-512 kernels keep the Winograd-domain filter; the portable ones
             // (CONV_CPU_ISA=baseline) have nothing to prepare.
-            assertEquals(ctx.deviceName(), ctx.deviceName().contains("(avx512)"),
+            assertEquals(ctx.deviceName(), ctx.deviceName().contains("(avx512"),
                     checkPreparedWeights(Algorithm.WINOGRAD_4X4_3X3, op));
             assertFalse("im2col has no filter transform to keep", checkPreparedWeights(Algorithm.IM2COL_GEMM, op));
             checkPreparedWeights(Algorithm.AUTO, op);

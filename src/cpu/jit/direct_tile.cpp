@@ -1,0 +1,187 @@
+#include "cpu/jit/direct_tile.h"
+
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "cpu/jit/jit.h"
+
+#if CONV_HAVE_XBYAK
+// Fresh pages per kernel (mmap), never heap memory shared with other data:
+// turning a kernel's pages read-execute must not touch anything else.
+#define XBYAK_USE_MMAP_ALLOCATOR
+#include <xbyak/xbyak.h>
+#endif
+
+namespace conv::cpu::jit {
+
+bool DirectTileSpec::operator==(const DirectTileSpec &o) const {
+    return nv == o.nv && ur == o.ur && channel_x == o.channel_x && channel_w == o.channel_w &&
+           vector_w == o.vector_w && tap_x == o.tap_x && tap_w == o.tap_w;
+}
+
+#if CONV_HAVE_XBYAK
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int kRegisters = 32;
+constexpr int64_t kMaxInstructions = 4096;  // ~40 KiB of code: beyond, the compiled tile
+
+size_t hash_spec(const DirectTileSpec &s) {
+    size_t h = std::hash<int64_t>()(s.nv * 64 + s.ur);
+    auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    mix(s.channel_x), mix(s.channel_w), mix(s.vector_w);
+    for (size_t t = 0; t < s.tap_x.size(); ++t) mix(s.tap_x[t]), mix(s.tap_w[t]);
+    return h;
+}
+
+// Per tap: the weight loads, the broadcasts and the FMAs, at most.
+int64_t tap_instructions(const DirectTileSpec &s) { return (int64_t)(s.nv + 1) * (s.ur + 1); }
+
+bool fits(const DirectTileSpec &s) {
+    if (s.nv < 1 || s.ur < 1 || s.nv > 4) return false;
+    if (s.nv * s.ur + s.nv + (s.nv > 1) > kRegisters) return false;  // accumulators, weights, broadcast
+    if (s.tap_x.size() != s.tap_w.size()) return false;
+    const int64_t instructions = (int64_t)s.tap_x.size() * tap_instructions(s);
+    if (instructions > kMaxInstructions) return false;
+    // Every displacement and per-channel advance is a signed 32-bit immediate.
+    constexpr int64_t kLimit = (int64_t(1) << 31) / (int64_t)sizeof(float) - 4096;
+    auto small = [&](int64_t v) { return v >= -kLimit && v <= kLimit; };
+    if (!small(s.channel_x) || !small(s.channel_w) || !small(s.vector_w * 3)) return false;
+    for (size_t t = 0; t < s.tap_x.size(); ++t)
+        if (!small(s.tap_x[t] + s.ur) || !small(s.tap_w[t])) return false;
+    return true;
+}
+
+class DirectTileCode final : public DirectTileKernel, private Xbyak::CodeGenerator {
+public:
+    explicit DirectTileCode(const DirectTileSpec &s)
+        : Xbyak::CodeGenerator(code_bytes(s), Xbyak::DontSetProtectRWE) {
+        generate(s);
+        setProtectModeRE();  // written; from now on only executed
+    }
+    DirectTileFn fn() const override { return getCode<DirectTileFn>(); }
+
+private:
+    static size_t code_bytes(const DirectTileSpec &s) {
+        // At most 12 bytes an instruction (EVEX, SIB, 32-bit displacement),
+        // the tile's entry and exit, rounded up to whole pages.
+        const size_t body = s.tap_x.size() * (size_t)tap_instructions(s) * 12;
+        const size_t edges = (size_t)s.nv * s.ur * 3 * 12 + 256;
+        return (body + edges + 4095) / 4096 * 4096;
+    }
+
+    void generate(const DirectTileSpec &s) {
+        using namespace Xbyak;
+        // System V: x, w, channels, out, mode.
+        const Reg64 x = rdi, w = rsi, channels = rdx, out = rcx, mode = r8;
+        const Reg64 vec = r9, vec3 = r10;  // one and three weight vectors, bytes
+        const int nv = s.nv, ur = s.ur;
+        auto acc = [&](int v, int i) { return Zmm(v * ur + i); };
+        auto wreg = [&](int v) { return Zmm(nv * ur + v); };
+        const Zmm bcast(nv * ur + nv);
+        auto sum = [&](int v, int i) { return zword[out + (i * nv + v) * kLanes * 4]; };
+        // Weight vector v of the tap whose weights start `off` elements in.
+        auto weights = [&](int v, int64_t off) {
+            const int disp = (int)(off * 4);
+            switch (v) {
+            case 0: return zword[w + disp];
+            case 1: return zword[w + vec + disp];
+            case 2: return zword[w + vec * 2 + disp];
+            default: return zword[w + vec3 + disp];
+            }
+        };
+
+        Label running, summing, loop, summed, plain;
+        cmp(mode, 1);
+        je(running, T_NEAR);
+        for (int a = 0; a < nv * ur; ++a) vpxord(Zmm(a), Zmm(a), Zmm(a));
+        jmp(summing, T_NEAR);
+        L(running);
+        for (int i = 0; i < ur; ++i)
+            for (int v = 0; v < nv; ++v) vmovaps(acc(v, i), sum(v, i));
+        L(summing);
+        mov(vec, s.vector_w * 4);
+        lea(vec3, ptr[vec + vec * 2]);
+        test(channels, channels);
+        jle(summed, T_NEAR);
+        if (s.tap_x.empty()) jmp(summed, T_NEAR);  // a phase no tap reaches: zeros
+        align(16);
+        L(loop);
+        for (size_t t = 0; t < s.tap_x.size(); ++t) {
+            for (int v = 0; v < nv; ++v) vmovaps(wreg(v), weights(v, s.tap_w[t]));
+            for (int i = 0; i < ur; ++i) {
+                const int64_t at = (s.tap_x[t] + i) * 4;
+                if (nv == 1) {  // one use: the FMA's own broadcast
+                    vfmadd231ps(acc(0, i), wreg(0), ptr_b[x + (int)at]);
+                    continue;
+                }
+                // Several uses: one broadcast into a register. An FMA with
+                // a broadcast operand per vector measured 5-10% slower
+                // (ResNet-50 3x3 and 1x1 layers, 1 thread, interleaved).
+                vbroadcastss(bcast, ptr[x + (int)at]);
+                for (int v = 0; v < nv; ++v) vfmadd231ps(acc(v, i), wreg(v), bcast);
+            }
+        }
+        add(x, (int)(s.channel_x * 4));
+        add(w, (int)(s.channel_w * 4));
+        dec(channels);
+        jnz(loop, T_NEAR);
+        L(summed);
+        cmp(mode, 2);
+        jne(plain, T_NEAR);
+        for (int i = 0; i < ur; ++i)
+            for (int v = 0; v < nv; ++v) vaddps(acc(v, i), acc(v, i), sum(v, i));
+        L(plain);
+        for (int i = 0; i < ur; ++i)
+            for (int v = 0; v < nv; ++v) vmovaps(sum(v, i), acc(v, i));
+        vzeroupper();
+        ret();
+    }
+};
+
+struct SpecHash {
+    size_t operator()(const DirectTileSpec &s) const { return hash_spec(s); }
+};
+
+// Kernels by spec. Past kMaxKernels the cache starts over; kernels a
+// caller still holds live on in its shared_ptr.
+constexpr size_t kMaxKernels = 1024;
+
+struct Cache {
+    std::mutex lock;
+    std::unordered_map<DirectTileSpec, std::shared_ptr<const DirectTileKernel>, SpecHash> kernels;
+};
+
+Cache &cache() {
+    static Cache *c = new Cache;  // never destroyed: plans may outlive static destructors
+    return *c;
+}
+
+}  // namespace
+
+std::shared_ptr<const DirectTileKernel> direct_tile(const DirectTileSpec &spec) {
+    if (!enabled() || !fits(spec)) return nullptr;
+    Cache &c = cache();
+    std::lock_guard<std::mutex> hold(c.lock);
+    auto found = c.kernels.find(spec);
+    if (found != c.kernels.end()) return found->second;
+    std::shared_ptr<const DirectTileKernel> made;
+    try {
+        made = std::make_shared<const DirectTileCode>(spec);
+    } catch (...) {  // no memory, or pages that cannot be made executable
+        return nullptr;
+    }
+    if (c.kernels.size() >= kMaxKernels) c.kernels.clear();
+    c.kernels.emplace(spec, made);
+    return made;
+}
+
+#else  // built without Xbyak
+
+std::shared_ptr<const DirectTileKernel> direct_tile(const DirectTileSpec &) { return nullptr; }
+
+#endif
+
+}  // namespace conv::cpu::jit

@@ -1,0 +1,50 @@
+// The register tile of direct_avx512 (cpu/direct_avx512.cpp), generated
+// for one problem: NV vectors of 16 destination channels x UR positions,
+// summed over source channels and, per channel, a fixed list of taps.
+//
+//   for c < channels:                       (a loop; x, w advance per channel)
+//     for each tap t (unrolled):            (offsets are displacements)
+//       w_v = load(w + t.w + v * vector)    v < NV
+//       acc[v][i] += w_v * broadcast(x[t.x + i])   i < UR
+//
+// What it saves over the compiled tile: the per-step table of offsets
+// (two loads and an address per step), and with one vector the broadcast
+// register (the FMA broadcasts from memory). The products are added in the
+// order the compiled tile adds them, so both give the same bits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace conv::cpu::jit {
+
+// What a tile's code is made for; elements are floats.
+struct DirectTileSpec {
+    int nv = 0, ur = 0;        // vectors of 16 channels, positions
+    int64_t channel_x = 0;     // elements from one source channel's plane to the next
+    int64_t channel_w = 0;     // elements from one channel's packed weights to the next
+    int64_t vector_w = 0;      // elements from one weight vector to the next
+    std::vector<int64_t> tap_x, tap_w;  // per tap of a channel: its x and w offsets
+    bool operator==(const DirectTileSpec &o) const;
+};
+
+// How the tile meets `out` (sums [position][NV * 16], 64-byte aligned):
+// 0 overwrites it, 1 adds to it in registers (a running sum), 2 sums from
+// zero and then adds (two-level summation under CONV_MATH_STRICT).
+using DirectTileFn = void (*)(const float *x, const float *w, int64_t channels, float *out,
+                              int64_t mode);
+
+class DirectTileKernel {
+public:
+    virtual ~DirectTileKernel() = default;
+    virtual DirectTileFn fn() const = 0;
+};
+
+// The tile's kernel, generated or from the cache; null where jit::enabled()
+// is false or the spec is beyond the generator (more than 32 registers,
+// offsets past 32 bits, too much code), and the caller runs its compiled
+// tile. The kernel lives while a holder keeps it.
+std::shared_ptr<const DirectTileKernel> direct_tile(const DirectTileSpec &spec);
+
+}  // namespace conv::cpu::jit
