@@ -14,6 +14,7 @@
  *   peer_onednn.c  the oneDNN peer (oneDNN 3.x, loaded at run time)
  *   onednn_load.c  finding and loading oneDNN (onednn_api.h: the part used)
  *   overhead.c  --overhead: host time per call on tiny problems
+ *   fma_peak.c  --peak: one thread's FMA peak
  *   main.c      wiring
  */
 #ifndef CONVBENCH_H
@@ -91,6 +92,7 @@ typedef struct cb_options {
     int list;
     int overhead; /* --overhead: time calls on tiny problems instead of a suite */
     int prepared; /* --prepared: time plans with weights prepared once (conv_plan_*) */
+    int peak;     /* --peak: measure the FMA peak; totals in percent of it */
 } cb_options;
 
 /* Fills `o` from argv. Returns 0 to go on, -1 when done (--help printed:
@@ -150,6 +152,7 @@ typedef struct cb_bench {
     conv_workspace_t ws; /* one workspace for every call: it grows once, then is reused */
     conv_tensor_t sync;  /* a one-element tensor read back to wait for a GPU (runner.c) */
     int peer_open;       /* opt->peer->open succeeded: close it at the end */
+    double fma_peak;     /* --peak: one thread's GFLOP/s before the suite; 0: not measured */
 } cb_bench;
 
 /* Runs every selected pass of one layer, writing one row per pass into
@@ -243,7 +246,12 @@ void cb_print_table_head(const cb_options *o, const char *suite, int name_width,
 void cb_print_row(const cb_options *o, const cb_row *r, int name_width, int shape_width);
 /* Whole-suite totals per pass, each row weighted by its layer's count; with
  * --peer also the peer's and the ratio. */
-void cb_print_totals(const cb_options *o, const char *suite, const cb_row *rows, int n_rows);
+void cb_print_totals(const cb_bench *b, const char *suite, const cb_row *rows, int n_rows);
+
+/* --peak: GFLOP/s of one thread's loop of independent 512-bit FMAs (the
+ * median of 7 runs of ~30 ms); 0 where there is no such loop (not x86-64
+ * with AVX-512). */
+double cb_fma_peak(void);
 /* Returns 0, or -1 after printing why the file could not be written. */
 int cb_write_json(const char *path, const cb_bench *b, const cb_row *rows, int n_rows);
 

@@ -117,6 +117,20 @@ static int open_bench(const cb_options *o, cb_bench *b)
     return 0;
 }
 
+/* --peak, before and after the suite (the host's speed drifts; the totals
+ * are read against the first). */
+static void print_peak(cb_bench *b, const char *when)
+{
+    double peak = cb_fma_peak();
+    if (!b->fma_peak)
+        b->fma_peak = peak;
+    if (peak > 0)
+        printf("fma peak %s the suite: %.1f GFLOP/s per thread (12 independent 512-bit FMA "
+               "chains, median of 7 runs)\n", when, peak);
+    else
+        printf("fma peak: not measured (no AVX-512 FMA loop on this CPU)\n");
+}
+
 static void close_bench(cb_bench *b)
 {
     if (b->peer_open)
@@ -162,6 +176,8 @@ int main(int argc, char **argv)
     }
 
     cb_print_header(&b);
+    if (o.peak)
+        print_peak(&b, "before");
     /* On a terminal, a progress line ("[12/53] res4a_branch2b ...") while a
      * layer runs, replaced by its rows; elsewhere (a pipe, a file) the rows
      * alone, each as its layer finishes. */
@@ -187,9 +203,11 @@ int main(int argc, char **argv)
             n_rows += n;
             fflush(stdout);
         }
-        cb_print_totals(&o, sel[s].name, &rows[first], n_rows - first);
+        cb_print_totals(&b, sel[s].name, &rows[first], n_rows - first);
     }
 
+    if (o.peak)
+        print_peak(&b, "after");
     int status = 0;
     for (int i = 0; i < n_rows; i++)
         if (rows[i].status == CB_ROW_FAILED || rows[i].verify.status == CB_VERIFY_FAIL)

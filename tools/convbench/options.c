@@ -107,6 +107,10 @@ static void usage(FILE *f)
             "                   between weight updates, and the like of the peer's\n"
             "                   'primitive only' (its weights already in its own layout);\n"
             "                   without it each timed call is the one-shot conv_forward &c.\n"
+            "  --peak           measure one thread's FMA peak (a loop of 12 independent\n"
+            "                   512-bit FMA chains, no loads) before and after the suite;\n"
+            "                   totals then say what share of it times the threads they\n"
+            "                   reach\n"
             "  --overhead       instead of a suite, the host's time per call on tiny\n"
             "                   problems (1x1 8->8 on 1x8x4x4, 3x3 8->8 on 1x8x8x8), for\n"
             "                   the passes of --op: 2000 warm-up calls, then 9 rounds of\n"
@@ -271,6 +275,10 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
         }
         if (strcmp(arg, "--prepared") == 0) {
             o->prepared = 1;
+            continue;
+        }
+        if (strcmp(arg, "--peak") == 0) {
+            o->peak = 1;
             continue;
         }
 

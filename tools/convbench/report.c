@@ -155,12 +155,15 @@ static totals sum_rows(const cb_row *rows, int n_rows, int op)
     return t;
 }
 
-static void print_totals_line(const cb_options *o, const char *label, const totals *t)
+static void print_totals_line(const cb_bench *b, const char *label, const totals *t)
 {
+    const cb_options *o = b->opt;
     printf("   %-10s ", label);
     if (t->convs)
         printf("%4d convs %10.3f GFLOP %10.3f ms %9.2f GFLOP/s", t->convs, t->flops * 1e-9,
                t->ms, gflops(t->flops, t->ms));
+    if (t->convs && b->fma_peak > 0 && b->threads > 0)
+        printf(" = %3.0f%% of peak", 100 * gflops(t->flops, t->ms) / (b->fma_peak * b->threads));
     else
         printf("no row succeeded");
     if (t->left_out)
@@ -183,8 +186,9 @@ static void print_totals_line(const cb_options *o, const char *label, const tota
     printf("\n");
 }
 
-void cb_print_totals(const cb_options *o, const char *suite, const cb_row *rows, int n_rows)
+void cb_print_totals(const cb_bench *b, const char *suite, const cb_row *rows, int n_rows)
 {
+    const cb_options *o = b->opt;
     printf("-- %s totals, each layer times its count%s:\n", suite,
            o->peer ? "; ratio = peer ms / libconv ms, > 1: libconv faster" : "");
     int n_ops = 0;
@@ -192,14 +196,14 @@ void cb_print_totals(const cb_options *o, const char *suite, const cb_row *rows,
         if (!(o->ops & (1 << op)))
             continue;
         totals t = sum_rows(rows, n_rows, op);
-        print_totals_line(o, cb_op_name((conv_op_t)op), &t);
+        print_totals_line(b, cb_op_name((conv_op_t)op), &t);
         n_ops++;
     }
     /* With a peer and several passes: the suite as a whole (a training step
      * when all three are selected). */
     if (o->peer && n_ops > 1) {
         totals t = sum_rows(rows, n_rows, -1);
-        print_totals_line(o, "all passes", &t);
+        print_totals_line(b, "all passes", &t);
     }
 }
 
