@@ -555,11 +555,26 @@ bool packs_per_item(const Shape &s, int threads) {
 
 // The generated tiles one call runs: per phase, per (vectors, positions) its
 // items meet -- the full tile, the last channel block's and each row
-// segment's remainder. Null entries run the compiled tiles.
+// segment's remainder. Null entries run the compiled tiles, and so does a
+// call whose lookup fails (no memory): generation never fails a pass, and
+// a conv_find_algorithms trial that ran before keeps its results.
 class GeneratedTiles {
 public:
-    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len) : s_(s) {
+    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len) {
         if (!s.generated) return;
+        try {
+            look_up(s, steps, phase_len);
+        } catch (...) {
+            fn_.clear();
+            held_.clear();
+        }
+    }
+    jit::DirectTileFn get(int64_t p, int nv, int ur) const {
+        return fn_.empty() ? nullptr : fn_[at(p, nv, ur)];
+    }
+
+private:
+    void look_up(const Shape &s, const Step *steps, int64_t phase_len) {
         const int64_t phases = s.fh * s.fw;
         fn_.assign(phases * kMaxVectors * kMaxPositions, nullptr);
         const int64_t kblocks = ceil_div(s.dvec, s.nv);
@@ -586,21 +601,15 @@ public:
                         if (slot) continue;
                         spec.nv = nv, spec.ur = (int)ur;
                         if (auto k = jit::direct_tile(spec)) {
+                            held_.push_back(k);
                             slot = k->fn();
-                            held_.push_back(std::move(k));
                         }
                     }
         }
     }
-    jit::DirectTileFn get(int64_t p, int nv, int ur) const {
-        return fn_.empty() ? nullptr : fn_[at(p, nv, ur)];
-    }
-
-private:
     size_t at(int64_t p, int nv, int ur) const {
         return (size_t)((p * kMaxVectors + nv - 1) * kMaxPositions + ur - 1);
     }
-    const Shape &s_;
     std::vector<jit::DirectTileFn> fn_;
     std::vector<std::shared_ptr<const jit::DirectTileKernel>> held_;  // alive for the call
 };
