@@ -2,9 +2,8 @@
 
 #include <cstddef>
 #include <functional>
-#include <mutex>
-#include <unordered_map>
 
+#include "cpu/jit/cache.h"
 #include "cpu/jit/jit.h"
 
 #if CONV_HAVE_XBYAK
@@ -30,7 +29,7 @@ constexpr int64_t kMaxInstructions = 4096;  // ~40 KiB of code: beyond, the comp
 
 size_t hash_spec(const DirectTileSpec &s) {
     size_t h = std::hash<int64_t>()(s.nv * 64 + s.ur);
-    auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    auto mix = [&h](int64_t v) { hash_mix(h, std::hash<int64_t>()(v)); };
     mix(s.channel_x), mix(s.channel_w), mix(s.vector_w);
     for (size_t t = 0; t < s.tap_x.size(); ++t) mix(s.tap_x[t]), mix(s.tap_w[t]);
     return h;
@@ -145,37 +144,13 @@ struct SpecHash {
     size_t operator()(const DirectTileSpec &s) const { return hash_spec(s); }
 };
 
-// Kernels by spec. Past kMaxKernels the cache starts over; kernels a
-// caller still holds live on in its shared_ptr.
-constexpr size_t kMaxKernels = 1024;
-
-struct Cache {
-    std::mutex lock;
-    std::unordered_map<DirectTileSpec, std::shared_ptr<const DirectTileKernel>, SpecHash> kernels;
-};
-
-Cache &cache() {
-    static Cache *c = new Cache;  // never destroyed: plans may outlive static destructors
-    return *c;
-}
-
 }  // namespace
 
 std::shared_ptr<const DirectTileKernel> direct_tile(const DirectTileSpec &spec) {
     if (!enabled() || !fits(spec)) return nullptr;
-    Cache &c = cache();
-    std::lock_guard<std::mutex> hold(c.lock);
-    auto found = c.kernels.find(spec);
-    if (found != c.kernels.end()) return found->second;
-    std::shared_ptr<const DirectTileKernel> made;
-    try {
-        made = std::make_shared<const DirectTileCode>(spec);
-    } catch (...) {  // no memory, or pages that cannot be made executable
-        return nullptr;
-    }
-    if (c.kernels.size() >= kMaxKernels) c.kernels.clear();
-    c.kernels.emplace(spec, made);
-    return made;
+    // Never destroyed: plans may outlive static destructors.
+    static auto *cache = new KernelCache<DirectTileSpec, DirectTileKernel, SpecHash>;
+    return cache->get(spec, [](const DirectTileSpec &s) { return std::make_shared<const DirectTileCode>(s); });
 }
 
 #else  // built without Xbyak
