@@ -159,13 +159,14 @@ static void print_totals_line(const cb_bench *b, const char *label, const totals
 {
     const cb_options *o = b->opt;
     printf("   %-10s ", label);
-    if (t->convs)
+    if (t->convs) {
         printf("%4d convs %10.3f GFLOP %10.3f ms %9.2f GFLOP/s", t->convs, t->flops * 1e-9,
                t->ms, gflops(t->flops, t->ms));
-    if (t->convs && b->fma_peak > 0 && b->threads > 0)
-        printf(" = %3.0f%% of peak", 100 * gflops(t->flops, t->ms) / (b->fma_peak * b->threads));
-    else
+        if (b->fma_peak > 0 && b->threads > 0)
+            printf(" = %3.0f%% of peak", 100 * gflops(t->flops, t->ms) / (b->fma_peak * b->threads));
+    } else {
         printf("no row succeeded");
+    }
     if (t->left_out)
         printf("  (left out: %d failed or n/a)", t->left_out);
     if (o->peer) {
