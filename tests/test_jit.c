@@ -1,9 +1,11 @@
-/* Kernels generated at run time (src/cpu/jit): direct_avx512's tiles.
+/* Kernels generated at run time (src/cpu/jit): direct_avx512's tiles, of
+ * every pass.
  *
  * - The generated tiles give the compiled tiles' bits: every output of
- *   random forward and backward-data problems (strides, dilation, groups,
- *   both layouts, strict and default math, 1-3 threads) is compared
- *   bit for bit with the same run in a child process with CONV_CPU_JIT=0.
+ *   random forward, backward-data and backward-filter problems (strides,
+ *   dilation, groups, both layouts, strict and default math, 1-3 threads)
+ *   is compared bit for bit with the same run in a child process with
+ *   CONV_CPU_JIT=0.
  *   (Both are also checked against the reference by test_direct, which
  *   ctest runs with and without CONV_CPU_JIT.)
  * - W^X: no mapping of the process is ever writable and executable.
@@ -23,7 +25,7 @@
 
 #include "test_util.h"
 
-enum { kProblems = 120 };
+enum { kProblems = 180 };
 
 static int generating(void)
 {
@@ -35,7 +37,7 @@ static int generating(void)
     return strstr(name, "+jit)") != NULL;
 }
 
-/* Forward or backward-data on direct_avx512: kernels 1..7, strides 1..3,
+/* Every pass of direct_avx512: kernels 1..7, strides 1..3,
  * dilation, padding, groups, channel counts around 16-64 (every tile width
  * and remainder), both layouts. */
 static void draw(tu_rng *r, tu_problem *tp, conv_op_t *op)
@@ -63,8 +65,11 @@ static void draw(tu_rng *r, tu_problem *tp, conv_op_t *op)
         tp->bias = tu_chance(r, 50);
         tp->p.relu = tu_chance(r, 30);
         tp->algo = algo;
-        *op = tu_chance(r, 50) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
-        if (*op == CONV_OP_BACKWARD_DATA) tp->bias = 0, tp->p.relu = 0;
+        int64_t pick = tu_range(r, 0, 2);
+        *op = pick == 0 ? CONV_OP_FORWARD : pick == 1 ? CONV_OP_BACKWARD_DATA : CONV_OP_BACKWARD_FILTER;
+        if (*op != CONV_OP_FORWARD) tp->bias = 0, tp->p.relu = 0;
+        /* Backward-filter generates its tiles for up to 16 filters a group. */
+        if (*op == CONV_OP_BACKWARD_FILTER && tu_chance(r, 75)) tp->p.k = groups * tu_range(r, 1, 16);
     } while (!tu_resolve(tp));
 }
 

@@ -1,0 +1,145 @@
+#include "cpu/jit/filter_tile.h"
+
+#include <cstddef>
+#include <functional>
+
+#include "cpu/jit/cache.h"
+#include "cpu/jit/jit.h"
+
+#if CONV_HAVE_XBYAK
+#define XBYAK_USE_MMAP_ALLOCATOR  // fresh pages per kernel (cpu/jit/direct_tile.cpp)
+#include <xbyak/xbyak.h>
+#endif
+
+namespace conv::cpu::jit {
+
+bool FilterTileSpec::operator==(const FilterTileSpec &o) const {
+    return nv == o.nv && nc == o.nc && dy_vec == o.dy_vec && wo == o.wo && offsets == o.offsets;
+}
+
+#if CONV_HAVE_XBYAK
+namespace {
+
+constexpr int kLanes = 16;
+
+bool fits(const FilterTileSpec &s) {
+    if (s.nv < 1 || s.nv > 4 || s.nc < 1 || s.nc > 16 || (int)s.offsets.size() != s.nc) return false;
+    if (s.nv * s.nc + s.nv + 1 > 32 || s.wo < 1) return false;  // accumulators, dy, broadcast
+    constexpr int64_t kLimit = (int64_t(1) << 31) / (int64_t)sizeof(float) - 64;
+    auto small = [&](int64_t v) { return v >= -kLimit && v <= kLimit; };
+    if (!small(s.dy_vec * 3) || !small(s.wo * kLanes)) return false;
+    for (int64_t o : s.offsets)
+        if (!small(o)) return false;
+    return true;
+}
+
+class FilterTileCode final : public FilterTileKernel, private Xbyak::CodeGenerator {
+public:
+    explicit FilterTileCode(const FilterTileSpec &s) : Xbyak::CodeGenerator(8192, Xbyak::DontSetProtectRWE) {
+        generate(s);
+        setProtectModeRE();  // written; from now on only executed
+    }
+    FilterTileFn fn() const override { return getCode<FilterTileFn>(); }
+
+private:
+    void generate(const FilterTileSpec &s) {
+        using namespace Xbyak;
+        // System V: dy, x, rows, rstep, sums, mode.
+        const Reg64 dy = rdi, x = rsi, rows = rdx, rstep = rcx, sums = r8, mode = r9;
+        const Reg64 pdy = r10, px = r11, ow = rax, vec = r12, vec3 = r13;  // r12, r13: saved
+        const int nv = s.nv, nc = s.nc;
+        auto acc = [&](int v, int j) { return Zmm(v * nc + j); };
+        auto d = [&](int v) { return Zmm(nv * nc + v); };
+        const Zmm bcast(nv * nc + nv);
+        auto sum = [&](int v, int j) { return zword[sums + (j * nv + v) * kLanes * 4]; };
+        auto dy_at = [&](int v) {
+            switch (v) {
+            case 0: return zword[pdy];
+            case 1: return zword[pdy + vec];
+            case 2: return zword[pdy + vec * 2];
+            default: return zword[pdy + vec3];
+            }
+        };
+
+        push(r12);
+        push(r13);
+        Label running, summing, row, position, summed, plain;
+        cmp(mode, 1);
+        je(running, T_NEAR);
+        for (int v = 0; v < nv; ++v)
+            for (int j = 0; j < nc; ++j) vpxord(acc(v, j), acc(v, j), acc(v, j));
+        jmp(summing, T_NEAR);
+        L(running);
+        for (int j = 0; j < nc; ++j)
+            for (int v = 0; v < nv; ++v) vmovaps(acc(v, j), sum(v, j));
+        L(summing);
+        mov(vec, s.dy_vec * 4);
+        lea(vec3, ptr[vec + vec * 2]);
+        shl(rstep, 2);  // bytes
+        test(rows, rows);
+        jle(summed, T_NEAR);
+        L(row);
+        mov(pdy, dy);
+        mov(px, x);
+        mov(ow, s.wo);
+        align(16);
+        L(position);
+        for (int v = 0; v < nv; ++v) vmovaps(d(v), dy_at(v));
+        for (int j = 0; j < nc; ++j) {
+            const int at = (int)(s.offsets[j] * 4);
+            if (nv == 1) {  // one use: the FMA's own broadcast
+                vfmadd231ps(acc(0, j), d(0), ptr_b[px + at]);
+                continue;
+            }
+            vbroadcastss(bcast, ptr[px + at]);
+            for (int v = 0; v < nv; ++v) vfmadd231ps(acc(v, j), d(v), bcast);
+        }
+        add(pdy, kLanes * 4);
+        add(px, 4);
+        dec(ow);
+        jnz(position, T_NEAR);
+        add(dy, (int)(s.wo * kLanes * 4));
+        add(x, rstep);
+        dec(rows);
+        jnz(row, T_NEAR);
+        L(summed);
+        cmp(mode, 2);
+        jne(plain, T_NEAR);
+        for (int j = 0; j < nc; ++j)
+            for (int v = 0; v < nv; ++v) vaddps(acc(v, j), acc(v, j), sum(v, j));
+        L(plain);
+        for (int j = 0; j < nc; ++j)
+            for (int v = 0; v < nv; ++v) vmovaps(sum(v, j), acc(v, j));
+        pop(r13);
+        pop(r12);
+        vzeroupper();
+        ret();
+    }
+};
+
+struct SpecHash {
+    size_t operator()(const FilterTileSpec &s) const {
+        size_t h = std::hash<int64_t>()(s.nv * 64 + s.nc);
+        hash_mix(h, std::hash<int64_t>()(s.dy_vec));
+        hash_mix(h, std::hash<int64_t>()(s.wo));
+        for (int64_t o : s.offsets) hash_mix(h, std::hash<int64_t>()(o));
+        return h;
+    }
+};
+
+}  // namespace
+
+std::shared_ptr<const FilterTileKernel> filter_tile(const FilterTileSpec &spec) {
+    if (!enabled() || !fits(spec)) return nullptr;
+    // Never destroyed: plans may outlive static destructors.
+    static auto *cache = new KernelCache<FilterTileSpec, FilterTileKernel, SpecHash>;
+    return cache->get(spec, [](const FilterTileSpec &s) { return std::make_shared<const FilterTileCode>(s); });
+}
+
+#else  // built without Xbyak
+
+std::shared_ptr<const FilterTileKernel> filter_tile(const FilterTileSpec &) { return nullptr; }
+
+#endif
+
+}  // namespace conv::cpu::jit

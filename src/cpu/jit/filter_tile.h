@@ -1,0 +1,49 @@
+// The register tile of direct_avx512's backward-filter
+// (cpu/direct_avx512_filter.cpp), generated for one problem: NV vectors of
+// 16 filters x NC columns of dw (a column: one source channel and tap),
+// summed over a chunk's output positions.
+//
+//   for r < rows:                                  (loops; dy and x advance)
+//     for ow < wo:
+//       d_v = dy[v * dy_vec + ow * 16]             v < NV
+//       acc[v][j] += d_v * broadcast(x[off[j] + ow])   j < NC
+//
+// The columns' offsets (from the first column's source element) are
+// displacements here. The compiled tile keeps them in an array: with one
+// filter vector its 16 columns need 16 address registers, GCC spills six
+// and reloads them at every position, and its indexed broadcast operands
+// take two micro-ops each. Same order of additions, same bits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace conv::cpu::jit {
+
+struct FilterTileSpec {
+    int nv = 0, nc = 0;            // 1..4 filter vectors, 1..16 columns
+    int64_t dy_vec = 0;            // elements from one filter vector's dy to the next's
+    int64_t wo = 0;                // positions a row
+    std::vector<int64_t> offsets;  // per column, elements from the first column's source
+    bool operator==(const FilterTileSpec &o) const;
+};
+
+// dy: the first vector's dy at the chunk's first position ([position][16]);
+// x: the first column's source element there; rstep: elements from one
+// padded source row to the next; sums: [column][NV][16], 64-byte aligned;
+// mode 0 overwrites them, 1 adds in registers, 2 sums from zero then adds.
+using FilterTileFn = void (*)(const float *dy, const float *x, int64_t rows, int64_t rstep,
+                              float *sums, int64_t mode);
+
+class FilterTileKernel {
+public:
+    virtual ~FilterTileKernel() = default;
+    virtual FilterTileFn fn() const = 0;
+};
+
+// The tile's kernel, generated or from the cache; null where jit::enabled()
+// is false or the spec is beyond the generator (the compiled tile runs).
+std::shared_ptr<const FilterTileKernel> filter_tile(const FilterTileSpec &spec);
+
+}  // namespace conv::cpu::jit
