@@ -90,7 +90,6 @@ struct Shape {
     int64_t rstep;           // padded elements from one destination row (of a phase) to the next
     int64_t dvec;            // destination vectors per group: ceil(cdg / 16)
     int64_t wvec;            // packed weights of one vector: csg * taps * 16
-    bool generated;          // tiles generated for the problem (float, jit::enabled())
     int nv, ur;              // the register tile: channel vectors x positions
     int64_t seg, rows;       // a work item: up to `rows` rows of `seg` positions
     int64_t cblock;          // source channels summed per pass over an item
@@ -157,7 +156,6 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     s.plane = checked_mul(checked_mul(s.hp, s.sw, "workspace"), s.wq, "workspace");
     s.dvec = ceil_div(s.cdg, kLanes);
     s.wvec = checked_mul(checked_mul(s.csg, s.taps, "workspace"), kLanes, "workspace");
-    s.generated = es == sizeof(float) && jit::enabled();
     choose_tile(s);
     const int64_t width = s.nv * kLanes;
     s.seg = s.wd * width <= kItemSums ? s.wd : kItemSums / (width * s.ur) * s.ur;
@@ -557,11 +555,12 @@ bool packs_per_item(const Shape &s, int threads) {
 // items meet -- the full tile, the last channel block's and each row
 // segment's remainder. Null entries run the compiled tiles, and so does a
 // call whose lookup fails (no memory): generation never fails a pass, and
-// a conv_find_algorithms trial that ran before keeps its results.
+// a conv_find_algorithms trial that ran before keeps its results. Only
+// float tiles (`floats`) are generated.
 class GeneratedTiles {
 public:
-    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len) {
-        if (!s.generated) return;
+    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len, bool floats) {
+        if (!floats || !jit::enabled()) return;
         try {
             look_up(s, steps, phase_len);
         } catch (...) {
@@ -631,7 +630,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const int64_t phases = s.fh * s.fw, phase_len = s.cblock * s.taps;
     Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
     for (int64_t p = 0; p < phases; ++p) phase_steps(s, p / s.fw, p % s.fw, steps + p * phase_len);
-    const GeneratedTiles generated(s, steps, phase_len);
+    const GeneratedTiles generated(s, steps, phase_len, std::is_same_v<T, float>);
     T *source = reinterpret_cast<T *>(base + s.source_at);
     pad_source(s, static_cast<const T *>(s.backward ? args.y : args.x), source, pool, threads);
 

@@ -17,6 +17,8 @@
 #include <memory>
 #include <vector>
 
+#include "cpu/jit/jit.h"
+
 namespace conv::cpu::jit {
 
 // What a tile's code is made for; elements are floats.
@@ -35,11 +37,7 @@ struct DirectTileSpec {
 using DirectTileFn = void (*)(const float *x, const float *w, int64_t channels, float *out,
                               int64_t mode);
 
-class DirectTileKernel {
-public:
-    virtual ~DirectTileKernel() = default;
-    virtual DirectTileFn fn() const = 0;
-};
+using DirectTileKernel = Kernel<DirectTileFn>;
 
 // The tile's kernel, generated or from the cache; null where jit::enabled()
 // is false or the spec is beyond the generator (more than 32 registers,

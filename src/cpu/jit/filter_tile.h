@@ -19,6 +19,8 @@
 #include <memory>
 #include <vector>
 
+#include "cpu/jit/jit.h"
+
 namespace conv::cpu::jit {
 
 struct FilterTileSpec {
@@ -36,11 +38,7 @@ struct FilterTileSpec {
 using FilterTileFn = void (*)(const float *dy, const float *x, int64_t rows, int64_t rstep,
                               float *sums, int64_t mode);
 
-class FilterTileKernel {
-public:
-    virtual ~FilterTileKernel() = default;
-    virtual FilterTileFn fn() const = 0;
-};
+using FilterTileKernel = Kernel<FilterTileFn>;
 
 // The tile's kernel, generated or from the cache; null where jit::enabled()
 // is false or the spec is beyond the generator (the compiled tile runs).

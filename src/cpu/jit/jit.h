@@ -18,4 +18,13 @@ namespace conv::cpu::jit {
 // keeps the compiled kernels; the tests run both). Decided once.
 bool enabled();
 
+// A generated kernel: its entry point, callable while a holder keeps the
+// kernel (a shared_ptr from its generator's cache).
+template <class Fn>
+class Kernel {
+public:
+    virtual ~Kernel() = default;
+    virtual Fn fn() const = 0;
+};
+
 }  // namespace conv::cpu::jit
