@@ -52,7 +52,7 @@ public class ConvExample {
                 b.copyFrom(new float[] {0.25f, -0.25f, 20f, 0f});
 
                 conv.forward(ctx, x, w, b, y);   // y = relu(conv(x, w) + b), written into yBuf
-                System.out.println("forward with " + conv.chosenAlgorithm(ctx, Op.FORWARD, x, w, y).libraryName()
+                System.out.println("forward with " + conv.chosenSolverName(ctx, Op.FORWARD, x, w, y)
                         + ": y[0, 2, 3, 3] = " + yBuf.get(2 * 64 + 3 * 8 + 3));
 
                 // Check one output element by hand.

@@ -651,6 +651,29 @@ public final class Conv extends NativeObject implements AutoCloseable {
     }
 
     /**
+     * The name of the solver a pass would run for these tensors, as the verbose trace and
+     * {@link Plan#solverName()} give it. Unlike {@link #chosenAlgorithm}, it has an answer for
+     * every solver, also those without an {@link Algorithm} constant (AUTO picks such private
+     * solvers, like {@code "direct_avx512"}, on many layers).
+     *
+     * @param ctx the context
+     * @param op the pass
+     * @param x the input (or dx)
+     * @param w the filter (or dw)
+     * @param y the output (or dy)
+     * @return the name
+     */
+    @CFunction({"conv_chosen_algorithm", "conv_algo_name"})
+    public String chosenSolverName(Context ctx, Op op, Tensor x, Tensor w, Tensor y) {
+        ensureOpen();
+        int[] algo = new int[1];
+        int o = op.value();
+        pass((p, d) -> ConvNative.conv_chosen_algorithm(p.pin(ctx, "ctx"), d, o, p.pin(x, "x"),
+                p.pin(w, "w"), p.pin(y, "y"), algo));
+        return ConvNative.conv_algo_name(algo[0]);
+    }
+
+    /**
      * Benchmarks every algorithm that applies to a pass and remembers the fastest in the
      * context for later calls whose descriptor leaves the pass on {@link Algorithm#AUTO}. The
      * pass's output tensor is overwritten by the trial runs; the inputs are unchanged. Tensors

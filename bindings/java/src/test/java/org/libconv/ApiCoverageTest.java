@@ -293,6 +293,7 @@ public class ApiCoverageTest {
                 assertEquals(t.toString(), a == null ? t.algorithmId() : a.value(), t.algorithmId());
             }
             assertEquals(found.get(0).algorithm(), conv.chosenAlgorithm(ctx, Op.FORWARD, x, w, y));
+            assertEquals(found.get(0).solverName(), conv.chosenSolverName(ctx, Op.FORWARD, x, w, y));
             ctx.saveTuning(file);
             assertTrue(Files.size(file) > 0);
             ctx.clearTuning();

@@ -279,8 +279,10 @@ public class PlanTest {
         long[] xd = {1, 8, 16, 16}, wd = {8, 8, 3, 3};
         try (Conv conv = new Conv(2).setPadding(1, 1)) {
             try (Plan plan = conv.plan(ctx, Op.FORWARD, DType.FLOAT32, Layout.CHANNELS_FIRST, xd, wd, false)) {
-                assertEquals(plan.algorithm().libraryName(), plan.solverName());
-                assertEquals(plan.algorithm().value(), plan.algorithmId());
+                // Private solvers (direct_avx512 among them) have no constant: null.
+                Algorithm a = plan.algorithm();
+                if (a != null) assertEquals(a.libraryName(), plan.solverName());
+                if (a != null) assertEquals(a.value(), plan.algorithmId());
                 assertTrue(plan.workspaceSize() >= 0);
                 assertTrue(plan.toString(), plan.toString().contains(plan.solverName()));
                 assertEquals(Op.FORWARD, plan.op());
