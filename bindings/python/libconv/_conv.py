@@ -21,6 +21,7 @@ from ._core import (
     Shape,
     Tensor,
     Workspace,
+    _array_layouts,
     _as_tensor,
     _check_device,
     _dense,
@@ -28,7 +29,6 @@ from ._core import (
     _Handle,
     _is_capsule,
     _layout,
-    _layout_candidates,
     _Resource,
     _take_dlpack,
     _wrap_memory,
@@ -519,8 +519,8 @@ class _Call:
                 self.layout = self.layout or o.layout
         if self.layout is None:
             for o in objs:
-                if isinstance(o, np.ndarray) and o.itemsize:
-                    fits = _layout_candidates(o.shape, [s // o.itemsize for s in o.strides])
+                if isinstance(o, np.ndarray):
+                    fits = _array_layouts(o)
                     if len(fits) == 1:
                         self.layout = fits[0]
                         break
@@ -529,8 +529,7 @@ class _Call:
     def _want(self, obj: Any) -> Optional[Layout]:
         if self.strict is not None or not isinstance(obj, np.ndarray) or not obj.itemsize:
             return self.strict
-        fits = _layout_candidates(obj.shape, [s // obj.itemsize for s in obj.strides])
-        return self.layout if self.layout in fits else None
+        return self.layout if self.layout in _array_layouts(obj) else None
 
     def wrap(self, obj: Any, what: str, writable: bool = False) -> Tensor:
         t = _as_tensor(obj, self.ctx, self._want(obj), what, writable)

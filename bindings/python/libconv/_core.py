@@ -434,6 +434,7 @@ def _fspath(path: Any) -> str:
 
 _default_lock = threading.Lock()
 _defaults: Dict[Tuple[int, int], Context] = {}
+_CPU_KEY = (int(Device.CPU), 0)
 
 
 def default_context(device: DeviceLike = "cpu", index: int = 0) -> Context:
@@ -441,6 +442,10 @@ def default_context(device: DeviceLike = "cpu", index: int = 0) -> Context:
 
     Raises :class:`NotAvailableError` for a device this build or machine lacks.
     """
+    if device == "cpu" and index == 0:  # the usual case, without the lock: a dict read is atomic
+        ctx = _defaults.get(_CPU_KEY)
+        if ctx is not None and ctx._h is not None:
+            return ctx
     key = (int(to_enum(Device, device, "device")), int(index))
     with _default_lock:
         ctx = _defaults.get(key)
@@ -636,6 +641,23 @@ def _layout_candidates(shape: Sequence[int], strides: Optional[Sequence[int]]) -
     return list(fits)
 
 
+def _array_layouts(a: np.ndarray) -> Tuple[Layout, ...]:
+    """The layouts a NumPy array is dense in, remembered by its shape and byte
+    strides (what _Call asks of every array of every call)."""
+    key = (a.shape, a.strides, a.itemsize)
+    fits = _ARRAY_LAYOUTS.get(key)
+    if fits is None:
+        item = a.itemsize
+        fits = tuple(_layout_candidates(a.shape, [s // item for s in a.strides])) if item else ()
+        if len(_ARRAY_LAYOUTS) >= 4096:
+            _ARRAY_LAYOUTS.clear()
+        _ARRAY_LAYOUTS[key] = fits
+    return fits
+
+
+_ARRAY_LAYOUTS: Dict[tuple, Tuple[Layout, ...]] = {}
+
+
 def _pick_layout(shape: Sequence[int], strides: Optional[Sequence[int]],
                  want: Optional[Layout], what: str) -> Layout:
     fits = _layout_candidates(shape, strides)
@@ -708,6 +730,16 @@ class Tensor(_Resource):
     def __init__(self, data: Any, *, ctx: Optional[Context] = None,
                  layout: Optional[LayoutLike] = None, copy: bool = False,
                  dtype: Optional[DTypeLike] = None) -> None:
+        if type(data) is np.ndarray and not copy and layout is None and dtype is None:
+            # The usual call, a NumPy array whose handle this context made
+            # before, in a few steps instead of _as_tensor's (what a training
+            # loop pays per tensor); anything else takes the general path.
+            ctx = ctx or default_context()
+            hit = _numpy_view_hit(data, ctx)
+            if hit is not None:
+                self._h, self._meta, self._device, self._readonly = hit
+                self._ctx, self._owner = ctx, data
+                return
         if copy:
             src = _copy_source(data, dtype)
             lay = _layout(layout)
@@ -1026,13 +1058,32 @@ def _check_device(ctx: Context, device: Device, index: int, what: str) -> None:
                device.name.lower(), index))
 
 
+_HOST = (Device.CPU, 0)
+
 # Buffer-protocol formats of the dtypes libconv takes (native byte order).
 _BUFFER_FORMATS = {"f": DType.FLOAT32, "d": DType.FLOAT64, "e": DType.FLOAT16}
+
+
+def _numpy_view_hit(a: np.ndarray, ctx: Context, layout: Optional[Layout] = None) -> Any:
+    """(handle, meta, device, readonly) of a host array the context has a
+    cached handle for (:class:`_ViewCache`, asked for ``layout``), else None."""
+    try:
+        address, shape, strides, fmt, _, readonly = _C.py_buffer_info(a)
+    except (BufferError, TypeError, ValueError):
+        return None
+    dtype = _BUFFER_FORMATS.get(fmt)
+    if dtype is None or ctx._h is None or ctx._device_key != _HOST:
+        return None
+    hit = ctx._views.get((address, shape, strides, dtype, layout))
+    return None if hit is None else (hit[0], hit[1], hit[2], readonly)
 
 
 def _from_numpy(a: np.ndarray, ctx: Optional[Context], layout: Optional[Layout], what: str,
                 writable: bool) -> Tensor:
     ctx = ctx or default_context()
+    hit = _numpy_view_hit(a, ctx, layout)
+    if hit is not None and not (writable and hit[3]):
+        return Tensor._view(hit[0], ctx, hit[3], hit[1], hit[2], a)
     # The usual array in one C call (py_buffer_info); anything else -- other
     # dtypes, byte orders, strides that are not whole elements, bfloat16 --
     # read from NumPy's attributes, whose checks word the errors.

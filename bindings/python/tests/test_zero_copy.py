@@ -108,6 +108,30 @@ def test_memory_handed_over_again_reuses_the_contexts_handle(ctx):
         libconv.Conv(2).forward(a, np.zeros((3, 3, 1, 1), np.float32), out=r, ctx=ctx)
 
 
+def test_a_cached_wrap_is_the_full_tensor(ctx):
+    # The second wrap of an array takes Tensor()'s short path: the same
+    # handle, and still this array's read-only flag, owner and context.
+    a = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    t1, t2 = libconv.Tensor(a, ctx=ctx), libconv.Tensor(a, ctx=ctx)
+    assert t2._handle() is t1._handle() and t2.context is ctx and not t2.readonly
+    assert t2.shape == (2, 3, 4, 5) and t2.layout == libconv.Layout.CHANNELS_FIRST
+    v = a.view()
+    v.flags.writeable = False
+    ro = libconv.Tensor(v, ctx=ctx)
+    assert ro._handle() is t1._handle() and ro.readonly
+    with pytest.raises(libconv.InvalidArgumentError, match="read-only"):
+        libconv.Conv(2).forward(a, np.zeros((3, 3, 1, 1), np.float32), out=v, ctx=ctx)
+    del a
+    gc.collect()
+    assert np.array_equal(t2.numpy().ravel()[:3], [0, 1, 2])  # t2 keeps the array alive
+    c = libconv.Context("cpu")
+    b = np.ones((1, 2, 3, 3), np.float32)
+    libconv.Tensor(b, ctx=c)
+    c.close()
+    with pytest.raises(libconv.ConvError, match="closed"):
+        libconv.Tensor(b, ctx=c)
+
+
 def test_the_handle_cache_keeps_no_memory_alive(ctx):
     a = np.ones((1, 2, 3, 3), np.float32).view(Tracked)
     alive = weakref.ref(a)
