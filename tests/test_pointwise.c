@@ -117,6 +117,37 @@ static void test_resnet_like(void **state)
         }
 }
 
+/* Channels-first backward-data on planes under 100 positions onto 256+
+ * channels runs dx transposed (dy^T W, sums scattered into dx's rows):
+ * channel counts around the panel edges past 256, planes of 1 to 99
+ * positions in 1-3 dims (row tiles of uneven height), batch 1-3. */
+static void test_transposed_backward_data(void **state)
+{
+    (void)state;
+    static const int64_t channels[] = {256, 257, 287, 288, 289, 300, 383, 512, 527};
+    uint64_t first = tu_env_seed(8000);
+    int n = tu_env_count(24);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int spatial = tu_chance(&r, 60) ? 2 : tu_chance(&r, 50) ? 1 : 3;
+        int64_t in[3] = {1, 1, 1}, kernel[3] = {1, 1, 1};
+        int64_t most = tu_range(&r, 1, 99), positions = 1;
+        for (int a = 0; a < spatial; a++) {
+            in[a] = tu_range(&r, 1, spatial == 1 ? most : spatial == 2 ? 9 : 4);
+            positions *= in[a];
+        }
+        assert_true(positions < 100);
+        int64_t c = channels[tu_range(&r, 0, (int64_t)(sizeof channels / sizeof channels[0]) - 1)];
+        tu_problem tp;
+        tu_problem_init(&tp, spatial, tu_range(&r, 1, 3), c, random_channels(&r, 300), in, kernel);
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, tu_chance(&r, 30));
+    }
+}
+
 /* ReLU passes a NaN on (as the reference's "v < 0 ? 0 : v" does): one NaN
  * in x makes exactly the K outputs that read it NaN, in both layouts. */
 static void test_relu_keeps_nan(void **state)
@@ -156,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_wide_exact),
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_resnet_like),
+        cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_relu_keeps_nan),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);

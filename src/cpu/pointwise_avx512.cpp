@@ -16,9 +16,16 @@
 //   forward, channels-first   W (K x C)                x of one image (C x P)
 //   forward, channels-last    x (N*P x C)              W transposed, once per call
 //   bwd-data, channels-first  W read transposed        dy of one image (K x P)
+//     on planes under 28x28   dy read transposed       W (K x C), once per call
 //   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
 //   bwd-filter, channels-first  dy of one image (K x P)  x transposed, per chunk of positions
 //   bwd-filter, channels-last   dy read across (K apart) x (N*P x C), per chunk of positions
+//
+// Channels-first backward-data on small planes computes dx transposed (rows
+// are positions, columns channels): W is then B, packed once per call as a
+// plain copy of its rows, and each tile's sums are scattered into dx's
+// channel rows. Otherwise a 7x7 plane's 49 positions make a full panel and
+// a one-column one, each reading all of W across its rows.
 //
 // Backward-filter reduces over positions: chunks of them (an L2 share of
 // B, the same chunks for any thread count, so the sums' order is too) are
@@ -45,6 +52,15 @@ constexpr int kVecs = 3;                       // tile columns, in 16-lane vecto
 constexpr int64_t kPanel = 16 * kVecs;         // columns of a packed panel
 constexpr int64_t kBlockBytes = 256 << 10;     // packed B of a channels-first item: an L2 share
 constexpr int64_t kRowBlockBytes = 128 << 10;  // A rows a channels-last item walks per panel
+// Channels-first backward-data runs transposed on planes of fewer positions
+// (7x7, 8x8, 9x9) onto this many channels or more. 1 thread, strict,
+// interleaved (7 rounds at batch 1, 5 at batch 8), against libconv's SGEMM:
+// 512->2048 7x7 1.10x (batch 8 1.06x, 2 threads 1.23x), 2048->512 1.10x
+// (1.40x, 1.28x), 1024->256 1.14x; 14x14 planes lost 0.75-0.85x (the
+// panel is read from L2 by 25 row tiles), and 64->256 8x8 0.72-0.77x (a
+// 16-column panel per 48).
+constexpr int64_t kTransposedBelow = 100;
+constexpr int64_t kTransposedChannels = 256;
 
 // One pass as a GEMM, in element offsets from the tensors' pointers.
 struct Gemm {
@@ -52,8 +68,9 @@ struct Gemm {
     int64_t a_row, a_red;
     const float *b;  // B(r, j) = b[r * b_red + j * b_col], the source of the panels
     int64_t b_red, b_col;
-    float *out;  // out[i * ldo + j]
+    float *out;  // out[i * ldo + j], or with out_cols out[j * ldo + i]
     int64_t ldo;
+    bool out_cols;
     int64_t M, N, R;
     const float *bias;  // one per row (bias_rows) or per column; may be null
     bool bias_rows, relu;
@@ -63,6 +80,7 @@ struct Gemm {
 // How a pass is cut into work items.
 struct Plan {
     bool last;          // channels-last: one GEMM over all images, B packed once
+    bool transposed;    // channels-first backward-data on a small plane: dx^T = dy^T W
     int64_t cols;       // columns (B panels) per item
     int64_t rows;       // rows per item
     int64_t col_blocks, row_blocks, items;
@@ -109,6 +127,21 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
     Plan p{};
     p.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
     if (g.n <= 0 || P <= 0 || R <= 0 || outc <= 0) return p;
+    if (!p.last && !fwd && P < kTransposedBelow && outc >= kTransposedChannels) {
+        // An item: a block of dx's channels (W's panels, an L2 share) for
+        // every position of every image.
+        p.transposed = true;
+        const int64_t panels = ceil_div(outc, kPanel);
+        const int64_t fit = std::max<int64_t>(1, kBlockBytes / (4 * R * kPanel));
+        int64_t blocks = ceil_div(panels, std::min(fit, panels));
+        if (blocks < threads) blocks = std::min(panels, (int64_t)threads);
+        p.cols = ceil_div(panels, blocks) * kPanel;
+        p.col_blocks = ceil_div(outc, p.cols);
+        p.rows = P, p.row_blocks = 1;
+        p.items = p.col_blocks;
+        p.slot_bytes = (size_t)checked_mul(R, p.cols * 4, "workspace");
+        return p;
+    }
     if (!p.last) {
         // Per image: rows are channels, columns positions. An item packs
         // `cols` positions of the image (an L2 share) and runs its tiles.
@@ -220,7 +253,7 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
             for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, b[v], acc[i][v]);
         }
     }
-    float *out = m.out + i0 * m.ldo + j0;
+    float *out = m.out_cols ? nullptr : m.out + i0 * m.ldo + j0;
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
@@ -233,6 +266,13 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
                                          : _mm512_maskz_loadu_ps(lanes, m.bias + j0 + 16 * v));
             // max(0, s) returns s when s is NaN: ReLU passes NaN on, as the reference does.
             if (m.relu) s = _mm512_max_ps(_mm512_setzero_ps(), s);
+            if (m.out_cols) {  // no bias, no accumulation (backward-data)
+                const __m512i at = _mm512_mullo_epi32(_mm512_set1_epi32((int)m.ldo),
+                                                      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                                        10, 11, 12, 13, 14, 15));
+                _mm512_mask_i32scatter_ps(m.out + (j0 + 16 * v) * m.ldo + i0 + i, lanes, at, s, 4);
+                continue;
+            }
             float *o = out + i * m.ldo + 16 * v;
             if (m.accumulate) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(lanes, o));
             _mm512_mask_storeu_ps(o, lanes, s);
@@ -253,23 +293,27 @@ constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kRows>{});
 // is the stream); otherwise a row tile stays while the panels pass.
 CONV_TARGET_AVX512 void run_block(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                                   const float *panels, bool rows_inner) {
+    // Row tiles of even height: 49 rows as 7 x 7, not 6 x 8 and a 1-row tile
+    // that loads a panel for a sixteenth of the FMAs.
+    const int64_t mr = ceil_div(i1 - i0, ceil_div(i1 - i0, kRows));
     auto one = [&](int64_t i, int64_t q0) {
-        const int64_t rows = std::min<int64_t>(kRows, i1 - i), cols = std::min(kPanel, j1 - q0);
+        const int64_t rows = std::min<int64_t>(mr, i1 - i), cols = std::min(kPanel, j1 - q0);
         const int64_t vecs = ceil_div(cols, 16);
         kTiles[rows - 1][vecs - 1](m, i, q0, panels + (q0 - j0) * m.R,
                                    first_lanes(cols - 16 * (vecs - 1)));
     };
     if (rows_inner) {
         for (int64_t q0 = j0; q0 < j1; q0 += kPanel)
-            for (int64_t i = i0; i < i1; i += kRows) one(i, q0);
+            for (int64_t i = i0; i < i1; i += mr) one(i, q0);
     } else {
-        for (int64_t i = i0; i < i1; i += kRows)
+        for (int64_t i = i0; i < i1; i += mr)
             for (int64_t q0 = j0; q0 < j1; q0 += kPanel) one(i, q0);
     }
 }
 
-// The GEMM of image n (channels-first) or of all images (channels-last).
-Gemm pass_gemm(const ConvArgs &args, int64_t n) {
+// The GEMM of image n (channels-first; `transposed`: dx^T = dy^T W) or of
+// all images (channels-last).
+Gemm pass_gemm(const ConvArgs &args, int64_t n, bool transposed) {
     const ConvGeometry &g = *args.g;
     const int64_t C = g.c, K = g.k, P = g.out_size();
     float *x = static_cast<float *>(args.x), *w = static_cast<float *>(args.w);
@@ -278,12 +322,14 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n) {
     const float *bias = fwd ? static_cast<const float *>(args.bias) : nullptr;
     if (g.layout != CONV_LAYOUT_CHANNELS_LAST) {
         if (fwd)
-            return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, K, P, C, bias, true, relu, false};
-        return {w, 1, C, y + n * K * P, P, 1, x + n * C * P, P, C, P, K, nullptr, false, false, false};
+            return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, false, K, P, C, bias, true, relu, false};
+        if (transposed)
+            return {y + n * K * P, 1, P, w, C, 1, x + n * C * P, P, true, P, C, K, nullptr, false, false, false};
+        return {w, 1, C, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false};
     }
     const int64_t M = g.n * P;
-    if (fwd) return {x, C, 1, w, 1, C, y, K, M, K, C, bias, false, relu, false};
-    return {y, K, 1, w, C, 1, x, C, M, C, K, nullptr, false, false, false};
+    if (fwd) return {x, C, 1, w, 1, C, y, K, false, M, K, C, bias, false, relu, false};
+    return {y, K, 1, w, C, 1, x, C, false, M, C, K, nullptr, false, false, false};
 }
 
 // Backward-filter's GEMM over positions [q0, q0 + len) of image n
@@ -295,9 +341,9 @@ Gemm filter_gemm(const ConvArgs &args, int64_t n, int64_t q0, int64_t len, bool 
     const float *x = static_cast<const float *>(args.x), *dy = static_cast<const float *>(args.y);
     float *dw = static_cast<float *>(args.w);
     if (g.layout != CONV_LAYOUT_CHANNELS_LAST)
-        return {dy + n * K * P + q0, P, 1, x + n * C * P + q0, 1, P, dw, C, K, C, len,
+        return {dy + n * K * P + q0, P, 1, x + n * C * P + q0, 1, P, dw, C, false, K, C, len,
                 nullptr, false, false, accumulate};
-    return {dy + q0 * K, 1, K, x + q0 * C, C, 1, dw, C, K, C, len, nullptr, false, false,
+    return {dy + q0 * K, 1, K, x + q0 * C, C, 1, dw, C, false, K, C, len, nullptr, false, false,
             accumulate};
 }
 
@@ -321,11 +367,14 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     // (14x14: 1024->512 139 vs 83, 512->1024 137 vs 74, 1024->256 148 vs
     // 123; 7x7: 86-94 vs 58-62); from 28x28 up the two are even (128->512
     // 147 vs 153, 512->128 160 vs 158, 32->64 at 112x112 103 vs 93-98).
+    // On the smallest planes onto many channels the transposed form (above)
+    // beats the GEMM.
     // Channels-last on a 7x7 image (49 rows) the same: forward 111 vs 78,
     // backward-data 122 vs 98; from 14x14 up this kernel is even or ahead.
     // Forward channels-first and backward-filter: even or this kernel ahead.
     if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return g.n * g.out_size() >= 128;
-    return op == CONV_OP_FORWARD || g.out_size() >= 784;
+    return op == CONV_OP_FORWARD || g.out_size() >= 784 ||
+           (g.out_size() < kTransposedBelow && g.c >= kTransposedChannels);
 }
 
 size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
@@ -363,8 +412,22 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
                          threads);
         return;
     }
+    if (p.transposed) {
+        const size_t slot_floats = p.slot_bytes / sizeof(float);
+        pool.parallel_for(
+            p.items,
+            [&](int64_t item, int s) {
+                const int64_t j0 = item * p.cols, j1 = std::min(g.c, j0 + p.cols);
+                float *panels = scratch + (size_t)s * slot_floats;
+                pack_panels(pass_gemm(args, 0, true), j0, j1, panels);
+                for (int64_t n = 0; n < g.n; ++n)
+                    run_block(pass_gemm(args, n, true), 0, g.out_size(), j0, j1, panels, true);
+            },
+            threads);
+        return;
+    }
     if (p.last) {
-        const Gemm m = pass_gemm(args, 0);
+        const Gemm m = pass_gemm(args, 0, false);
         const int64_t panels = ceil_div(m.N, kPanel);
         pool.parallel_for(
             panels,
@@ -388,7 +451,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         p.items,
         [&](int64_t item, int s) {
             const int64_t rb = item % p.row_blocks, cb = item / p.row_blocks % p.col_blocks;
-            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks);
+            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, false);
             const int64_t j0 = cb * p.cols, j1 = std::min(m.N, j0 + p.cols);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
             float *panels = scratch + (size_t)s * slot_floats;
