@@ -37,6 +37,7 @@ static const shape kShapes[] = {
     {"3x3 pad 1", 2, 2, 20, 24, 1, 5, 3, 1, 1, 1},          /* winograd, direct, implicit */
     {"3x3 valid wide", 2, 1, 40, 36, 1, 6, 3, 1, 1, 0},     /* two vectors of channels */
     {"1x1", 2, 2, 19, 33, 1, 3, 1, 1, 1, 0},                /* gemm_1x1, pointwise */
+    {"1x1 onto 257", 2, 1, 257, 20, 1, 3, 1, 1, 1, 0},      /* gemm_1x1's transposed dx: masked scatters */
     {"depthwise 3x3", 2, 2, 24, 24, 24, 5, 3, 1, 1, 1},     /* depthwise_direct */
     {"depthwise 3x3 s2", 2, 1, 20, 20, 20, 7, 3, 2, 1, 1},  /* its stride-2 kernels */
     {"3x3 s2", 2, 2, 17, 40, 1, 7, 3, 2, 1, 1},             /* strided (phases) */
