@@ -169,4 +169,18 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
     gemm_typed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+void gemm_write_once(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                     float *c, int64_t ldc) {
+    if (own_sgemm() && sgemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true))
+        return;
+    gemm_typed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm_write_once(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                     const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+                     double *c, int64_t ldc) {
+    gemm_typed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 }  // namespace conv::cpu

@@ -202,6 +202,15 @@ struct GemmConv {
         }
     }
 
+    // Whether a backward-filter GEMM ending at position p1 writes the item's
+    // dW block for the last time, whole: one image and one position tile.
+    bool final_block(int64_t p1) const { return N == 1 && p1 == P && p.pt >= P; }
+    using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, T, const T *, int64_t,
+                            const T *, int64_t, T, T *, int64_t);
+    static GemmFn gemm_for(bool write_once) {
+        return write_once ? static_cast<GemmFn>(gemm_write_once) : static_cast<GemmFn>(gemm);
+    }
+
     void backward_filter(int64_t item, int s, const T *x, T *dw, const T *dy) const {
         int64_t cblocks = ceil_div(Cg, p.ct), kblocks = ceil_div(Kg, p.kt);
         int64_t kb = item % kblocks, cb = item / kblocks % cblocks, gi = item / kblocks / cblocks;
@@ -225,8 +234,9 @@ struct GemmConv {
                 for (int64_t p0 = 0; p0 < P; p0 += p.pt, first = false) {
                     int64_t p1 = std::min(P, p0 + p.pt);
                     im2col_tile(g, xg, c0, c1, p0, p1, slot(s));
-                    gemm(false, true, kt, cols, p1 - p0, T(1), dyg + p0, P, slot(s), p1 - p0,
-                         T(first ? 0 : 1), dwb, CK);
+                    gemm_for(final_block(p1))(
+                        false, true, kt, cols, p1 - p0, T(1), dyg + p0, P, slot(s), p1 - p0,
+                        T(first ? 0 : 1), dwb, CK);
                 }
                 continue;
             }
@@ -240,8 +250,9 @@ struct GemmConv {
             for (int64_t p0 = 0; p0 < P; p0 += p.pt, first = false) {
                 int64_t p1 = std::min(P, p0 + p.pt);
                 im2row_tile(g, xg, 0, Cg, p0, p1, slot(s));
-                gemm(true, false, kt, CK, p1 - p0, T(1), dyg + p0 * K, K, slot(s), CK,
-                     T(first ? 0 : 1), dwb, CK);
+                gemm_for(final_block(p1))(
+                    true, false, kt, CK, p1 - p0, T(1), dyg + p0 * K, K, slot(s), CK,
+                    T(first ? 0 : 1), dwb, CK);
             }
         }
         if (first)  // empty batch: the gradient is zero

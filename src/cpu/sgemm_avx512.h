@@ -15,10 +15,11 @@ namespace conv::cpu {
 // blocks of kSgemmKc, each block added to C in turn. Packing uses a buffer
 // per calling thread, allocated on its first call and freed at thread exit;
 // returns false, having written nothing, when that buffer cannot be had.
-// Call only where cpu_isa() == Isa::avx512.
+// Call only where cpu_isa() == Isa::avx512. `write_once`: C is final and
+// not read again soon (see gemm_write_once in blas.h).
 bool sgemm_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                  int64_t ldc);
+                  int64_t ldc, bool write_once = false);
 
 // The depth of one packed block: the summation's block length.
 constexpr int64_t kSgemmKc = 256;

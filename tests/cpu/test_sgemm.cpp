@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -127,6 +128,39 @@ static void via_sgemm_avx512(const Case &t, const float *a, const float *b, floa
     }
 }
 
+// gemm_write_once: C of 64-byte aligned rows, large enough to be streamed
+// past the caches, must come out bit for bit as gemm's (the same sums in the
+// same order), every element written over a C full of NaN and the padding
+// between rows untouched; and so must the cases it does not stream (two
+// blocks of k, rows not whole cache lines, beta != 0).
+static void check_write_once(const Case &t, std::mt19937 &rng) {
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    const int64_t arows = t.ta ? t.k : t.m, brows = t.tb ? t.n : t.k;
+    std::vector<float> a(size_t(arows * t.lda)), b(size_t(brows * t.ldb));
+    for (auto &x : a) x = u(rng);
+    for (auto &x : b) x = u(rng);
+    const size_t cn = size_t(t.m * t.ldc);
+    float *c1 = static_cast<float *>(std::aligned_alloc(64, (cn * 4 + 63) / 64 * 64));
+    float *c2 = static_cast<float *>(std::aligned_alloc(64, (cn * 4 + 63) / 64 * 64));
+    for (size_t i = 0; i < cn; ++i) c1[i] = c2[i] = t.beta == 0.f ? std::nanf("") : u(rng);
+    gemm(t.ta, t.tb, t.m, t.n, t.k, t.alpha, a.data(), t.lda, b.data(), t.ldb, t.beta, c1, t.ldc);
+    gemm_write_once(t.ta, t.tb, t.m, t.n, t.k, t.alpha, a.data(), t.lda, b.data(), t.ldb, t.beta,
+                    c2, t.ldc);
+    int64_t differ = 0;
+    for (size_t i = 0; i < cn; ++i) {
+        const bool in_row = int64_t(i) % t.ldc < t.n;
+        const bool same = c1[i] == c2[i] || (std::isnan(c1[i]) && std::isnan(c2[i]));
+        differ += !same || (in_row && std::isnan(c2[i])) || (!in_row && !std::isnan(c2[i]) && t.beta == 0.f);
+    }
+    if (differ) {
+        std::fprintf(stderr, "FAIL gemm_write_once m=%lld n=%lld k=%lld ldc=%lld: %lld elements\n",
+                     (long long)t.m, (long long)t.n, (long long)t.k, (long long)t.ldc, (long long)differ);
+        ++failures;
+    }
+    std::free(c1);
+    std::free(c2);
+}
+
 int main() {
     std::mt19937 rng(20);
     const bool avx512 = cpu_isa() == Isa::avx512;
@@ -151,6 +185,15 @@ int main() {
         check("gemm big", big, rng, via_gemm);
         if (avx512) check("sgemm_avx512 big", big, rng, via_sgemm_avx512);
     }
+    // A weight gradient's shapes (dW = dy x^T: k = positions), streamed or not.
+    for (const Case &t : {Case{false, true, 70, 4608, 49, 49, 49, 4608, 1.f, 0.f},
+                          Case{true, false, 64, 4100, 196, 64, 4100, 4112, 1.f, 0.f},
+                          Case{false, true, 300, 1000, 256, 256, 256, 1008, 1.f, 0.f},
+                          Case{false, true, 300, 1000, 257, 257, 257, 1008, 1.f, 0.f},
+                          Case{false, true, 70, 4608, 49, 49, 49, 4609, 1.f, 0.f},
+                          Case{false, true, 70, 4608, 49, 49, 49, 4608, 1.f, 1.f},
+                          Case{false, false, 5, 40, 3, 3, 40, 48, -0.5f, 0.f}})
+        check_write_once(t, rng);
     if (failures) std::fprintf(stderr, "%d case(s) failed\n", failures);
     else std::printf("all cases passed\n");
     return failures ? 1 : 0;
