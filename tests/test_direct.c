@@ -271,13 +271,40 @@ static void test_declines(void **state)
     conv_context_destroy(ctx);
 }
 
+/* Backward-data at strides past 3 along the width (4, 5, 7, 16, 17): each
+ * of dx's column phases leaves through stores that spread its positions over
+ * every stride-th lane (one position a store past 16). */
+static void test_wide_strides(void **state)
+{
+    (void)state;
+    static const int64_t strides[] = {4, 5, 7, 16, 17};
+    uint64_t first = tu_env_seed(4600);
+    int n = tu_env_count(15);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t sw = strides[i % 5];
+        int64_t in[2] = {tu_range(&r, 2, 9), tu_range(&r, 2 * sw, 40 + 2 * sw)};
+        int64_t kernel[2] = {tu_range(&r, 1, 3), tu_range(&r, 1, sw + 2)};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 2), tu_range(&r, 1, 40), tu_range(&r, 1, 40), in, kernel);
+        tp.p.stride[0] = tu_range(&r, 1, 2);
+        tp.p.stride[1] = sw;
+        tp.p.channels_last = tu_chance(&r, 30);
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_exact), cmocka_unit_test(test_wide_exact),
         cmocka_unit_test(test_real),        cmocka_unit_test(test_strict),
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
-        cmocka_unit_test(test_declines),
+        cmocka_unit_test(test_declines),    cmocka_unit_test(test_wide_strides),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }
