@@ -519,38 +519,23 @@ void store_portable(const Shape &s, const Item &it, const T *sums, T *dst, const
 
 #if CONV_HAVE_AVX512_KERNELS
 // Channels-first: each channel's run of positions gathered out of the sums
-// (16 at a time, `width` apart) into row stores. A column phase of a strided
-// backward-data (fw > 1) owns every fw-th column of dx's rows: its positions
-// are spread over the lanes of each store, the other phases' lanes masked.
-CONV_TARGET_AVX512 void store_rows_avx512(const Shape &s, const Item &it, const float *sums,
-                                          float *dst, const float *bias, bool relu) {
+// (16 at a time, `width` apart) into row stores; `put(row, x, n)` stores one
+// channel's n positions (transposed into x's lanes) at its row.
+template <class Put>
+CONV_TARGET_AVX512 inline void store_rows_with(const Shape &s, const Item &it, const float *sums,
+                                               float *dst, const float *bias, bool relu, Put &&put) {
     // 16 positions x 16 channels of the sums at a time, transposed in
     // registers, so that a channel's positions leave in few stores: a gather
     // per channel and row cost 4x as much, a quarter of the time on 8x8
-    // planes (small CNNs); one scalar store per element (the strided phases,
-    // before) half the time of a stride-2 backward-data on 28x28 dx planes.
-    const int64_t plane = s.hdst * s.wdst, fw = s.fw;
-    const int64_t npos = ceil_div(kLanes, fw);  // positions a store holds
-    __m512i spread[kLanes];                      // store t: lane l holds position t * npos + l / fw
-    __mmask16 first[kLanes + 1];                 // lanes of a store's first q positions
-    for (int64_t t = 0; t * npos < kLanes; ++t) {
-        alignas(64) int32_t idx[kLanes];
-        for (int l = 0; l < kLanes; ++l) idx[l] = (int32_t)std::min<int64_t>(t * npos + l / fw, kLanes - 1);
-        spread[t] = _mm512_load_si512(idx);
-    }
-    for (int64_t q = 0; q <= npos; ++q) {
-        first[q] = 0;
-        for (int64_t l = 0; l < kLanes; ++l)
-            if (l % fw == 0 && l / fw < q) first[q] = (__mmask16)(first[q] | (1u << l));
-    }
+    // planes (small CNNs).
+    const int64_t plane = s.hdst * s.wdst;
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t r = 0; r < it.rows; ++r) {
-        float *rows = dst + (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + it.ow0 * fw;
+        float *rows = dst + (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + it.ow0 * s.fw;
         for (int64_t m0 = 0; m0 < it.valid; m0 += kLanes) {
             const int64_t chans = std::min<int64_t>(kLanes, it.valid - m0);
             for (int64_t j = 0; j < it.len; j += kLanes) {
                 const int64_t n = std::min<int64_t>(kLanes, it.len - j);
-                const __mmask16 keep = first_lanes(n);
                 const float *in = sums + (r * it.len + j) * it.width + m0;
                 __m512 v[16];
 #pragma GCC unroll 16
@@ -562,25 +547,45 @@ CONV_TARGET_AVX512 void store_rows_avx512(const Shape &s, const Item &it, const 
                         const int64_t ch = it.m0 + m0 + c;
                         __m512 x = _mm512_add_ps(v[c], _mm512_set1_ps(bias ? bias[ch] : 0.0f));
                         if (relu) x = _mm512_max_ps(zero, x);  // NaN stays NaN (the second operand)
-                        float *row = rows + ch * plane + j * fw;
-                        if (fw == 1) {
-                            _mm512_mask_storeu_ps(row, keep, x);
-                        } else if (fw == 2) {  // stride 2, the usual: two stores, constant masks
-                            _mm512_mask_storeu_ps(row, first[std::min<int64_t>(8, n)],
-                                                  _mm512_permutexvar_ps(spread[0], x));
-                            if (n > 8)
-                                _mm512_mask_storeu_ps(row + 16, first[n - 8],
-                                                      _mm512_permutexvar_ps(spread[1], x));
-                        } else {
-                            for (int64_t t = 0; t * npos < n; ++t)
-                                _mm512_mask_storeu_ps(row + t * npos * fw, first[std::min(npos, n - t * npos)],
-                                                      _mm512_permutexvar_ps(spread[t], x));
-                        }
+                        put(rows + ch * plane + j * s.fw, x, n);
                     }
                 }
             }
         }
     }
+}
+
+// One column phase of dx for every fw-th column (a strided backward-data):
+// each store spreads ceil(16 / fw) positions over every fw-th lane by a
+// permute, the other phases' lanes masked. One scalar store per element
+// (before) took half of a stride-2 pass on 28x28 planes.
+CONV_TARGET_AVX512 void store_phase_rows_avx512(const Shape &s, const Item &it, const float *sums,
+                                                float *dst) {
+    const int64_t fw = s.fw, npos = ceil_div(kLanes, fw);  // positions a store holds
+    __m512i spread[kLanes];  // store t: lane l holds position t * npos + l / fw
+    __mmask16 first[kLanes + 1];  // a store's lanes of its first q positions
+    for (int64_t t = 0; t * npos < kLanes; ++t) {
+        alignas(64) int32_t idx[kLanes];
+        for (int64_t l = 0; l < kLanes; ++l) idx[l] = (int32_t)std::min<int64_t>(t * npos + l / fw, kLanes - 1);
+        spread[t] = _mm512_load_si512(idx);
+    }
+    for (int64_t q = 0; q <= npos; ++q) {
+        first[q] = 0;
+        for (int64_t l = 0; l < kLanes; ++l)
+            if (l % fw == 0 && l / fw < q) first[q] = (__mmask16)(first[q] | (1u << l));
+    }
+    store_rows_with(s, it, sums, dst, nullptr, false, [&](float *row, __m512 x, int64_t n) CONV_TARGET_AVX512 {
+        for (int64_t t = 0; t * npos < n; ++t)
+            _mm512_mask_storeu_ps(row + t * npos * fw, first[std::min(npos, n - t * npos)],
+                                  _mm512_permutexvar_ps(spread[t], x));
+    });
+}
+
+CONV_TARGET_AVX512 void store_rows_avx512(const Shape &s, const Item &it, const float *sums,
+                                          float *dst, const float *bias, bool relu) {
+    store_rows_with(s, it, sums, dst, bias, relu, [](float *row, __m512 x, int64_t n) CONV_TARGET_AVX512 {
+        _mm512_mask_storeu_ps(row, first_lanes(n), x);
+    });
 }
 #endif
 
@@ -588,7 +593,10 @@ template <class T>
 void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>)
-        if (!s.last && cpu_isa() == Isa::avx512) return store_rows_avx512(s, it, sums, dst, bias, relu);
+        if (!s.last && cpu_isa() == Isa::avx512) {
+            if (s.fw == 1) return store_rows_avx512(s, it, sums, dst, bias, relu);
+            if (!bias && !relu) return store_phase_rows_avx512(s, it, sums, dst);
+        }
 #endif
     store_portable(s, it, sums, dst, bias, relu);
 }
