@@ -642,12 +642,17 @@ public final class Conv extends NativeObject implements AutoCloseable {
      */
     @CFunction("conv_chosen_algorithm")
     public Algorithm chosenAlgorithm(Context ctx, Op op, Tensor x, Tensor w, Tensor y) {
+        return Algorithm.find(chosenId(ctx, op, x, w, y));
+    }
+
+    /** The id conv_chosen_algorithm gives for a pass (private solvers' too). */
+    private int chosenId(Context ctx, Op op, Tensor x, Tensor w, Tensor y) {
         ensureOpen();
         int[] algo = new int[1];
         int o = op.value();
         pass((p, d) -> ConvNative.conv_chosen_algorithm(p.pin(ctx, "ctx"), d, o, p.pin(x, "x"),
                 p.pin(w, "w"), p.pin(y, "y"), algo));
-        return Algorithm.find(algo[0]);
+        return algo[0];
     }
 
     /**
@@ -665,12 +670,7 @@ public final class Conv extends NativeObject implements AutoCloseable {
      */
     @CFunction({"conv_chosen_algorithm", "conv_algo_name"})
     public String chosenSolverName(Context ctx, Op op, Tensor x, Tensor w, Tensor y) {
-        ensureOpen();
-        int[] algo = new int[1];
-        int o = op.value();
-        pass((p, d) -> ConvNative.conv_chosen_algorithm(p.pin(ctx, "ctx"), d, o, p.pin(x, "x"),
-                p.pin(w, "w"), p.pin(y, "y"), algo));
-        return ConvNative.conv_algo_name(algo[0]);
+        return ConvNative.conv_algo_name(chosenId(ctx, op, x, w, y));
     }
 
     /**
