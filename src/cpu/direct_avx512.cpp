@@ -27,7 +27,9 @@
 // - The source (x, or dy) is copied once per call into zero-padded,
 //   channel-major planes whose rows are split into their `stride_w` column
 //   phases, so the broadcasts of a tile are consecutive scalars at any
-//   stride and channels-last sources need nothing else.
+//   stride and channels-last sources need nothing else. Image by image into
+//   the thread's slot where the threads take whole images (it is then read
+//   from L2), not at all where x's planes already are those planes.
 // - Backward-data at stride s splits dx into its s_h x s_w phases; each is a
 //   unit-stride correlation of dy with the taps that reach it (phase_steps).
 // - Channels are summed in blocks (an L1-sized share of the item's source
@@ -347,16 +349,28 @@ CONV_TARGET_AVX512 void pad_channel_avx512(const Shape &s, const float *src, flo
 }
 #endif
 
+// Channel c of image n of the source (x, or dy) into its padded plane.
+template <class T>
+void pad_source_channel(const Shape &s, const T *src, int64_t n, int64_t c, T *out) {
+    const int64_t cstride = s.last ? 1 : s.hs * s.ws, ps = s.last ? s.cs : 1;
+    pad_channel(s, src + n * s.cs * s.hs * s.ws + c * cstride, ps, out);
+}
+
 template <class T>
 void pad_source(const Shape &s, const T *src, T *source, ThreadPool &pool, int threads) {
-    const int64_t image = s.cs * s.hs * s.ws;
-    const int64_t cstride = s.last ? 1 : s.hs * s.ws, ps = s.last ? s.cs : 1;
     pool.parallel_for(
         s.n * s.cs,
-        [&](int64_t i, int) {
-            pad_channel(s, src + i / s.cs * image + i % s.cs * cstride, ps, source + i * s.plane);
-        },
+        [&](int64_t i, int) { pad_source_channel(s, src, i / s.cs, i % s.cs, source + i * s.plane); },
         threads);
+}
+
+// Whether the source's planes are already the padded planes the tiles read:
+// a channels-first forward pass at unit width stride, without padding, that
+// reads every row and column (MNIST's and LeNet's unpadded layers). The
+// tiles then read x itself and nothing is copied.
+bool source_is_padded(const Shape &s) {
+    return !s.backward && !s.last && s.sw == 1 && s.top == 0 && s.left == 0 && s.hp == s.hs &&
+           s.wq == s.ws;
 }
 
 // ---- the register tiles
@@ -693,8 +707,18 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
     for (int64_t p = 0; p < phases; ++p) phase_steps(s, p / s.fw, p % s.fw, steps + p * phase_len);
     const GeneratedTiles generated(s, steps, phase_len, std::is_same_v<T, float>);
+    // The padded source: copied image by image into the thread's slot, right
+    // before that image's items (so that it is read from L2, where copying
+    // the whole batch first wrote it out to memory and read it back: 7-15% of
+    // a batch-32 pass on CIFAR- and MNIST-sized layers), where whole images
+    // keep the threads evenly busy and the weights are not packed per item;
+    // else the whole batch first.
+    const T *input = static_cast<const T *>(s.backward ? args.y : args.x);
     T *source = reinterpret_cast<T *>(base + s.source_at);
-    pad_source(s, static_cast<const T *>(s.backward ? args.y : args.x), source, pool, threads);
+    const bool in_place = source_is_padded(s);
+    const bool by_image = !per_item && (s.n % threads == 0 || s.n >= 4 * threads);
+    if (!in_place && !by_image) pad_source(s, input, source, pool, threads);
+    const int64_t image_source = s.cs * s.plane;
 
     T *dst = static_cast<T *>(s.backward ? args.x : args.y);
     const T *bias = s.backward ? nullptr : static_cast<const T *>(args.bias);
@@ -704,12 +728,13 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // Fewer rows per item where the items would not keep every thread busy
     // (the sums' order does not depend on the items: same results).
     const int64_t others = s.n * s.groups * kblocks * phases * segs;
-    const int64_t rows = per_item ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others)));
+    const int64_t rows = per_item || by_image ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others)));
     const int64_t rgroups = ceil_div(s.hd, rows);
     // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
     // block kb of group gi, whose packed vectors start at w.
+    // `image`: image n's padded source planes.
     auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t p, int64_t rg, int64_t sg,
-                       const T *w) {
+                       const T *w, const T *image) {
         const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
         Item it;
         it.ph = p / s.fw, it.pw = p % s.fw;
@@ -722,7 +747,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         it.m0 = kb * s.nv * kLanes, it.width = nv * kLanes;
         it.valid = std::min(it.width, s.cdg - it.m0);
         alignas(64) T sums[kItemSums];
-        const T *x = source + (n * s.cs + gi * s.csg) * s.plane;
+        const T *x = image + gi * s.csg * s.plane;
         const Step *phase = steps + p * phase_len;
         const int64_t per_channel = phase_len ? phase_steps_count(s, it.ph, it.pw) : 0;
         for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
@@ -744,6 +769,29 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         store_item(s, it, sums, dst + n * dst_image + gi * s.cdg * (s.last ? 1 : plane),
                    bias ? bias + gi * s.cdg : nullptr, relu);
     };
+    auto image_at = [&](int64_t n) { return (in_place ? input : source) + n * image_source; };
+    if (by_image) {  // an item: one image, everywhere
+        pool.parallel_for(
+            s.n,
+            [&](int64_t n, int slot) {
+                const T *image = image_at(n);
+                if (!in_place) {
+                    T *own = source + slot * image_source;
+                    for (int64_t c = 0; c < s.cs; ++c)
+                        pad_source_channel(s, input, n, c, own + c * s.plane);
+                    image = own;
+                }
+                for (int64_t gi = 0; gi < s.groups; ++gi)
+                    for (int64_t kb = 0; kb < kblocks; ++kb)
+                        for (int64_t p = 0; p < phases; ++p)
+                            for (int64_t rg = 0; rg < rgroups; ++rg)
+                                for (int64_t sg = 0; sg < segs; ++sg)
+                                    compute(n, gi, kb, p, rg, sg,
+                                            packed + (gi * s.dvec + kb * s.nv) * s.wvec, image);
+            },
+            threads);
+        return;
+    }
     if (per_item) {  // an item: one channel block of a group, everywhere
         pool.parallel_for(
             s.groups * kblocks,
@@ -754,7 +802,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 for (int64_t n = 0; n < s.n; ++n)
                     for (int64_t p = 0; p < phases; ++p)
                         for (int64_t rg = 0; rg < rgroups; ++rg)
-                            for (int64_t sg = 0; sg < segs; ++sg) compute(n, gi, kb, p, rg, sg, w);
+                            for (int64_t sg = 0; sg < segs; ++sg) compute(n, gi, kb, p, rg, sg, w, image_at(n));
             },
             threads);
         return;
@@ -765,7 +813,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             int64_t sg = item % segs, rg = item / segs % rgroups, rest = item / segs / rgroups;
             int64_t p = rest % phases, kb = rest / phases % kblocks;
             int64_t gi = rest / phases / kblocks % s.groups, n = rest / phases / kblocks / s.groups;
-            compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec);
+            compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, image_at(n));
         },
         threads);
 }
