@@ -5,10 +5,11 @@
 // the vector and pays a 16-lane reduction for every output (0.45x on
 // 14x14 planes).
 //
-// - dy is laid out once per call as [image][group][16 filters a vector]
-//   [position][16] (channels-first by 16 x 16 transposes; zero lanes past
-//   the group's filters), x copied into the forward pass's padded planes
-//   (direct_source), so that a position of any tap is one scalar.
+// - dy is laid out as [image][group][16 filters a vector][position][16]
+//   (channels-first by 16 x 16 transposes; zero lanes past the group's
+//   filters), x copied into the forward pass's padded planes
+//   (direct_source), so that a position of any tap is one scalar: a block
+//   of images at a time, one that stays in L2 for the items that read it.
 // - A register tile is NV vectors of filters x NC columns (a column is one
 //   (source channel, tap) of dw's row, in dw's own order): 4 x 6, 3 x 8,
 //   2 x 12 or 1 x 16 accumulators. Per position it loads NV aligned dy
@@ -46,6 +47,7 @@ constexpr int kLanes = 16;
 constexpr int kMaxColumns = 16;        // columns a tile: one 16 x 16 transpose a vector
 constexpr int64_t kMaxTilesPerItem = 32;  // tiles of columns a work item carries
 constexpr int64_t kChunkBytes = 24 << 10;  // dy an item reads per chunk of positions
+constexpr int64_t kBlockBytes = 512 << 10; // padded x and laid-out dy of a block of images
 
 struct FilterShape {
     bool last;
@@ -55,9 +57,12 @@ struct FilterShape {
     int64_t chunk_rows;     // output rows per chunk
     int64_t kblocks, tiles; // per group: blocks of nv filter vectors, tiles of columns
     int64_t item_tiles;     // tiles a work item carries
-    int64_t slot;           // elements of a thread's slot: the item's sums
+    int64_t items;          // work items: groups x kblocks x blocks of tiles
+    int64_t slot;           // elements of a slot: an item's sums
+    int64_t block_images, image_blocks;  // images laid out at a time, and how many times
     // Workspace, bytes: each column's offset in its group's padded x (int64),
-    // the padded x, dy, the threads' slots.
+    // the padded x and dy of a block of images, the slots (a thread's, or
+    // with several blocks of images an item's: its sums carried between them).
     size_t source_at, dy_at, slots_at, total;
 };
 
@@ -99,17 +104,35 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     while ((blocks * parts) % threads != 0 && parts < s.tiles) ++parts;
     parts = std::clamp<int64_t>(parts, 1, std::max<int64_t>(s.tiles, 1));
     s.item_tiles = std::max<int64_t>(1, ceil_div(s.tiles, parts));
+    s.items = blocks * ceil_div(s.tiles, s.item_tiles);
     s.slot = s.item_tiles * s.nv * s.nc * kLanes;
-    const int64_t source = checked_mul(checked_mul(s.n * g.c, s.src.plane, "workspace"),
+    // x padded and dy laid out a block of images at a time, a block that
+    // stays in L2 for the items that read it next: the whole batch at once
+    // went out to memory and came back (a quarter of a batch-32 pass on
+    // CIFAR ResNet-20's 16->16 32x32). Only where an image fits such a
+    // block and the items' sums, carried from block to block, stay in L2
+    // too: ResNet-50's 512->512 7x7 at batch 8 (a 9.4 MB dw) lost 0.78x
+    // to reading them back each time, its 64->64 56x56 (1.7 MB an image)
+    // 0.82x.
+    const int64_t x_image = checked_mul(g.c, s.src.plane, "workspace");
+    const int64_t dy_image = checked_mul(s.groups * s.dvec, s.positions * kLanes, "workspace");
+    const double image_bytes = ((double)x_image + (double)dy_image) * (double)es;
+    const double sums_bytes = (double)s.items * (double)s.slot * (double)es;
+    const bool blocked = image_bytes <= kBlockBytes && sums_bytes <= kBlockBytes / 2;
+    s.block_images = std::clamp<int64_t>(blocked ? (int64_t)(kBlockBytes / image_bytes) : s.n, 1,
+                                         std::max<int64_t>(s.n, 1));
+    s.image_blocks = ceil_div(s.n, s.block_images);
+    const int64_t source = checked_mul(checked_mul(s.block_images, x_image, "workspace"),
                                        (int64_t)es, "workspace");
     s.source_at = (size_t)round_up(checked_mul(s.ck, 8, "workspace"), 64);
     s.dy_at = (size_t)round_up(checked_add((int64_t)s.source_at, source, "workspace"), 64);
-    const int64_t dy = checked_mul(checked_mul(s.n * s.groups * s.dvec, s.positions * kLanes,
-                                               "workspace"),
-                                   (int64_t)es, "workspace");
+    const int64_t dy = checked_mul(checked_mul(s.block_images, dy_image, "workspace"), (int64_t)es,
+                                   "workspace");
     s.slots_at = (size_t)round_up(checked_add((int64_t)s.dy_at, dy, "workspace"), 64);
+    const int64_t slots = s.image_blocks > 1 ? s.items : threads;
     s.total = (size_t)checked_add((int64_t)s.slots_at,
-                                  checked_mul(threads * s.slot, (int64_t)es, "workspace"),
+                                  checked_mul(checked_mul(slots, s.slot, "workspace"), (int64_t)es,
+                                              "workspace"),
                                   "workspace");
     return s;
 }
@@ -339,68 +362,78 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     }
     T *source = reinterpret_cast<T *>(base + s.source_at);
     T *dyv = reinterpret_cast<T *>(base + s.dy_at);
-    direct_pad_source(g, static_cast<const T *>(args.x), source, pool, threads);
-    const T *dy = static_cast<const T *>(args.y);
-    const int64_t vec_len = s.positions * kLanes;
-    pool.parallel_for(
-        s.n * s.groups * s.dvec,
-        [&](int64_t i, int) {
-            lay_out_vector(s, dy, i / (s.groups * s.dvec), i / s.dvec % s.groups, i % s.dvec,
-                           dyv + i * vec_len);
-        },
-        threads);
-
+    const T *x = static_cast<const T *>(args.x), *dy = static_cast<const T *>(args.y);
+    const int64_t vec_len = s.positions * kLanes, x_image = g.c * s.src.plane;
     T *dw = static_cast<T *>(args.w);
     const int64_t kblocks = s.kblocks, item_cols = s.nc * s.item_tiles;
     const int64_t cblocks = ceil_div(s.tiles, s.item_tiles);
     T *slots = reinterpret_cast<T *>(base + s.slots_at);
-    const int64_t x_image = g.c * s.src.plane;
     const GeneratedFilterTiles generated = std::is_same_v<T, float>
                                                ? GeneratedFilterTiles(s, columns, item_cols, cblocks)
                                                : GeneratedFilterTiles(s, columns, 0, 0);
-    pool.parallel_for(
-        s.groups * kblocks * cblocks,
-        [&](int64_t item, int slot) {
-            const int64_t cb = item % cblocks, kb = item / cblocks % kblocks;
-            const int64_t gi = item / cblocks / kblocks;
-            const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
-            const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
-            const int64_t tiles = ceil_div(j1 - j0, (int64_t)s.nc);
-            T *sums = slots + slot * s.slot;
-            const T *group_x = source + gi * s.csg * s.src.plane;
-            // dw's rows of the item, far apart and cold on large filters:
-            // asked for now (into L2) so that their misses overlap the
-            // tiles instead of stalling the copy at the end.
-            T *rows = dw + (gi * s.cdg + kb * s.nv * kLanes) * s.ck + j0;
-            const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
-            for (int64_t f = 0; f < filters; ++f)
-                for (int64_t b = 0; b < (j1 - j0) * (int64_t)sizeof(T); b += 64)
-                    __builtin_prefetch(reinterpret_cast<char *>(rows + f * s.ck) + b, 1, 2);
-            bool first = true;
-            for (int64_t n = 0; n < s.n; ++n)
-                for (int64_t r0 = 0; r0 < s.ho; r0 += s.chunk_rows, first = false) {
-                    Tile t;
-                    t.dy = dyv + ((n * s.groups + gi) * s.dvec + kb * s.nv) * vec_len + r0 * s.wo * kLanes;
-                    t.dy_vec = vec_len;
-                    t.rows = std::min(s.chunk_rows, s.ho - r0), t.wo = s.wo, t.rstep = s.src.rstep;
-                    t.mode = first ? Mode::fresh : args.strict ? Mode::partial : Mode::running;
-                    const int64_t at = n * x_image + r0 * s.src.rstep;
-                    for (int64_t ti = 0; ti < tiles; ++ti) {
-                        for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
-                            t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
-                        t.sums = sums + ti * nv * s.nc * kLanes;
-                        if (jit::FilterTileFn fn = generated.get(cb * s.item_tiles + ti))
-                            fn(reinterpret_cast<const float *>(t.dy), reinterpret_cast<const float *>(t.x[0]),
-                               t.rows, t.rstep, reinterpret_cast<float *>(t.sums), (int64_t)t.mode);
-                        else
-                            run_tile<T>(t, nv, s.nc);
+    for (int64_t ib = 0; ib < s.image_blocks; ++ib) {
+        const int64_t n0 = ib * s.block_images, images = std::min(s.block_images, s.n - n0);
+        const bool last_block = ib + 1 == s.image_blocks;
+        ConvGeometry block = g;
+        block.n = images;
+        direct_pad_source(block, x + n0 * g.c * g.in_size(), source, pool, threads);
+        pool.parallel_for(
+            images * s.groups * s.dvec,
+            [&](int64_t i, int) {
+                lay_out_vector(s, dy, n0 + i / (s.groups * s.dvec), i / s.dvec % s.groups,
+                               i % s.dvec, dyv + i * vec_len);
+            },
+            threads);
+        pool.parallel_for(
+            s.items,
+            [&](int64_t item, int slot) {
+                const int64_t cb = item % cblocks, kb = item / cblocks % kblocks;
+                const int64_t gi = item / cblocks / kblocks;
+                const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+                const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
+                const int64_t tiles = ceil_div(j1 - j0, (int64_t)s.nc);
+                T *sums = slots + (s.image_blocks > 1 ? item : slot) * s.slot;
+                const T *group_x = source + gi * s.csg * s.src.plane;
+                // dw's rows of the item, far apart and cold on large filters:
+                // asked for now (into L2) so that their misses overlap the
+                // tiles instead of stalling the copy at the end.
+                T *rows = dw + (gi * s.cdg + kb * s.nv * kLanes) * s.ck + j0;
+                const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
+                if (last_block)
+                    for (int64_t f = 0; f < filters; ++f)
+                        for (int64_t b = 0; b < (j1 - j0) * (int64_t)sizeof(T); b += 64)
+                            __builtin_prefetch(reinterpret_cast<char *>(rows + f * s.ck) + b, 1, 2);
+                for (int64_t n = 0; n < images; ++n)
+                    for (int64_t r0 = 0; r0 < s.ho; r0 += s.chunk_rows) {
+                        Tile t;
+                        t.dy = dyv + ((n * s.groups + gi) * s.dvec + kb * s.nv) * vec_len +
+                               r0 * s.wo * kLanes;
+                        t.dy_vec = vec_len;
+                        t.rows = std::min(s.chunk_rows, s.ho - r0), t.wo = s.wo, t.rstep = s.src.rstep;
+                        t.mode = n0 + n == 0 && r0 == 0 ? Mode::fresh
+                                 : args.strict          ? Mode::partial
+                                                        : Mode::running;
+                        const int64_t at = n * x_image + r0 * s.src.rstep;
+                        for (int64_t ti = 0; ti < tiles; ++ti) {
+                            for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
+                                t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
+                            t.sums = sums + ti * nv * s.nc * kLanes;
+                            if (jit::FilterTileFn fn = generated.get(cb * s.item_tiles + ti))
+                                fn(reinterpret_cast<const float *>(t.dy),
+                                   reinterpret_cast<const float *>(t.x[0]), t.rows, t.rstep,
+                                   reinterpret_cast<float *>(t.sums), (int64_t)t.mode);
+                            else
+                                run_tile<T>(t, nv, s.nc);
+                        }
                     }
-                }
-            // Then into dw 16 columns at a time.
-            for (int64_t c0 = 0; c0 < j1 - j0; c0 += kLanes)
-                store(sums, nv, c0, (int)std::min<int64_t>(kLanes, j1 - j0 - c0), filters, rows, s.ck);
-        },
-        threads);
+                // Then into dw 16 columns at a time.
+                if (last_block)
+                    for (int64_t c0 = 0; c0 < j1 - j0; c0 += kLanes)
+                        store(sums, nv, c0, (int)std::min<int64_t>(kLanes, j1 - j0 - c0), filters,
+                              rows, s.ck);
+            },
+            threads);
+    }
     if (args.bias)
         channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool,
                      threads);
