@@ -298,6 +298,34 @@ static void test_wide_strides(void **state)
     }
 }
 
+/* Batches larger than one block of images (backward-filter lays x and dy
+ * out a block that stays in L2 at a time, the items' sums carried between
+ * blocks) and batches the threads take a whole image at a time (forward
+ * and backward-data pad each image into the thread's slot; unpadded
+ * channels-first forward reads x in place). */
+static void test_image_blocks(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(4700);
+    int n = tu_env_count(18);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t hw = tu_range(&r, 28, 40), kernel[2] = {3, 3}, in[2] = {hw, hw};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 6, 9), tu_range(&r, 12, 24), tu_range(&r, 12, 40), in, kernel);
+        for (int a = 0; a < 2; a++)
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = i % 3 == 0 ? 0 : 1;
+        tp.p.channels_last = i % 3 == 2;
+        tp.bias = tu_chance(&r, 50);
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        const conv_op_t op = (conv_op_t)(CONV_OP_FORWARD + (i / 3) % 3);
+        tu_check_random_pass(tu_contexts, seed, &tp, op, &r, i % 2);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_real),        cmocka_unit_test(test_strict),
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_declines),    cmocka_unit_test(test_wide_strides),
+        cmocka_unit_test(test_image_blocks),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }
