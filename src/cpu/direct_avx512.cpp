@@ -288,6 +288,19 @@ void pack_weights(const Shape &s, const T *w, T *packed, ThreadPool &pool, int t
         threads);
 }
 
+// Column phase p of a padded row: its column j holds source column
+// first + j * sw, which lies in the source row for j in [lo, hi).
+struct PhaseColumns {
+    int64_t first, lo, hi;
+};
+PhaseColumns phase_columns(const Shape &s, int64_t p) {
+    const int64_t first = p - s.left;
+    int64_t lo = first >= 0 ? 0 : ceil_div(-first, s.sw);
+    int64_t hi = first >= s.ws ? 0 : (s.ws - 1 - first) / s.sw + 1;
+    lo = std::min(lo, s.wq);
+    return {first, lo, std::clamp(hi, lo, s.wq)};
+}
+
 // One source channel (first element at `src`, positions `ps` apart) into
 // its padded plane: row i, column phase p, column j holds source (i - top,
 // j * sw + p - left), zero outside. A phase's bounds are worked out once for
@@ -301,11 +314,7 @@ void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
             return s.sw == 1 ? pad_channel_avx512(s, src, out) : pad_channel_phases_avx512(s, src, out);
 #endif
     for (int64_t p = 0; p < s.sw; ++p) {
-        const int64_t first = p - s.left;  // source column of j = 0
-        int64_t lo = first >= 0 ? 0 : ceil_div(-first, s.sw);
-        int64_t hi = first >= s.ws ? 0 : (s.ws - 1 - first) / s.sw + 1;
-        lo = std::min(lo, s.wq);
-        hi = std::clamp(hi, lo, s.wq);
+        const auto [first, lo, hi] = phase_columns(s, p);
         const bool dense = s.sw == 1 && ps == 1;
         for (int64_t i = 0; i < s.hp; ++i) {
             T *row = out + (i * s.sw + p) * s.wq;
@@ -402,11 +411,7 @@ CONV_TARGET_AVX512 void pad_channel_phases_avx512(const Shape &s, const float *s
     const __m512i spread = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                               _mm512_set1_epi32((int)s.sw));
     for (int64_t p = 0; p < s.sw; ++p) {
-        const int64_t first = p - s.left;  // source column of j = 0
-        int64_t lo = first >= 0 ? 0 : ceil_div(-first, s.sw);
-        int64_t hi = first >= s.ws ? 0 : (s.ws - 1 - first) / s.sw + 1;
-        lo = std::min(lo, s.wq);
-        hi = std::clamp(hi, lo, s.wq);
+        const auto [first, lo, hi] = phase_columns(s, p);
         for (int64_t i = 0; i < s.hp; ++i) {
             float *row = out + (i * s.sw + p) * s.wq;
             for (int64_t j = 0; j < s.wq; j += kLanes) _mm512_mask_storeu_ps(row + j, first_lanes(s.wq - j), zero);
