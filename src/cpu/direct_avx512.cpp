@@ -339,9 +339,7 @@ void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
 // 16 columns of a padded row in one masked load (lanes outside the source
 // row masked off, which does not fault) and one store.
 CONV_TARGET_AVX512 void pad_channel_avx512(const Shape &s, const float *src, float *out) {
-    const int64_t lo = std::clamp<int64_t>(s.left, 0, s.wq);
-    const int64_t hi = std::clamp<int64_t>(s.ws + s.left, lo, s.wq);
-    const int64_t first = lo - s.left;  // the source column that lands at `lo`
+    const auto [first, lo, hi] = phase_columns(s, 0);
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t i = 0; i < s.hp; ++i) {
         float *row = out + i * s.wq;
@@ -350,7 +348,7 @@ CONV_TARGET_AVX512 void pad_channel_avx512(const Shape &s, const float *src, flo
         if (sr < 0 || sr >= s.hs) continue;
         // Loads start at the source row's first used column: no lane before
         // it (masked-off lanes before a row cost a split load each).
-        const float *in = src + sr * s.ws + first;
+        const float *in = src + sr * s.ws + first + lo;
         for (int64_t j = 0; j < hi - lo; j += kLanes) {
             const __mmask16 m = first_lanes(hi - lo - j);
             _mm512_mask_storeu_ps(row + lo + j, m, _mm512_maskz_loadu_ps(m, in + j));
@@ -359,47 +357,6 @@ CONV_TARGET_AVX512 void pad_channel_avx512(const Shape &s, const float *src, flo
 }
 #endif
 
-#if CONV_HAVE_AVX512_KERNELS
-// Channels [c0, c0 + count) of a channels-last fp32 image at unit width
-// stride into their padded planes (channel c0's at `out`): 16 positions of
-// 16 channels at a time, one masked load a position, transposed in
-// registers, one store a channel. A scalar copy a channel at a time, C
-// apart, took 12% of a channels-last 64->64 56x56 pass.
-CONV_TARGET_AVX512 void pad_channels_last_avx512(const Shape &s, const float *image, int64_t c0,
-                                                 int64_t count, float *out) {
-    const int64_t lo = std::clamp<int64_t>(s.left, 0, s.wq);
-    const int64_t hi = std::clamp<int64_t>(s.ws + s.left, lo, s.wq);
-    const int64_t first = lo - s.left;  // the source column that lands at `lo`
-    const __m512 zero = _mm512_setzero_ps();
-    for (int64_t cb = c0; cb < c0 + count; cb += kLanes) {
-        const int64_t k = std::min<int64_t>(kLanes, c0 + count - cb);
-        const __mmask16 channels = first_lanes(k);
-        float *planes = out + (cb - c0) * s.plane;
-        for (int64_t i = 0; i < s.hp; ++i) {
-            for (int64_t c = 0; c < k; ++c)
-                for (int64_t j = 0; j < s.wq; j += kLanes)
-                    _mm512_mask_storeu_ps(planes + c * s.plane + i * s.wq + j, first_lanes(s.wq - j), zero);
-            const int64_t sr = i - s.top;
-            if (sr < 0 || sr >= s.hs) continue;
-            const float *in = image + (sr * s.ws + first) * s.cs + cb;
-            for (int64_t j = 0; j < hi - lo; j += kLanes) {
-                const int64_t np = std::min<int64_t>(kLanes, hi - lo - j);
-                __m512 v[16];
-#pragma GCC unroll 16
-                for (int q = 0; q < 16; ++q)
-                    v[q] = q < np ? _mm512_maskz_loadu_ps(channels, in + (j + q) * s.cs) : zero;
-                transpose16(v);
-#pragma GCC unroll 16
-                for (int c = 0; c < 16; ++c)
-                    if (c < k) _mm512_mask_storeu_ps(planes + c * s.plane + i * s.wq + lo + j, first_lanes(np), v[c]);
-            }
-        }
-    }
-}
-#endif
-
-// Channels [c0, c0 + count) of image n of the source (x, or dy) into their
-// padded planes (channel c0's at `out`).
 #if CONV_HAVE_AVX512_KERNELS
 // pad_channel for a strided row of a channels-first fp32 source: each 16
 // columns of a column phase from the source row's every sw-th element -- at
@@ -436,6 +393,45 @@ CONV_TARGET_AVX512 void pad_channel_phases_avx512(const Shape &s, const float *s
 }
 #endif
 
+#if CONV_HAVE_AVX512_KERNELS
+// Channels [c0, c0 + count) of a channels-last fp32 image at unit width
+// stride into their padded planes (channel c0's at `out`): 16 positions of
+// 16 channels at a time, one masked load a position, transposed in
+// registers, one store a channel. A scalar copy a channel at a time, C
+// apart, took 12% of a channels-last 64->64 56x56 pass.
+CONV_TARGET_AVX512 void pad_channels_last_avx512(const Shape &s, const float *image, int64_t c0,
+                                                 int64_t count, float *out) {
+    const auto [first, lo, hi] = phase_columns(s, 0);
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t cb = c0; cb < c0 + count; cb += kLanes) {
+        const int64_t k = std::min<int64_t>(kLanes, c0 + count - cb);
+        const __mmask16 channels = first_lanes(k);
+        float *planes = out + (cb - c0) * s.plane;
+        for (int64_t i = 0; i < s.hp; ++i) {
+            for (int64_t c = 0; c < k; ++c)
+                for (int64_t j = 0; j < s.wq; j += kLanes)
+                    _mm512_mask_storeu_ps(planes + c * s.plane + i * s.wq + j, first_lanes(s.wq - j), zero);
+            const int64_t sr = i - s.top;
+            if (sr < 0 || sr >= s.hs) continue;
+            const float *in = image + (sr * s.ws + first + lo) * s.cs + cb;
+            for (int64_t j = 0; j < hi - lo; j += kLanes) {
+                const int64_t np = std::min<int64_t>(kLanes, hi - lo - j);
+                __m512 v[16];
+#pragma GCC unroll 16
+                for (int q = 0; q < 16; ++q)
+                    v[q] = q < np ? _mm512_maskz_loadu_ps(channels, in + (j + q) * s.cs) : zero;
+                transpose16(v);
+#pragma GCC unroll 16
+                for (int c = 0; c < 16; ++c)
+                    if (c < k) _mm512_mask_storeu_ps(planes + c * s.plane + i * s.wq + lo + j, first_lanes(np), v[c]);
+            }
+        }
+    }
+}
+#endif
+
+// Channels [c0, c0 + count) of image n of the source (x, or dy) into their
+// padded planes (channel c0's at `out`).
 template <class T>
 void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, int64_t count, T *out) {
     const T *image = src + n * s.cs * s.hs * s.ws;
@@ -727,9 +723,8 @@ template <class T>
 void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>)
-        if (s.last && cpu_isa() == Isa::avx512) return store_last_avx512(s, it, sums, dst, bias, relu);
-    if constexpr (std::is_same_v<T, float>)
-        if (!s.last && cpu_isa() == Isa::avx512) {
+        if (cpu_isa() == Isa::avx512) {
+            if (s.last) return store_last_avx512(s, it, sums, dst, bias, relu);
             if (s.fw == 1) return store_rows_avx512(s, it, sums, dst, bias, relu);
             if (!bias && !relu) return store_phase_rows_avx512(s, it, sums, dst);
         }
