@@ -2,7 +2,7 @@
  * test_depthwise.c -- CONV_ALGO_DEPTHWISE_DIRECT against the naive reference
  * on many depthwise problems shaped to reach every branch of its kernels
  * (the AVX-512 ones and the portable ones, which this test also runs under
- * CONV_CPU_ISA=baseline): channel multipliers 1..3, widths around the
+ * CONV_CPU_ISA=baseline): channel multipliers 1..9, widths around the
  * 16-lane vector (1, 3, 15, 16, 17, 33, ...), planes smaller than the
  * window, stride 1 and 2 (and 3), asymmetric padding 0..4 (so also wider
  * than the window), dilation, bias and ReLU, both layouts, 1-3 spatial
@@ -40,7 +40,7 @@ static void random_depthwise(tu_rng *r, tu_problem *tp, int fast)
             kernel[a] = fast || tu_chance(r, 60) ? 3 : tu_range(r, 1, spatial == 3 ? 3 : 5);
         }
         int64_t c = tu_chance(r, 30) ? tu_range(r, 1, 40) : tu_range(r, 1, 6);
-        int64_t m = fast && tu_chance(r, 60) ? 1 : tu_range(r, 1, 3);
+        int64_t m = fast && tu_chance(r, 60) ? 1 : tu_chance(r, 25) ? tu_range(r, 4, 9) : tu_range(r, 1, 3);
         tu_problem_init(tp, spatial, tu_range(r, 1, 3), c, c * m, in, kernel);
         tp->p.groups = c;
         tp->p.channels_last = tu_chance(r, 50);
@@ -130,6 +130,35 @@ static void test_mobilenet_like(void **state)
         }
 }
 
+/* A channel multiplier of 4 or more at stride 1 (MNIST's 1->32 on 28x28,
+ * groups == C == 1): the forward kernel that computes 4 output channels of
+ * one input plane at a time, with a multiplier's leftover channels (5, 6,
+ * 9) one plane at a time, rows not a multiple of its 5-row block, planes
+ * narrower and wider than a vector, padding 0-2, bias and ReLU. */
+static void test_channel_multiplier(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t c, m, h, w, pad;
+    } layers[] = {{1, 32, 28, 28, 0}, {2, 5, 33, 33, 1}, {3, 8, 17, 19, 0}, {1, 6, 32, 32, 2},
+                  {4, 9, 21, 40, 1}, {1, 4, 18, 17, 1}, {2, 7, 23, 9, 0}};
+    tu_rng r;
+    tu_seed(&r, 5150);
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        int64_t in[2] = {layers[i].h, layers[i].w}, kernel[2] = {3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, 1 + (int64_t)(i % 3), layers[i].c, layers[i].c * layers[i].m, in, kernel);
+        tp.p.groups = layers[i].c;
+        tp.bias = (int)(i % 2 == 0);
+        tp.p.relu = (int)(i % 3 == 1);
+        for (int a = 0; a < 2; a++) tp.desc_pad_begin[a] = tp.desc_pad_end[a] = layers[i].pad;
+        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        assert_true(tu_resolve(&tp));
+        for (int op = 0; op < 3; op++)
+            tu_check_random_pass(tu_contexts, i, &tp, (conv_op_t)op, &r, (int)(i % 2));
+    }
+}
+
 /* Backward-filter on small channels-first planes (the 16-channel-block
  * kernel of depthwise_avx512_blocked.cpp): channel counts with and without
  * a tail block, both strides, odd planes and asymmetric padding, real data;
@@ -191,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_any_shape_exact),
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_mobilenet_like),
+        cmocka_unit_test(test_channel_multiplier),
         cmocka_unit_test(test_filter_sums_by_threads),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
