@@ -1,0 +1,208 @@
+// direct_avx512's stride-1 passes onto few destination channels (at most 8:
+// LeNet-5's 6, an RGB image's 3 in backward-data) with the POSITIONS in the
+// vector. The channel-vector tiles (direct_avx512.cpp) fill 6 of a
+// vector's 16 lanes there, and implicit_gemm and im2col pay their unfold
+// over few outputs: LeNet-5's 6->16 5x5 backward-data ran at 10-12 GFLOP/s
+// (batch 32, 1 thread) against oneDNN's 55.
+//
+// A register block is M destination channels x R rows x 16 columns (M * R
+// <= 24 sums). Per source channel and tap it loads R source row vectors
+// (masked where the window overhangs the plane: masked-off lanes read as 0
+// and never fault, so nothing is copied or padded) and M broadcast weights,
+// and makes M * R FMAs. Backward-data at stride 1 is the same correlation of
+// dy with the filter rotated by 180 degrees and transposed.
+//
+// Source channels are summed in blocks of 32 from zero and the blocks then
+// added (the two-level order of CONV_MATH_STRICT), in an order that does
+// not depend on the thread count.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "core/checked.h"
+#include "cpu/avx512.h"
+#include "cpu/direct_avx512.h"
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int kMaxChannels = 8;   // destination channels a block holds
+constexpr int kMaxSums = 24;      // M x R sums in registers
+constexpr int kMaxRows = 8;
+constexpr int kMaxTapColumns = 16;  // per-column masks a block keeps
+constexpr int64_t kBlock = 32;    // source channels summed from zero, then added
+
+// Destination (m, i, j) = sum over source channels c and taps (r, q) of
+// W[c][r][q][m] * source(c, i + r - pt, j + q - pl), zero outside the source.
+struct Narrow {
+    bool backward;
+    int64_t n, cs, cd;       // images, source channels (summed), destination channels
+    int64_t hs, ws, hd, wd;  // source and destination planes
+    int64_t kr, ks, pt, pl;
+};
+
+Narrow narrow_shape(const ConvGeometry &g, conv_op_t op) {
+    Narrow s;
+    s.backward = op == CONV_OP_BACKWARD_DATA;
+    s.n = g.n, s.kr = g.kernel[1], s.ks = g.kernel[2];
+    if (!s.backward) {
+        s.cs = g.c, s.cd = g.k, s.hs = g.in[1], s.ws = g.in[2], s.hd = g.out[1], s.wd = g.out[2];
+        s.pt = g.pad_begin[1], s.pl = g.pad_begin[2];
+    } else {  // dx (i, j) reads dy (i + r' - (kr - 1 - pad), ...) through tap r' = kr - 1 - r
+        s.cs = g.k, s.cd = g.c, s.hs = g.out[1], s.ws = g.out[2], s.hd = g.in[1], s.wd = g.in[2];
+        s.pt = s.kr - 1 - g.pad_begin[1], s.pl = s.ks - 1 - g.pad_begin[2];
+    }
+    return s;
+}
+
+// Rows a block of m destination channels holds.
+int rows_for(int m) { return std::min(kMaxRows, kMaxSums / m); }
+
+#if CONV_HAVE_AVX512_KERNELS
+// W[c][r][q][m]: forward from w[m][c][r][q], backward-data from
+// w[c][m][kr - 1 - r][ks - 1 - q].
+void pack(const Narrow &s, const float *w, float *out) {
+    for (int64_t c = 0; c < s.cs; ++c)
+        for (int64_t r = 0; r < s.kr; ++r)
+            for (int64_t q = 0; q < s.ks; ++q)
+                for (int64_t m = 0; m < s.cd; ++m) {
+                    const int64_t at = s.backward ? ((c * s.cd + m) * s.kr + s.kr - 1 - r) * s.ks + s.ks - 1 - q
+                                                  : ((m * s.cs + c) * s.kr + r) * s.ks + q;
+                    out[((c * s.kr + r) * s.ks + q) * s.cd + m] = w[at];
+                }
+}
+
+// R rows from i0 of one image's M destination planes (src: the image's
+// source planes, dst: its destination planes).
+template <int M, int R>
+CONV_TARGET_AVX512 void block_rows(const Narrow &s, const float *src, const float *packed, float *dst,
+                                   int64_t i0, const float *bias, bool relu) {
+    static_assert(M * R <= kMaxSums, "the sums must stay in registers");
+    const int64_t splane = s.hs * s.ws, dplane = s.hd * s.wd;
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t j0 = 0; j0 < s.wd; j0 += kLanes) {
+        const __mmask16 store = first_lanes(s.wd - j0);
+        __mmask16 column[kMaxTapColumns];  // tap column q: lanes whose source column lies in the row
+        for (int64_t q = 0; q < s.ks; ++q) {
+            const int64_t col = j0 + q - s.pl;
+            column[q] = store & lane_range(-col, s.ws - col);
+        }
+        alignas(64) float partial[M * R * kLanes];
+        for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
+            __m512 acc[M][R];
+            for (int m = 0; m < M; ++m)
+                for (int i = 0; i < R; ++i) acc[m][i] = zero;
+            for (int64_t c = c0; c < std::min(s.cs, c0 + kBlock); ++c) {
+                const float *plane = src + c * splane;
+                const float *wc = packed + c * s.kr * s.ks * s.cd;
+                for (int64_t r = 0; r < s.kr; ++r) {
+                    const int64_t row0 = i0 + r - s.pt;  // source row of destination row i0
+                    unsigned rows = 0;                   // destination rows whose source row exists
+                    for (int i = 0; i < R; ++i)
+                        if (row0 + i >= 0 && row0 + i < s.hs) rows |= 1u << i;
+                    if (!rows) continue;
+                    const float *at = plane + row0 * s.ws + j0 - s.pl;  // (row0, column of lane 0, tap 0)
+                    for (int64_t q = 0; q < s.ks; ++q) {
+                        __m512 v[R];
+#pragma GCC unroll 8
+                        for (int i = 0; i < R; ++i)
+                            v[i] = rows >> i & 1 ? _mm512_maskz_loadu_ps(column[q], at + i * s.ws + q) : zero;
+                        const float *wq = wc + (r * s.ks + q) * s.cd;
+#pragma GCC unroll 8
+                        for (int m = 0; m < M; ++m) {
+                            const __m512 b = _mm512_set1_ps(wq[m]);
+#pragma GCC unroll 8
+                            for (int i = 0; i < R; ++i) acc[m][i] = _mm512_fmadd_ps(b, v[i], acc[m][i]);
+                        }
+                    }
+                }
+            }
+            if (c0 + kBlock >= s.cs && c0 == 0) {  // one block: its sums are the result
+                for (int m = 0; m < M; ++m)
+                    for (int i = 0; i < R; ++i) _mm512_store_ps(partial + (m * R + i) * kLanes, acc[m][i]);
+            } else {
+                for (int m = 0; m < M; ++m)
+                    for (int i = 0; i < R; ++i) {
+                        float *p = partial + (m * R + i) * kLanes;
+                        _mm512_store_ps(p, c0 == 0 ? acc[m][i] : _mm512_add_ps(_mm512_load_ps(p), acc[m][i]));
+                    }
+            }
+        }
+        for (int m = 0; m < M; ++m)
+            for (int i = 0; i < R; ++i) {
+                __m512 x = _mm512_load_ps(partial + (m * R + i) * kLanes);
+                if (bias) x = _mm512_add_ps(x, _mm512_set1_ps(bias[m]));
+                if (relu) x = _mm512_max_ps(zero, x);  // NaN stays NaN (the second operand)
+                _mm512_mask_storeu_ps(dst + m * dplane + (i0 + i) * s.wd + j0, store, x);
+            }
+    }
+}
+
+using BlockFn = void (*)(const Narrow &, const float *, const float *, float *, int64_t, const float *, bool);
+
+// kBlocks[m - 1][r - 1]: the block of m channels and r rows (null past rows_for(m)).
+template <int M, int... I>
+constexpr std::array<BlockFn, kMaxRows> blocks_of(std::integer_sequence<int, I...>) {
+    return {{(M * (I + 1) <= kMaxSums ? &block_rows<M, (M * (I + 1) <= kMaxSums ? I + 1 : 1)> : nullptr)...}};
+}
+const std::array<std::array<BlockFn, kMaxRows>, kMaxChannels> kBlocks = {
+    blocks_of<1>(std::make_integer_sequence<int, kMaxRows>{}),
+    blocks_of<2>(std::make_integer_sequence<int, kMaxRows>{}),
+    blocks_of<3>(std::make_integer_sequence<int, kMaxRows>{}),
+    blocks_of<4>(std::make_integer_sequence<int, kMaxRows>{}),
+    blocks_of<5>(std::make_integer_sequence<int, kMaxRows>{}),
+    blocks_of<6>(std::make_integer_sequence<int, kMaxRows>{}),
+    blocks_of<7>(std::make_integer_sequence<int, kMaxRows>{}),
+    blocks_of<8>(std::make_integer_sequence<int, kMaxRows>{}),
+};
+#endif
+
+}  // namespace
+
+bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
+    if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
+    // Forward onto few channels stays with the channel-vector tiles, which
+    // measured faster there (LeNet-5's 1->6 5x5 at batch 32: 0.14 against
+    // 0.28 ms; ResNet-20's 3->16 stem 0.79 against 0.87): a forward pass's
+    // windows overhang the source plane less than backward-data's, whose
+    // padding is kernel - 1 - pad.
+    if (op != CONV_OP_BACKWARD_DATA) return false;
+    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.groups != 1 || !g.is_planar()) return false;
+    if (g.stride[1] != 1 || g.stride[2] != 1 || g.dilation[1] != 1 || g.dilation[2] != 1) return false;
+    if (g.kernel[2] > kMaxTapColumns) return false;
+    return (op == CONV_OP_FORWARD ? g.k : g.c) <= kMaxChannels;
+}
+
+size_t direct_narrow_workspace(const ConvGeometry &g) {
+    return (size_t)checked_mul(checked_mul(g.c * g.k, g.kernel_size(), "workspace"), (int64_t)sizeof(float),
+                               "workspace");
+}
+
+void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
+#if CONV_HAVE_AVX512_KERNELS
+    const Narrow s = narrow_shape(*args.g, args.op);
+    float *packed = static_cast<float *>(ws);
+    pack(s, static_cast<const float *>(args.w), packed);
+    const float *src = static_cast<const float *>(s.backward ? args.y : args.x);
+    float *dst = static_cast<float *>(s.backward ? args.x : args.y);
+    const float *bias = s.backward ? nullptr : static_cast<const float *>(args.bias);
+    const bool relu = !s.backward && args.g->activation == CONV_ACTIVATION_RELU;
+    const int m = (int)s.cd, rows = rows_for(m);
+    const int64_t row_blocks = ceil_div(s.hd, rows);
+    pool.parallel_for(
+        s.n * row_blocks,
+        [&](int64_t item, int) {
+            const int64_t n = item / row_blocks, i0 = item % row_blocks * rows;
+            const int r = (int)std::min<int64_t>(rows, s.hd - i0);
+            kBlocks[m - 1][r - 1](s, src + n * s.cs * s.hs * s.ws, packed, dst + n * s.cd * s.hd * s.wd, i0,
+                                  bias, relu);
+        },
+        threads);
+#else
+    (void)args, (void)ws, (void)pool, (void)threads;
+#endif
+}
+
+}  // namespace conv::cpu
