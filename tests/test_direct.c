@@ -326,37 +326,43 @@ static void test_image_blocks(void **state)
     }
 }
 
-/* Backward-data onto at most 8 channels at stride 1 (direct_narrow_avx512.cpp,
- * positions in the vector, windows masked where they overhang dy): 1-D and
- * 2-D, kernels 1-7 and asymmetric padding up to the kernel's size (so rows
- * and columns of dx that no window reaches), planes narrower and wider than
- * a vector, row counts around its blocks of 3-8 rows, 1-70 dy channels (so
- * several blocks of 32 summed apart), threads 1-3 and guard pages. */
-static void test_narrow_backward_data(void **state)
+/* Forward and backward-data onto at most 8 channels at stride 1
+ * (direct_narrow_avx512.cpp, positions in the vector, windows masked where
+ * they overhang the source): 1-D and 2-D, kernels 1-7 and asymmetric
+ * padding up to the kernel's size (so rows and columns that no window
+ * reaches), planes narrower and wider than a vector (forward takes it where
+ * the rows fill 3/4 of their vectors, the tiles elsewhere), row counts
+ * around its blocks of 3-8 rows, 1-70 source channels (so several blocks
+ * of 32 summed apart), bias and ReLU, threads 1-3 and guard pages. */
+static void test_narrow_destination(void **state)
 {
     (void)state;
     uint64_t first = tu_env_seed(5300);
-    int n = tu_env_count(60);
+    int n = tu_env_count(80);
     for (int i = 0; i < n; i++) {
         uint64_t seed = first + (uint64_t)i;
         tu_rng r;
         tu_seed(&r, seed);
+        const conv_op_t op = i % 2 ? CONV_OP_BACKWARD_DATA : CONV_OP_FORWARD;
         int spatial = tu_chance(&r, 20) ? 1 : 2;
         int64_t in[2], kernel[2];
         for (int a = 0; a < spatial; a++) {
             kernel[a] = tu_range(&r, 1, 7);
             in[a] = a == spatial - 1 ? tu_range(&r, 1, 40) : tu_range(&r, 1, 20);
         }
+        int64_t few = tu_range(&r, 1, 8), many = tu_chance(&r, 30) ? tu_range(&r, 33, 70) : tu_range(&r, 1, 32);
         tu_problem tp;
-        tu_problem_init(&tp, spatial, tu_range(&r, 1, 3), tu_range(&r, 1, 8),
-                        tu_chance(&r, 30) ? tu_range(&r, 33, 70) : tu_range(&r, 1, 32), in, kernel);
+        tu_problem_init(&tp, spatial, tu_range(&r, 1, 3), op == CONV_OP_FORWARD ? many : few,
+                        op == CONV_OP_FORWARD ? few : many, in, kernel);
         for (int a = 0; a < spatial; a++) {
             tp.desc_pad_begin[a] = tu_range(&r, 0, kernel[a]);
             tp.desc_pad_end[a] = tu_range(&r, 0, kernel[a]);
         }
+        tp.bias = op == CONV_OP_FORWARD && tu_chance(&r, 50);
+        tp.p.relu = op == CONV_OP_FORWARD && tu_chance(&r, 30);
         tp.algo = direct();
         if (!tu_resolve(&tp)) continue; /* no output (padding too small for the window) */
-        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, i % 2);
+        tu_check_random_pass(tu_contexts, seed, &tp, op, &r, i % 4 < 2);
     }
 }
 
@@ -367,7 +373,7 @@ int main(void)
         cmocka_unit_test(test_real),        cmocka_unit_test(test_strict),
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_declines),    cmocka_unit_test(test_wide_strides),
-        cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_backward_data),
+        cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

@@ -1,9 +1,10 @@
 // direct_avx512's stride-1 passes onto few destination channels (at most 8:
-// LeNet-5's 6, an RGB image's 3 in backward-data) with the POSITIONS in the
-// vector. The channel-vector tiles (direct_avx512.cpp) fill 6 of a
-// vector's 16 lanes there, and implicit_gemm and im2col pay their unfold
-// over few outputs: LeNet-5's 6->16 5x5 backward-data ran at 10-12 GFLOP/s
-// (batch 32, 1 thread) against oneDNN's 55.
+// LeNet-5's 6, an RGB image's 3 in backward-data, a network's last layer
+// onto 3 or 4 channels) with the POSITIONS in the vector. The channel-vector
+// tiles (direct_avx512.cpp) fill 6 of a vector's 16 lanes there, and
+// implicit_gemm and im2col pay their unfold over few outputs: LeNet-5's
+// 6->16 5x5 backward-data ran at 10-12 GFLOP/s (batch 32, 1 thread) against
+// oneDNN's 55.
 //
 // A register block is M destination channels x R rows x 16 columns (M * R
 // <= 24 sums). Per source channel and tap it loads R source row vectors
@@ -163,16 +164,18 @@ const std::array<std::array<BlockFn, kMaxRows>, kMaxChannels> kBlocks = {
 
 bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
     if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
-    // Forward onto few channels stays with the channel-vector tiles, which
-    // measured faster there (LeNet-5's 1->6 5x5 at batch 32: 0.14 against
-    // 0.28 ms; ResNet-20's 3->16 stem 0.79 against 0.87): a forward pass's
-    // windows overhang the source plane less than backward-data's, whose
-    // padding is kernel - 1 - pad.
-    if (op != CONV_OP_BACKWARD_DATA) return false;
+    if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
     if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.groups != 1 || !g.is_planar()) return false;
     if (g.stride[1] != 1 || g.stride[2] != 1 || g.dilation[1] != 1 || g.dilation[2] != 1) return false;
     if (g.kernel[2] > kMaxTapColumns) return false;
-    return (op == CONV_OP_FORWARD ? g.k : g.c) <= kMaxChannels;
+    if ((op == CONV_OP_FORWARD ? g.k : g.c) > kMaxChannels) return false;
+    // Forward against the channel-vector tiles (batch 32, 1 thread, strict,
+    // 6 interleaved rounds): 1.58-1.72x on LeNet-5's 1->6 5x5, 3->8 32x32,
+    // 8->8 16x16, 1->8 28x28 and 16->4 28x28, but 0.85x on 6->8 5x5 onto
+    // 10x10, whose rows fill 10 of a vector's 16 lanes: forward takes it
+    // where the output rows fill at least 3/4 of their vectors.
+    const int64_t wd = g.out[2];
+    return op == CONV_OP_BACKWARD_DATA || 4 * wd >= 3 * kLanes * ceil_div(wd, kLanes);
 }
 
 size_t direct_narrow_workspace(const ConvGeometry &g) {
