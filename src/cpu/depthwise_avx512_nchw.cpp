@@ -172,19 +172,27 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vectors(
     store_rows<R, V, Masked>(p, job, acc, store, out, ow0);
 }
 
+// Output columns [a, b) whose windows read no padding, a rounded up to a
+// whole vector: the vectors from a that end by b need no mask.
+struct Columns {
+    int64_t a, b;
+};
+inline Columns unmasked_columns(const PlaneShape &p, const BlockSource &src) {
+    int64_t a = 0, b = p.ow;
+    for (int kw = 0; kw < kK; ++kw) {
+        a = std::max(a, src.lo[kw]);
+        b = std::min(b, src.hi[kw]);
+    }
+    return {std::min(ceil_div(std::max<int64_t>(a, 0), kVec) * kVec, p.ow), b};
+}
+
 // R output rows from oh0 of one plane: unmasked vectors where the windows
 // lie inside the row, masked ones at the edges.
 template <int S, int R>
 CONV_TARGET_AVX512 void forward_block(const PlaneShape &p, const PlaneJob &job,
                                       const BlockSource &src, int64_t oh0) {
     float *out = job.out + oh0 * p.ow;
-    // Output columns [a, b) read no padding: vectors there need no mask.
-    int64_t a = 0, b = p.ow;
-    for (int kw = 0; kw < kK; ++kw) {
-        a = std::max(a, src.lo[kw]);
-        b = std::min(b, src.hi[kw]);
-    }
-    a = std::min(ceil_div(std::max<int64_t>(a, 0), kVec) * kVec, p.ow);
+    const auto [a, b] = unmasked_columns(p, src);
     int64_t ow0 = 0;
     for (; ow0 < a; ow0 += kVec) forward_vectors<S, R, 1, true>(p, job, src, out, ow0);
     for (; ow0 + kVec <= b; ow0 += kVec) forward_vectors<S, R, 1, false>(p, job, src, out, ow0);
@@ -673,13 +681,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void multi_vectors(
 template <int R>
 CONV_TARGET_AVX512 void multi_block(const PlaneShape &p, const MultiJob &job, const BlockSource &src,
                                     int64_t oh0) {
-    // Output columns [a, b) read no padding: vectors there need no mask.
-    int64_t a = 0, b = p.ow;
-    for (int kw = 0; kw < kK; ++kw) {
-        a = std::max(a, src.lo[kw]);
-        b = std::min(b, src.hi[kw]);
-    }
-    a = std::min(ceil_div(std::max<int64_t>(a, 0), kVec) * kVec, p.ow);
+    const auto [a, b] = unmasked_columns(p, src);
     int64_t ow0 = 0;
     for (; ow0 < a; ow0 += kVec) multi_vectors<R, true>(p, job, src, oh0, ow0);
     for (; ow0 + kVec <= b; ow0 += kVec) multi_vectors<R, false>(p, job, src, oh0, ow0);

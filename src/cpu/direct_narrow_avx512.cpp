@@ -120,16 +120,11 @@ CONV_TARGET_AVX512 void block_rows(const Narrow &s, const float *src, const floa
                     }
                 }
             }
-            if (c0 + kBlock >= s.cs && c0 == 0) {  // one block: its sums are the result
-                for (int m = 0; m < M; ++m)
-                    for (int i = 0; i < R; ++i) _mm512_store_ps(partial + (m * R + i) * kLanes, acc[m][i]);
-            } else {
-                for (int m = 0; m < M; ++m)
-                    for (int i = 0; i < R; ++i) {
-                        float *p = partial + (m * R + i) * kLanes;
-                        _mm512_store_ps(p, c0 == 0 ? acc[m][i] : _mm512_add_ps(_mm512_load_ps(p), acc[m][i]));
-                    }
-            }
+            for (int m = 0; m < M; ++m)
+                for (int i = 0; i < R; ++i) {
+                    float *p = partial + (m * R + i) * kLanes;
+                    _mm512_store_ps(p, c0 == 0 ? acc[m][i] : _mm512_add_ps(_mm512_load_ps(p), acc[m][i]));
+                }
         }
         for (int m = 0; m < M; ++m)
             for (int i = 0; i < R; ++i) {
