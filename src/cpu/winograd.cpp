@@ -371,38 +371,47 @@ public:
         return nullptr;
     }
     // Winograd transforms every filter on every call into a 36 x K x C array
-    // (4x the weights), which only pays when enough 4x4 output tiles share
-    // it. The AVX-512 fp32 path puts tiles of all images in one block, so
-    // what counts is the batch's tile count: it wins from 16 tiles with <=
-    // 64x64 channels, but the filter transform grows with C x K (37 MB at
-    // 512x512, beyond the caches): from 256x256 forward needs 32 tiles (res4
-    // 14x14 from batch 2: 1.8 vs 2.9 ms; at batch 1 about even with implicit
-    // GEMM), and backward-data 16 (res4 14x14 at batch 1 too), and C x K /
-    // 8192 beyond (res5 7x7 from batch 8, forced A/B: backward-data
-    // 12.5-16.9 vs 17.1-18.8 ms, forward about even; at batch 2 it loses
-    // 2x). The portable path (fp64, or no AVX-512) keeps tile blocks within
-    // one image, so small planes also make its GEMMs narrow: 56x56 and 28x28
+    // (4x the weights) that the GEMMs then read once per block of tiles, so
+    // it pays only where enough tiles share it and enough channels share the
+    // transforms. With AVX-512 the alternative is direct_avx512; against it,
+    // forced, 1 thread, interleaved rounds (docs/algorithms.md):
+    // - 16->16 loses every pass (ResNet-20's 32x32 at batch 32: 1.31x /
+    //   1.59x / 3.24x slower); from 16->32 forward and backward-data win or
+    //   come out even (16->32 8x8, 32->32 16x16, 64->64 8x8 at batch 32:
+    //   1.0-1.6x);
+    // - U outgrows the caches from 256 x 256 channels and is read from
+    //   memory at every block: 14x14 at batch 1 (16 tiles) loses 1.4x, at
+    //   batch 8 (128 tiles) wins 1.2-1.3x; 512->512 7x7 at batch 8 (32
+    //   tiles) loses 1.3-1.6x; 128->128 28x28 at batch 1 (49 tiles) wins
+    //   1.35x: tiles >= C x K / 1024;
+    // - backward-filter sums 36 K x C products over the tiles and reads them
+    //   back, while direct_avx512's filter gradient is fastest on long rows:
+    //   winograd loses on planes from 16x16 below 128 x 128 channels (64->64
+    //   56x56 1.7x at batch 1, 1.06x at batch 8; 32->32 16x16 and 32->64
+    //   26x26 at batch 32 1.7x) and with few tiles (128->128 28x28 at batch
+    //   1: 1.10x); it wins from 128 tiles at 128 x 128 and 256 x 256 (1.33x,
+    //   1.1x at batch 8) and on 8x8 planes (64->64 at batch 32 1.0-1.35x).
+    // The portable path (fp64, or no AVX-512) keeps tile blocks within one
+    // image, so small planes also make its GEMMs narrow: 56x56 and 28x28
     // planes win once the batch brings >= 128 tiles; 14x14 loses even at
-    // batch 8, 7x7 always. Its transforms cost per channel what its GEMMs
-    // save per channel pair, so it also needs enough channels on both sides
-    // (docs/algorithms.md).
+    // batch 8, 7x7 always.
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         int64_t per_image = ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4), tiles = g.n * per_image;
         if (g.cg() < 16 || g.kg() < 16) return false;
         if (avx512_applies(dtype)) {
             const int64_t pairs = g.cg() * g.kg();
-            // Backward-filter sums 36 K x C products over the tiles, then
-            // reads them once more: with two threads it wins from 16 tiles
-            // up to 256x256 channels (14x14 at batch 1: 1.13 vs 1.36 ms for
-            // im2col + GEMM; batch 8: 6.2 vs 12.2 for implicit GEMM), while
-            // 512x512 on 7x7 at batch 8 (32 tiles, 37 MB of products) is
-            // 0.92x im2col + GEMM (1.4x single-threaded).
-            if (op == CONV_OP_BACKWARD_FILTER) return tiles >= std::max<int64_t>(16, pairs / 4096);
-            // From 256x256 channel pairs forward needs 32 tiles; backward-data
-            // wins from 16 (14x14 at batch 1, one thread: 2.17-2.40 vs
-            // implicit GEMM's 2.62-2.72 ms; with two threads even).
-            const int64_t wide = op == CONV_OP_BACKWARD_DATA ? 16 : 32;
-            return tiles >= std::max<int64_t>(pairs >= 256 * 256 ? wide : 16, pairs / 8192);
+            if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
+                // direct_avx512 leaves channels-last backward-filter of more
+                // than 28 channels to im2col, which loses 1.3-2.2x here
+                // (64->64 56x56 and 128->128 28x28 at batch 1, 32->32
+                // 16x16 at batch 32); 16->16 forward is even. 256->256
+                // 14x14 at batch 1 goes to im2col (2.2-2.5x).
+                return tiles >= std::max<int64_t>(16, pairs / 1024);
+            }
+            if (op == CONV_OP_BACKWARD_FILTER)
+                return (pairs >= 128 * 128 || per_image <= 4) &&
+                       tiles >= std::max<int64_t>(128, pairs / 512);
+            return pairs > 16 * 16 && tiles >= std::max<int64_t>(16, pairs / 1024);
         }
         // The portable path has no backward-filter tuned for speed.
         return op != CONV_OP_BACKWARD_FILTER && per_image >= 49 && tiles >= 128;

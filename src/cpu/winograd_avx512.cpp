@@ -37,6 +37,10 @@ constexpr int kRows = 14;  // tiles per micro-kernel call: 14 x 32 accumulators
 // V and M of one block should stay in the core's L2 (1 MiB on Zen 5)
 // between the transforms and the GEMMs.
 constexpr int64_t kBlockBudgetBytes = 640 << 10;
+// Transformed filters larger than this go to memory by non-temporal stores
+// (smaller ones may stay in L3 for the GEMMs: 128 x 128 channels, 2.4 MB,
+// measured 0.95x streamed).
+constexpr int64_t kStreamBytes = 4 << 20;
 
 // Sizes and workspace offsets (in floats) of one call.
 struct Plan {
@@ -46,6 +50,7 @@ struct Plan {
     int64_t tb, blocks;     // tiles per block, blocks per group
     bool split;             // share blocks out by output channels
     int64_t o_part;         // output channels per item in split mode
+    int64_t xs;             // floats from one of U's 36 matrices to the next
     int64_t u, pimg, slots; // offsets of U, P, and the per-thread slots
     int64_t v, slot;        // V's size; slot size (V then M)
     int64_t total;
@@ -76,8 +81,13 @@ Plan make_plan(const Problem &p, int threads) {
     int64_t want_parts = ceil_div(2 * threads, std::max<int64_t>(p.groups * l.blocks, 1));
     l.o_part = std::min(l.cop, round_up(ceil_div(l.cop, want_parts), 2 * kLanes));
 
+    // An odd number of cache lines between U's matrices: the filter
+    // transform stores to all 36 at once, and a power-of-two distance (256 x
+    // 256 channels: 256 KiB) put those 36 lines in one L1 and one L2 set.
+    l.xs = checked_mul(p.cig, l.cop, "workspace");
+    if (l.xs / kLanes % 2 == 0) l.xs += kLanes;
     l.u = 0;
-    int64_t u_size = checked_mul(checked_mul(p.groups * kXi, p.cig, "workspace"), l.cop, "workspace");
+    int64_t u_size = checked_mul(p.groups * kXi, l.xs, "workspace");
     l.pimg = align16(u_size);
     int64_t p_size = checked_mul(checked_mul(p.n * p.groups, l.hp * l.wp, "workspace"), l.cip,
                                  "workspace");
@@ -173,6 +183,9 @@ CONV_TARGET_AVX512 void transform_filters(const Problem &p, const Plan &l, const
     const ConvGeometry &geo = *p.g;
     const bool klast = geo.layout == CONV_LAYOUT_CHANNELS_LAST;  // filters K R S C
     const int64_t cg = geo.cg(), no = std::min(kLanes, p.cog - o0);
+    // Each store fills one cache line of U. Where U outgrows L2, storing
+    // around the caches saves reading every line before writing it.
+    const bool stream = l.xs * kXi * p.groups * (int64_t)sizeof(float) > kStreamBytes;
     alignas(64) float taps[16][9][16];  // [i][tap][o] of 16 input channels
     for (int64_t i0 = 0; i0 < p.cig; i0 += kLanes) {
         const int64_t ni = std::min(kLanes, p.cig - i0);
@@ -211,10 +224,14 @@ CONV_TARGET_AVX512 void transform_filters(const Problem &p, const Plan &l, const
                 filter_1d(_mm512_load_ps(taps[i][s]), _mm512_load_ps(taps[i][3 + s]),
                           _mm512_load_ps(taps[i][6 + s]), &t[0][s], 3);
             for (int a = 0; a < 6; ++a) filter_1d(t[a][0], t[a][1], t[a][2], u[a], 1);
-            float *dst = U + (g * kXi * p.cig) * l.cop + panel_offset(p, l, o0, i0 + i);
-            for (int xi = 0; xi < kXi; ++xi) _mm512_store_ps(dst + xi * p.cig * l.cop, u[xi / 6][xi % 6]);
+            float *dst = U + g * kXi * l.xs + panel_offset(p, l, o0, i0 + i);
+            if (stream)
+                for (int xi = 0; xi < kXi; ++xi) _mm512_stream_ps(dst + xi * l.xs, u[xi / 6][xi % 6]);
+            else
+                for (int xi = 0; xi < kXi; ++xi) _mm512_store_ps(dst + xi * l.xs, u[xi / 6][xi % 6]);
         }
     }
+    if (stream) _mm_sfence();  // weakly ordered stores: done before the GEMMs read U
 }
 
 // ---- zero-padded channels-last copies (the input P; backward-filter's dy Q)
@@ -346,7 +363,7 @@ const std::array<MicroKernel, kRows> kKernels[2] = {
 void multiply(const Problem &p, const Plan &l, const float *Ug, const float *V, int64_t nt,
               int64_t o0, int64_t o1, float *M) {
     for (int64_t xi = 0; xi < kXi; ++xi) {
-        const float *u = Ug + xi * p.cig * l.cop, *v = V + xi * l.tb * l.cip;
+        const float *u = Ug + xi * l.xs, *v = V + xi * l.tb * l.cip;
         float *m = M + xi * l.tb * l.cop;
         for (int64_t o = o0; o < o1; o += 2 * kLanes) {
             const int nv = o1 - o >= 2 * kLanes ? 2 : 1;
@@ -641,7 +658,7 @@ void avx512_run(const Problem &p, const float *w, const float *src, const float 
                 block_tiles(item % l.blocks, t0, nt);
                 float *V = slot_v(s), *M = V + l.v;
                 transform_inputs(p, l, P, g, t0, nt, 0, l.cip, V);
-                multiply(p, l, U + g * kXi * p.cig * l.cop, V, nt, 0, l.cop, M);
+                multiply(p, l, U + g * kXi * l.xs, V, nt, 0, l.cop, M);
                 transform_outputs(p, l, M, g, t0, nt, 0, l.cop, bias, relu, dst);
             },
             threads);
@@ -668,7 +685,7 @@ void avx512_run(const Problem &p, const float *w, const float *src, const float 
             int64_t t0, nt;
             block_tiles(gb % l.blocks, t0, nt);
             float *M = slot_v(s) + l.v;
-            multiply(p, l, U + g * kXi * p.cig * l.cop, slot_v(gb), nt, o0, o1, M);
+            multiply(p, l, U + g * kXi * l.xs, slot_v(gb), nt, o0, o1, M);
             transform_outputs(p, l, M, g, t0, nt, o0, o1, bias, relu, dst);
         },
         threads);
