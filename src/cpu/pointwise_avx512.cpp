@@ -61,6 +61,8 @@ constexpr int64_t kRowBlockBytes = 128 << 10;  // A rows a channels-last item wa
 // 16-column panel per 48).
 constexpr int64_t kTransposedBelow = 100;
 constexpr int64_t kTransposedChannels = 256;
+// Rows ahead that pack_panels prefetches of a source read across its rows.
+constexpr int64_t kAhead = 16;
 
 // One pass as a GEMM, in element offsets from the tensors' pointers.
 struct Gemm {
@@ -202,8 +204,17 @@ CONV_TARGET_AVX512 void pack_panels(const Gemm &m, int64_t j0, int64_t j1, float
         const int64_t width = std::min(kPanel, j1 - q0);
         float *panel = dst + (q0 - j0) * m.R;
         if (m.b_col == 1) {
+            // Rows b_red apart (2 KiB at 512 channels) and a panel's width of
+            // each: too far apart for the hardware prefetcher, which left
+            // this copy waiting on memory (half of 512->2048 7x7's
+            // backward-data), so the row kAhead on is asked for here.
             for (int64_t r = 0; r < m.R; ++r) {
                 const float *src = m.b + r * m.b_red + q0;
+                if (r + kAhead < m.R) {
+                    const float *next = src + kAhead * m.b_red;
+                    for (int64_t b = 0; b < width; b += 16) _mm_prefetch((const char *)(next + b), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(next + width - 1), _MM_HINT_T0);
+                }
                 for (int v = 0; v < kVecs; ++v)
                     _mm512_store_ps(panel + r * kPanel + 16 * v,
                                     _mm512_maskz_loadu_ps(first_lanes(width - 16 * v), src + 16 * v));
