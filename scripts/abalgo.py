@@ -5,7 +5,8 @@ usage: scripts/abalgo.py ROUNDS ALGO_A ALGO_B [convbench args...]
 
 Each round runs convbench once with `--algo A,A,A` and once with
 `--algo B,B,B` (the order alternating between rounds), pinned to CPU 1 with
-taskset, OPENBLAS_CORETYPE unset; prints per layer and pass the median ms of
+taskset (ABALGO_CPUS=0,1 pins both, for --threads 2), OPENBLAS_CORETYPE
+unset; prints per layer and pass the median ms of
 each and A's time over B's. $CONVBENCH names the binary (default
 build/tools/convbench/convbench).
 """
@@ -17,13 +18,15 @@ import sys
 
 rounds, a, b, args = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
 binary = os.environ.get("CONVBENCH", "build/tools/convbench/convbench")
+# Pinned to CPU 1 unless ABALGO_CPUS names others (e.g. 0,1 for --threads 2).
+pin = ["taskset", "-c", os.environ.get("ABALGO_CPUS", "1")]
 env = dict(os.environ)
 env.pop("OPENBLAS_CORETYPE", None)
 times = collections.defaultdict(lambda: {a: [], b: []})
 chosen = {}
 for r in range(rounds):
     for algo in (a, b) if r % 2 == 0 else (b, a):
-        out = subprocess.run(["taskset", "-c", "1", binary, "--algo", f"{algo},{algo},{algo}"] + args,
+        out = subprocess.run(pin + [binary, "--algo", f"{algo},{algo},{algo}"] + args,
                              env=env, capture_output=True, text=True, check=False).stdout
         for line in out.splitlines():
             f = line.split()
