@@ -189,8 +189,9 @@ typedef CONV_ENUM(conv_algo) {
     /* Unfold the input (im2col, or im2row for channels-last), one GEMM per
      * group over OpenBLAS. Applies to every problem. */
     CONV_ALGO_IM2COL_GEMM = 1,
-    /* 1x1 kernel, stride 1, no padding: the input already is the GEMM
-     * operand, no unfolding. */
+    /* 1x1 kernel, no padding, any stride: at stride 1 the input already is
+     * the GEMM operand, no unfolding; at larger strides the positions read
+     * are first copied into the workspace. */
     CONV_ALGO_GEMM_1X1 = 2,
     /* Depthwise convolutions (groups == C, any channel multiplier): each
      * output a direct sum of its kernel taps, vectorised along the row or

@@ -155,8 +155,14 @@ static void force_random_algorithm(tu_rng *r, tu_problem *tp)
         for (int a = 0; a < tp->p.spatial; a++)
             tp->p.dilation[a] = 1;
         tu_resolve(tp);
-        if (tu_chance(r, 60))
+        if (tu_chance(r, 60)) {
             tu_make_1x1(tp);
+            if (tu_chance(r, 30)) { /* a strided 1x1 layer, as ResNet's shortcuts */
+                for (int a = 0; a < tp->p.spatial; a++)
+                    tp->p.stride[a] = tu_range(r, 1, 3);
+                tu_resolve(tp);
+            }
+        }
     } else if (tp->algo == CONV_ALGO_DEPTHWISE_DIRECT && tu_chance(r, 60)) {
         tp->p.groups = tp->p.c;
         tp->p.k = tp->p.c * tu_range(r, 1, 3);
@@ -369,7 +375,7 @@ static void test_forced_algorithms(void **state)
         int ok;
     } cases[] = {
         {"1x1 on 3x1", CONV_ALGO_GEMM_1X1, 3, 1, 0, 0, 4, 1, 0},
-        {"1x1 stride 2", CONV_ALGO_GEMM_1X1, 1, 2, 0, 0, 4, 1, 0},
+        {"1x1 stride 2", CONV_ALGO_GEMM_1X1, 1, 2, 0, 0, 4, 1, 1},
         {"1x1 pad begin", CONV_ALGO_GEMM_1X1, 1, 1, 1, 0, 4, 1, 0},
         {"1x1 pad end", CONV_ALGO_GEMM_1X1, 1, 1, 0, 1, 4, 1, 0},
         {"1x1 pointwise", CONV_ALGO_GEMM_1X1, 1, 1, 0, 0, 4, 2, 1},

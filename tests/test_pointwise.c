@@ -7,7 +7,7 @@
  * 47, 48, 49, ...), position counts around them too, planes large enough to
  * be split into several blocks per image and small enough that the rows are
  * split instead, batch 0..3, no channels on one side, both layouts, 1-3
- * spatial dims, groups (the fallback), bias and ReLU, all three passes, 1-3
+ * spatial dims, strides 1-3, groups (the fallback), bias and ReLU, all three passes, 1-3
  * threads, and workspaces of exactly the size the library asks for.
  *
  * Integer data in [-3, 3] makes every sum exact in fp32, so most checks
@@ -49,6 +49,12 @@ static void random_pointwise(tu_rng *r, tu_problem *tp, int wide)
      * empty) workspace */
     tu_problem_init(tp, spatial, tu_chance(r, 5) ? 0 : tu_range(r, 1, 3), c, k, in, kernel);
     tp->p.groups = groups;
+    /* now and then strided, as ResNet's 1x1 shortcuts: the positions read
+     * copied out (forward, backward-filter) or spread back with zeros
+     * between them (backward-data) */
+    if (tu_chance(r, 25))
+        for (int a = 0; a < spatial; a++)
+            tp->p.stride[a] = tu_range(r, 1, 3);
     tp->p.channels_last = tu_chance(r, 50);
     tp->dtype = tu_chance(r, 85) ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64;
     tp->bias = tu_chance(r, 50);

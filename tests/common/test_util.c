@@ -229,8 +229,8 @@ void tu_make_1x1(tu_problem *tp)
 int tu_is_1x1(const tu_problem *tp)
 {
     for (int a = 0; a < tp->p.spatial; a++)
-        if (tp->p.kernel[a] != 1 || tp->p.stride[a] != 1 || tp->p.dilation[a] != 1 ||
-            tp->p.pad_begin[a] != 0 || tp->pad_end[a] != 0)
+        if (tp->p.kernel[a] != 1 || tp->p.dilation[a] != 1 || tp->p.pad_begin[a] != 0 ||
+            tp->pad_end[a] != 0)
             return 0;
     return 1;
 }

@@ -94,7 +94,7 @@ void tu_random_problem(tu_rng *r, tu_problem *tp);
 
 /* Turns tp into a 1x1, stride 1, unpadded problem (keeping its sizes). */
 void tu_make_1x1(tu_problem *tp);
-/* Whether CONV_ALGO_GEMM_1X1 applies: kernel 1, stride 1, dilation 1, no padding. */
+/* Whether CONV_ALGO_GEMM_1X1 applies: kernel 1, dilation 1, no padding (any stride). */
 int tu_is_1x1(const tu_problem *tp);
 /* Whether tp->algo applies to tp (conv.h's rules): 1x1 as above,
  * DEPTHWISE_DIRECT when groups == C, the others always. */

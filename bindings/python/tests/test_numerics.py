@@ -154,6 +154,10 @@ def test_one_by_one_and_forced_algorithms(rng):
     want = ref.forward(x, w, None, [1, 1], [1, 1], [0, 0], [0, 0], 1)
     for algo in ("auto", "im2col_gemm", "gemm_1x1", libconv.Algo.IM2COL_GEMM):
         assert_equal_ref(libconv.conv2d(x, w, algorithm=algo), want)
+    # strided, as ResNet's shortcuts: gemm_1x1 copies the positions it reads
+    want = ref.forward(x, w, None, [2, 2], [1, 1], [0, 0], [0, 0], 1)
+    for algo in ("auto", "gemm_1x1"):
+        assert_equal_ref(libconv.conv2d(x, w, stride=2, algorithm=algo), want)
 
 
 @requires_c("conv_context_set_math")

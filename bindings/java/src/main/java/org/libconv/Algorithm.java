@@ -12,7 +12,7 @@ public enum Algorithm {
     AUTO(conv_algo_t.CONV_ALGO_AUTO),
     /** Unfold the input (im2col / im2row), one GEMM per group; applies to every problem. */
     IM2COL_GEMM(conv_algo_t.CONV_ALGO_IM2COL_GEMM),
-    /** 1x1 kernel, stride 1, no padding: one GEMM, no unfolding. */
+    /** 1x1 kernel, no padding, any stride: one GEMM, no unfolding at stride 1. */
     GEMM_1X1(conv_algo_t.CONV_ALGO_GEMM_1X1),
     /** Depthwise convolutions (groups == C): a direct sum per output, vectorised. */
     DEPTHWISE_DIRECT(conv_algo_t.CONV_ALGO_DEPTHWISE_DIRECT),

@@ -131,6 +131,11 @@ public class ForwardBackwardTest {
             p.yd = Reference.outputDims(p.g, p.xd, p.wd);
             check(ctx, p, r, DType.FLOAT32, layout, false, Algorithm.AUTO);
             check(ctx, p, r, DType.FLOAT64, layout, true, Algorithm.GEMM_1X1);
+            // strided (ResNet's shortcuts): the positions read are copied out
+            p.g.stride = new long[] {2, 2};
+            p.yd = Reference.outputDims(p.g, p.xd, p.wd);
+            check(ctx, p, r, DType.FLOAT32, layout, true, Algorithm.GEMM_1X1);
+            p.g.stride = new long[] {1, 1};
 
             p.g.groups = 6;
             p.g.padBegin = new long[] {1, 1};
