@@ -380,10 +380,10 @@ public:
     //   come out even (16->32 8x8, 32->32 16x16, 64->64 8x8 at batch 32:
     //   1.0-1.6x);
     // - U outgrows the caches from 256 x 256 channels and is read from
-    //   memory at every block: 14x14 at batch 1 (16 tiles) loses 1.4x, at
-    //   batch 8 (128 tiles) wins 1.2-1.3x; 512->512 7x7 at batch 8 (32
-    //   tiles) loses 1.3-1.6x; 128->128 28x28 at batch 1 (49 tiles) wins
-    //   1.35x: tiles >= C x K / 1024;
+    //   memory at every block: 256->256 14x14 at batch 1 (16 tiles) loses
+    //   1.4x and 512->512 7x7 at batch 8 (32 tiles) 1.3-1.6x, while 49
+    //   tiles win (VGG-16's 256->512 and 512->512 28x28 at batch 1: 1.28x,
+    //   1.36-1.47x), as do 128 (256->256 14x14 at batch 8: 1.2-1.3x);
     // - backward-filter sums 36 K x C products over the tiles and reads them
     //   back, while direct_avx512's filter gradient is fastest on long rows:
     //   winograd loses on planes from 16x16 below 128 x 128 channels (64->64
@@ -400,18 +400,18 @@ public:
         if (g.cg() < 16 || g.kg() < 16) return false;
         if (avx512_applies(dtype)) {
             const int64_t pairs = g.cg() * g.kg();
-            if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
+            const int64_t least = pairs >= 256 * 256 ? 48 : 16;
+            if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
                 // direct_avx512 leaves channels-last backward-filter of more
                 // than 28 channels to im2col, which loses 1.3-2.2x here
                 // (64->64 56x56 and 128->128 28x28 at batch 1, 32->32
                 // 16x16 at batch 32); 16->16 forward is even. 256->256
                 // 14x14 at batch 1 goes to im2col (2.2-2.5x).
-                return tiles >= std::max<int64_t>(16, pairs / 1024);
-            }
+                return tiles >= least;
             if (op == CONV_OP_BACKWARD_FILTER)
                 return (pairs >= 128 * 128 || per_image <= 4) &&
                        tiles >= std::max<int64_t>(128, pairs / 512);
-            return pairs > 16 * 16 && tiles >= std::max<int64_t>(16, pairs / 1024);
+            return pairs > 16 * 16 && tiles >= least;
         }
         // The portable path has no backward-filter tuned for speed.
         return op != CONV_OP_BACKWARD_FILTER && per_image >= 49 && tiles >= 128;
