@@ -84,11 +84,11 @@ void copy_planes(const ConvGeometry &g, T *x, T *xc, bool gather, ThreadPool &po
 
 void copy_compact(const ConvArgs &args, void *xc, bool gather, ThreadPool &pool, int threads) {
     if (args.dtype == CONV_DTYPE_FLOAT64)
-        copy_planes(*args.g, static_cast<double *>(args.x), static_cast<double *>(xc), gather, pool,
-                  threads);
+        copy_planes(*args.g, static_cast<double *>(args.x), static_cast<double *>(xc), gather,
+                    pool, threads);
     else
-        copy_planes(*args.g, static_cast<float *>(args.x), static_cast<float *>(xc), gather, pool,
-                  threads);
+        copy_planes(*args.g, static_cast<float *>(args.x), static_cast<float *>(xc), gather,
+                    pool, threads);
 }
 
 class Gemm1x1 final : public Algorithm {

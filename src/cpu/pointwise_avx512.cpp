@@ -212,7 +212,8 @@ CONV_TARGET_AVX512 void pack_panels(const Gemm &m, int64_t j0, int64_t j1, float
                 const float *src = m.b + r * m.b_red + q0;
                 if (r + kAhead < m.R) {
                     const float *next = src + kAhead * m.b_red;
-                    for (int64_t b = 0; b < width; b += 16) _mm_prefetch((const char *)(next + b), _MM_HINT_T0);
+                    for (int64_t b = 0; b < width; b += 16)
+                        _mm_prefetch((const char *)(next + b), _MM_HINT_T0);
                     _mm_prefetch((const char *)(next + width - 1), _MM_HINT_T0);
                 }
                 for (int v = 0; v < kVecs; ++v)
