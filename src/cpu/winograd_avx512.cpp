@@ -183,7 +183,7 @@ CONV_TARGET_AVX512 void transform_filters(const Problem &p, const Plan &l, const
     const ConvGeometry &geo = *p.g;
     const bool klast = geo.layout == CONV_LAYOUT_CHANNELS_LAST;  // filters K R S C
     const int64_t cg = geo.cg(), no = std::min(kLanes, p.cog - o0);
-    // Each store fills one cache line of U. Where U outgrows L2, storing
+    // Each store fills one cache line of U. Past kStreamBytes, storing
     // around the caches saves reading every line before writing it.
     const bool stream = l.xs * kXi * p.groups * (int64_t)sizeof(float) > kStreamBytes;
     alignas(64) float taps[16][9][16];  // [i][tap][o] of 16 input channels
