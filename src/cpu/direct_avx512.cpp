@@ -309,13 +309,6 @@ PhaseColumns phase_columns(const Shape &s, int64_t p) {
 // cost as much as the copy.
 template <class T>
 void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
-#if CONV_HAVE_AVX512_KERNELS
-    if constexpr (std::is_same_v<T, float>)
-        if (ps == 1 && cpu_isa() == Isa::avx512)
-            return s.sw == 1   ? pad_channel_avx512(s, src, out)
-                       : s.sw == 2 ? pad_channel_stride2_avx512(s, src, out)
-                                   : pad_channel_phases_avx512(s, src, out);
-#endif
     for (int64_t p = 0; p < s.sw; ++p) {
         const auto [first, lo, hi] = phase_columns(s, p);
         const bool dense = s.sw == 1 && ps == 1;
@@ -343,42 +336,50 @@ CONV_TARGET_AVX512 inline void zero_span(float *at, int64_t count) {
     for (int64_t j = 0; j < count; j += kLanes) _mm512_mask_storeu_ps(at + j, first_lanes(count - j), _mm512_setzero_ps());
 }
 
-// Zeros columns [from, to) of `rows` rows, `pitch` apart: each mask worked
-// out once for every row.
-CONV_TARGET_AVX512 inline void zero_columns(float *at, int64_t rows, int64_t pitch, int64_t from, int64_t to) {
+// Zeros columns [from, to) of `rows` rows, `pitch` apart, in `count`
+// planes: each mask worked out once for every row.
+CONV_TARGET_AVX512 inline void zero_columns(const Shape &s, float *at, int64_t count, int64_t rows,
+                                            int64_t pitch, int64_t from, int64_t to) {
     for (int64_t j = from; j < to; j += kLanes) {
         const __mmask16 m = first_lanes(to - j);
-        for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_ps(at + i * pitch + j, m, _mm512_setzero_ps());
+        for (int64_t c = 0; c < count; ++c)
+            for (int64_t i = 0; i < rows; ++i)
+                _mm512_mask_storeu_ps(at + c * s.plane + i * pitch + j, m, _mm512_setzero_ps());
     }
 }
 
 // The padded rows [begin, end) that hold a source row (i - top); the rows
 // before and after are zeros, each row of a padded plane `pitch` elements
-// (its column phases) from the next: they are zeroed here.
+// (its column phases) from the next: they are zeroed here, in `count`
+// planes.
 struct SourceRows {
     int64_t begin, end;
 };
-CONV_TARGET_AVX512 SourceRows zero_outer_rows(const Shape &s, int64_t pitch, float *out) {
+CONV_TARGET_AVX512 inline SourceRows zero_outer_rows(const Shape &s, int64_t pitch, int64_t count, float *out) {
     const int64_t begin = std::clamp<int64_t>(s.top, 0, s.hp);
     const int64_t end = std::clamp<int64_t>(s.top + s.hs, begin, s.hp);
-    zero_span(out, begin * pitch);
-    zero_span(out + end * pitch, (s.hp - end) * pitch);
+    for (int64_t c = 0; c < count; ++c) {
+        zero_span(out + c * s.plane, begin * pitch);
+        zero_span(out + c * s.plane + end * pitch, (s.hp - end) * pitch);
+    }
     return {begin, end};
 }
 
-// The pad_channel_*_avx512 copies of a channels-first fp32 plane walk a
-// column block at a time down every row, so that their masks and bounds
-// are worked out once a block, not once a row: per row they took 100
-// cycles a 32-column row, as much as 4 memcpy's (ResNet-20's 16x32x32
-// input at stride 2: 0.7 ms of a 2.1 ms pass at batch 32).
+// The pad_planes_*_avx512 copies of `count` channels-first fp32 planes
+// (the source's `hs * ws` apart, the padded ones `plane`) walk a column
+// block at a time down every row of every plane, so that their masks and
+// bounds are worked out once a block, not once a row or plane: per row
+// they took 100 cycles a 32-column row, as much as 4 memcpy's (ResNet-20's
+// 16x32x32 input at stride 2: 0.7 ms of a 2.1 ms pass at batch 32), and
+// per plane, on 8x8 planes, 200 cycles for a dozen stores.
 
 // Unit stride: each 16 columns in one masked load (lanes outside the
 // source row masked off, which does not fault) and one store; only the
 // padding columns zeroed apart.
-CONV_TARGET_AVX512 void pad_channel_avx512(const Shape &s, const float *src, float *out) {
+CONV_TARGET_AVX512 void pad_planes_avx512(const Shape &s, const float *src, int64_t count, float *out) {
     const auto [first, lo, hi] = phase_columns(s, 0);
-    const auto [begin, end] = zero_outer_rows(s, s.wq, out);
-    const int64_t rows = end - begin;
+    const auto [begin, end] = zero_outer_rows(s, s.wq, count, out);
+    const int64_t rows = end - begin, splane = s.hs * s.ws;
     if (rows == 0) return;
     float *at = out + begin * s.wq;
     const float *in = src + (begin - s.top) * s.ws + first + lo;
@@ -387,18 +388,22 @@ CONV_TARGET_AVX512 void pad_channel_avx512(const Shape &s, const float *src, flo
         // row's columns in lanes [lo, hi) and zeros around them, one store
         // (2.6x as fast on 8x8 planes as zeroing the padding apart).
         const __mmask16 data = lane_range(lo, hi), row = first_lanes(s.wq);
-        for (int64_t i = 0; i < rows; ++i)
-            _mm512_mask_storeu_ps(at + i * s.wq, row, _mm512_maskz_expandloadu_ps(data, in + i * s.ws));
+        for (int64_t c = 0; c < count; ++c)
+            for (int64_t i = 0; i < rows; ++i)
+                _mm512_mask_storeu_ps(at + c * s.plane + i * s.wq, row,
+                                      _mm512_maskz_expandloadu_ps(data, in + c * splane + i * s.ws));
         return;
     }
-    zero_columns(at, rows, s.wq, 0, lo);
-    zero_columns(at, rows, s.wq, hi, s.wq);
+    zero_columns(s, at, count, rows, s.wq, 0, lo);
+    zero_columns(s, at, count, rows, s.wq, hi, s.wq);
     // Loads start at the source row's first used column: no lane before it
     // (masked-off lanes before a row cost a split load each).
     for (int64_t j = 0; j < hi - lo; j += kLanes) {
         const __mmask16 m = first_lanes(hi - lo - j);
-        for (int64_t i = 0; i < rows; ++i)
-            _mm512_mask_storeu_ps(at + i * s.wq + lo + j, m, _mm512_maskz_loadu_ps(m, in + i * s.ws + j));
+        for (int64_t c = 0; c < count; ++c)
+            for (int64_t i = 0; i < rows; ++i)
+                _mm512_mask_storeu_ps(at + c * s.plane + i * s.wq + lo + j, m,
+                                      _mm512_maskz_loadu_ps(m, in + c * splane + i * s.ws + j));
     }
 }
 
@@ -407,10 +412,10 @@ CONV_TARGET_AVX512 void pad_channel_avx512(const Shape &s, const float *src, flo
 // each by one two-source permute. Loads that began at a phase's first
 // column (one before the row's where `left` is odd) straddled cache lines
 // and read every column twice: 2.4x the time in isolation.
-CONV_TARGET_AVX512 void pad_channel_stride2_avx512(const Shape &s, const float *src, float *out) {
+CONV_TARGET_AVX512 void pad_planes_stride2_avx512(const Shape &s, const float *src, int64_t count, float *out) {
     const int64_t pitch = 2 * s.wq;
-    const auto [begin, end] = zero_outer_rows(s, pitch, out);
-    const int64_t rows = end - begin;
+    const auto [begin, end] = zero_outer_rows(s, pitch, count, out);
+    const int64_t rows = end - begin, splane = s.hs * s.ws;
     if (rows == 0) return;
     float *at = out + begin * pitch;
     const float *in = src + (begin - s.top) * s.ws;
@@ -421,30 +426,32 @@ CONV_TARGET_AVX512 void pad_channel_stride2_avx512(const Shape &s, const float *
     for (int q = 0; q < 2; ++q) {
         phase[q] = (q + s.left) % 2, off[q] = std::min((q + s.left) / 2, s.wq);
         stop[q] = std::clamp<int64_t>(off[q] + (s.ws - q + 1) / 2, off[q], s.wq);
-        zero_columns(at + phase[q] * s.wq, rows, pitch, 0, off[q]);
-        zero_columns(at + phase[q] * s.wq, rows, pitch, stop[q], s.wq);
+        zero_columns(s, at + phase[q] * s.wq, count, rows, pitch, 0, off[q]);
+        zero_columns(s, at + phase[q] * s.wq, count, rows, pitch, stop[q], s.wq);
     }
-    for (int64_t c = 0; c < s.ws && c / 2 < s.wq; c += 2 * kLanes) {
+    for (int64_t col = 0; col < s.ws && col / 2 < s.wq; col += 2 * kLanes) {
         // Lanes past the row's end masked off: no fault past x's end.
-        const __mmask16 la = first_lanes(s.ws - c), lb = first_lanes(s.ws - c - kLanes);
-        const int64_t j0 = c / 2 + off[0], j1 = c / 2 + off[1];
+        const __mmask16 la = first_lanes(s.ws - col), lb = first_lanes(s.ws - col - kLanes);
+        const int64_t j0 = col / 2 + off[0], j1 = col / 2 + off[1];
         const __mmask16 m0 = first_lanes(stop[0] - j0), m1 = first_lanes(stop[1] - j1);
         float *to0 = at + phase[0] * s.wq + j0, *to1 = at + phase[1] * s.wq + j1;
-        for (int64_t i = 0; i < rows; ++i) {
-            const __m512 a = _mm512_maskz_loadu_ps(la, in + i * s.ws + c);
-            const __m512 b = _mm512_maskz_loadu_ps(lb, in + i * s.ws + c + kLanes);
-            _mm512_mask_storeu_ps(to0 + i * pitch, m0, _mm512_permutex2var_ps(a, even_lanes(), b));
-            _mm512_mask_storeu_ps(to1 + i * pitch, m1, _mm512_permutex2var_ps(a, odd_lanes(), b));
-        }
+        for (int64_t c = 0; c < count; ++c)
+            for (int64_t i = 0; i < rows; ++i) {
+                const float *row = in + c * splane + i * s.ws + col;
+                const __m512 a = _mm512_maskz_loadu_ps(la, row), b = _mm512_maskz_loadu_ps(lb, row + kLanes);
+                const int64_t o = c * s.plane + i * pitch;
+                _mm512_mask_storeu_ps(to0 + o, m0, _mm512_permutex2var_ps(a, even_lanes(), b));
+                _mm512_mask_storeu_ps(to1 + o, m1, _mm512_permutex2var_ps(a, odd_lanes(), b));
+            }
     }
 }
 
 // Stride 3 or more: each 16 columns of a column phase gathered from the
 // source row's every sw-th element.
-CONV_TARGET_AVX512 void pad_channel_phases_avx512(const Shape &s, const float *src, float *out) {
+CONV_TARGET_AVX512 void pad_planes_phases_avx512(const Shape &s, const float *src, int64_t count, float *out) {
     const int64_t pitch = s.sw * s.wq;
-    const auto [begin, end] = zero_outer_rows(s, pitch, out);
-    const int64_t rows = end - begin;
+    const auto [begin, end] = zero_outer_rows(s, pitch, count, out);
+    const int64_t rows = end - begin, splane = s.hs * s.ws;
     if (rows == 0) return;
     const __m512i spread = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                               _mm512_set1_epi32((int)s.sw));
@@ -452,14 +459,15 @@ CONV_TARGET_AVX512 void pad_channel_phases_avx512(const Shape &s, const float *s
         const auto [first, lo, hi] = phase_columns(s, p);
         float *at = out + begin * pitch + p * s.wq;
         const float *in = src + (begin - s.top) * s.ws + first;
-        zero_columns(at, rows, pitch, 0, lo);
-        zero_columns(at, rows, pitch, hi, s.wq);
+        zero_columns(s, at, count, rows, pitch, 0, lo);
+        zero_columns(s, at, count, rows, pitch, hi, s.wq);
         for (int64_t j = lo; j < hi; j += kLanes) {
             const __mmask16 keep = first_lanes(hi - j);
-            for (int64_t i = 0; i < rows; ++i)
-                _mm512_mask_storeu_ps(at + i * pitch + j, keep,
-                                      _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, spread,
-                                                               in + i * s.ws + j * s.sw, 4));
+            for (int64_t c = 0; c < count; ++c)
+                for (int64_t i = 0; i < rows; ++i)
+                    _mm512_mask_storeu_ps(at + c * s.plane + i * pitch + j, keep,
+                                          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, spread,
+                                                                   in + c * splane + i * s.ws + j * s.sw, 4));
         }
     }
 }
@@ -509,17 +517,27 @@ void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, in
     const T *image = src + n * s.cs * s.hs * s.ws;
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>)
-        if (s.last && s.sw == 1 && cpu_isa() == Isa::avx512)
-            return pad_channels_last_avx512(s, image, c0, count, out);
+        if (cpu_isa() == Isa::avx512) {
+            if (s.last && s.sw == 1) return pad_channels_last_avx512(s, image, c0, count, out);
+            const float *first = image + c0 * s.hs * s.ws;
+            if (!s.last)
+                return s.sw == 1   ? pad_planes_avx512(s, first, count, out)
+                       : s.sw == 2 ? pad_planes_stride2_avx512(s, first, count, out)
+                                   : pad_planes_phases_avx512(s, first, count, out);
+        }
 #endif
     const int64_t cstride = s.last ? 1 : s.hs * s.ws, ps = s.last ? s.cs : 1;
     for (int64_t c = c0; c < c0 + count; ++c) pad_channel(s, image + c * cstride, ps, out + (c - c0) * s.plane);
 }
 
-// Every image's: a channel an item, 16 of channels-last ones (a transpose's).
+// Every image's: channels-last 16 channels an item (a transpose's);
+// channels-first as many channels as still leave 4 items a thread (a
+// channel an item paid the copy's set-up per 8x8 plane).
 template <class T>
 void pad_source(const Shape &s, const T *src, T *source, ThreadPool &pool, int threads) {
-    const int64_t per = s.last ? kLanes : 1, blocks = ceil_div(s.cs, per);
+    const int64_t per = s.last ? kLanes
+                               : std::max<int64_t>(1, s.cs / std::max<int64_t>(1, ceil_div(4 * threads, s.n)));
+    const int64_t blocks = ceil_div(s.cs, per);
     pool.parallel_for(
         s.n * blocks,
         [&](int64_t i, int) {
