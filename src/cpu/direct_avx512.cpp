@@ -397,14 +397,18 @@ CONV_TARGET_AVX512 void pad_planes_avx512(const Shape &s, const float *src, int6
     zero_columns(s, at, count, rows, s.wq, 0, lo);
     zero_columns(s, at, count, rows, s.wq, hi, s.wq);
     // Loads start at the source row's first used column: no lane before it
-    // (masked-off lanes before a row cost a split load each).
-    for (int64_t j = 0; j < hi - lo; j += kLanes) {
-        const __mmask16 m = first_lanes(hi - lo - j);
-        for (int64_t c = 0; c < count; ++c)
-            for (int64_t i = 0; i < rows; ++i)
-                _mm512_mask_storeu_ps(at + c * s.plane + i * s.wq + lo + j, m,
-                                      _mm512_maskz_loadu_ps(m, in + c * splane + i * s.ws + j));
-    }
+    // (masked-off lanes before a row cost a split load each). Row by row
+    // (walking a column block down a 224x224 plane and then the next read
+    // it back from L2), whole blocks unmasked, the last one's mask once.
+    const int64_t len = hi - lo, whole = len / kLanes * kLanes;
+    const __mmask16 tail = first_lanes(len - whole);
+    for (int64_t c = 0; c < count; ++c)
+        for (int64_t i = 0; i < rows; ++i) {
+            float *to = at + c * s.plane + i * s.wq + lo;
+            const float *from = in + c * splane + i * s.ws;
+            for (int64_t j = 0; j < whole; j += kLanes) _mm512_storeu_ps(to + j, _mm512_loadu_ps(from + j));
+            if (tail) _mm512_mask_storeu_ps(to + whole, tail, _mm512_maskz_loadu_ps(tail, from + whole));
+        }
 }
 
 // Stride 2: each 32 source columns, from the row's first, in two loads;
@@ -429,21 +433,36 @@ CONV_TARGET_AVX512 void pad_planes_stride2_avx512(const Shape &s, const float *s
         zero_columns(s, at + phase[q] * s.wq, count, rows, pitch, 0, off[q]);
         zero_columns(s, at + phase[q] * s.wq, count, rows, pitch, stop[q], s.wq);
     }
-    for (int64_t col = 0; col < s.ws && col / 2 < s.wq; col += 2 * kLanes) {
+    // Per block of 32 source columns its four masks, worked out once (row
+    // by row below: walking a block down a 224x224 plane and then the next
+    // read it back from L2).
+    struct Block {
+        __mmask16 la, lb, m0, m1;
+    };
+    constexpr int64_t kBlocks = 16;  // rows of up to 512 columns; wider ones work masks out per row
+    Block blocks[kBlocks];
+    auto block = [&](int64_t b) {
+        const int64_t col = b * 2 * kLanes, j = col / 2;
         // Lanes past the row's end masked off: no fault past x's end.
-        const __mmask16 la = first_lanes(s.ws - col), lb = first_lanes(s.ws - col - kLanes);
-        const int64_t j0 = col / 2 + off[0], j1 = col / 2 + off[1];
-        const __mmask16 m0 = first_lanes(stop[0] - j0), m1 = first_lanes(stop[1] - j1);
-        float *to0 = at + phase[0] * s.wq + j0, *to1 = at + phase[1] * s.wq + j1;
-        for (int64_t c = 0; c < count; ++c)
-            for (int64_t i = 0; i < rows; ++i) {
-                const float *row = in + c * splane + i * s.ws + col;
-                const __m512 a = _mm512_maskz_loadu_ps(la, row), b = _mm512_maskz_loadu_ps(lb, row + kLanes);
-                const int64_t o = c * s.plane + i * pitch;
-                _mm512_mask_storeu_ps(to0 + o, m0, _mm512_permutex2var_ps(a, even_lanes(), b));
-                _mm512_mask_storeu_ps(to1 + o, m1, _mm512_permutex2var_ps(a, odd_lanes(), b));
+        return Block{first_lanes(s.ws - col), first_lanes(s.ws - col - kLanes), first_lanes(stop[0] - j - off[0]),
+                     first_lanes(stop[1] - j - off[1])};
+    };
+    const int64_t nblocks = std::min(ceil_div(s.ws, 2 * kLanes), ceil_div(s.wq, (int64_t)kLanes));
+    for (int64_t b = 0; b < std::min(nblocks, kBlocks); ++b) blocks[b] = block(b);
+    float *to0 = at + phase[0] * s.wq + off[0], *to1 = at + phase[1] * s.wq + off[1];
+    for (int64_t c = 0; c < count; ++c)
+        for (int64_t i = 0; i < rows; ++i) {
+            const float *row = in + c * splane + i * s.ws;
+            const int64_t o = c * s.plane + i * pitch;
+            for (int64_t b = 0; b < nblocks; ++b) {
+                const Block k = b < kBlocks ? blocks[b] : block(b);
+                const int64_t col = b * 2 * kLanes, j = col / 2;
+                const __m512 lo = _mm512_maskz_loadu_ps(k.la, row + col);
+                const __m512 hi = _mm512_maskz_loadu_ps(k.lb, row + col + kLanes);
+                _mm512_mask_storeu_ps(to0 + o + j, k.m0, _mm512_permutex2var_ps(lo, even_lanes(), hi));
+                _mm512_mask_storeu_ps(to1 + o + j, k.m1, _mm512_permutex2var_ps(lo, odd_lanes(), hi));
             }
-    }
+        }
 }
 
 // Stride 3 or more: each 16 columns of a column phase gathered from the
