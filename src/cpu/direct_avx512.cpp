@@ -366,12 +366,12 @@ CONV_TARGET_AVX512 inline SourceRows zero_outer_rows(const Shape &s, int64_t pit
 }
 
 // The pad_planes_*_avx512 copies of `count` channels-first fp32 planes
-// (the source's `hs * ws` apart, the padded ones `plane`) walk a column
-// block at a time down every row of every plane, so that their masks and
-// bounds are worked out once a block, not once a row or plane: per row
-// they took 100 cycles a 32-column row, as much as 4 memcpy's (ResNet-20's
-// 16x32x32 input at stride 2: 0.7 ms of a 2.1 ms pass at batch 32), and
-// per plane, on 8x8 planes, 200 cycles for a dozen stores.
+// (the source's `hs * ws` apart, the padded ones `plane`) work their masks
+// and bounds out once per call, not once a row or plane: per row they took
+// 100 cycles a 32-column row, as much as 4 memcpy's (ResNet-20's 16x32x32
+// input at stride 2: 0.7 ms of a 2.1 ms pass at batch 32), and per plane,
+// on 8x8 planes, 200 cycles for a dozen stores. The padding columns are
+// zeroed a column block down every row; the data is copied row by row.
 
 // Unit stride: each 16 columns in one masked load (lanes outside the
 // source row masked off, which does not fault) and one store; only the
