@@ -9,7 +9,10 @@
 # (vmovups/vmovdqu*), masked broadcasts, gathers, scatters (gemm_1x1's
 # transposed backward-data, test_guard_pages' "1x1 onto 257": 15 lanes of
 # its last vector point past dx) and down-converting stores (vpmov*,
-# vcvtps2ph) suppress the fault; a masked VEXTRACT*X4/X8
+# vcvtps2ph) suppress the fault; masked expanding loads (vexpandps) read
+# only popcount(k) consecutive elements (Intel SDM: the lanes masked off
+# have no memory at all), and direct_avx512's copy of padded rows of up to
+# 16 columns reads exactly the source row's with one; a masked VEXTRACT*X4/X8
 # to memory does NOT -- it dies on a lane it was told not to write. GCC
 # emits that form for `_mm_mask_storeu_ps(p, k, _mm512_extractf32x4_ps(v,
 # i))` and even for a cast to __m128, so any 128- or 256-bit masked store
@@ -37,7 +40,7 @@ echo "masked memory accesses in $lib, by form:"
 echo "$forms"
 
 # Mnemonics whose masked memory forms do not fault on masked-off lanes.
-allowed='^(vmov(ups|upd|aps|apd|dqu8|dqu16|dqu32|dqu64|dqa32|dqa64|ss|sd)|vbroadcast(ss|sd|f32x[248]|f64x[24]|i32x[248]|i64x[24])|vpbroadcast[bwdq]|v(p?)gather[dq](ps|pd|d|q)|v(p?)scatter[dq](ps|pd|d|q)|vpmov(u?s)?(db|dw|qb|qw|qd|wb)|vcvtps2ph|vcvtneps2bf16)$'
+allowed='^(vmov(ups|upd|aps|apd|dqu8|dqu16|dqu32|dqu64|dqa32|dqa64|ss|sd)|vbroadcast(ss|sd|f32x[248]|f64x[24]|i32x[248]|i64x[24])|vpbroadcast[bwdq]|v(p?)gather[dq](ps|pd|d|q)|v(p?)scatter[dq](ps|pd|d|q)|vpmov(u?s)?(db|dw|qb|qw|qd|wb)|vcvtps2ph|vcvtneps2bf16|vexpandp[sd])$'
 bad=0
 while read -r count form; do
   [ -n "$form" ] || continue

@@ -326,6 +326,45 @@ static void test_image_blocks(void **state)
     }
 }
 
+/* The source copy's rows of up to 16 padded columns (one expanding load a
+ * row) and its stride-2 rows, all three passes, each run twice with the
+ * tensors wrapping caller memory against a guard page (tu_run_checked's
+ * TU_RUN_GUARD_AFTER, then _BEFORE) on an exact workspace, checked against
+ * the reference. */
+static void test_copy_at_page_edges(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(4900);
+    int n = tu_env_count(24);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t in[2] = {tu_range(&r, 1, 9), tu_range(&r, 1, 14)}, kernel[2] = {3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 2), tu_range(&r, 1, 20), tu_range(&r, 16, 24), in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = i % 3 == 2 ? 2 : 1;
+            tp.desc_pad_begin[a] = tu_range(&r, 0, 2);
+            tp.desc_pad_end[a] = tu_range(&r, 0, 2);
+        }
+        tp.algo = direct();
+        if (!tu_resolve(&tp))
+            continue;
+        const conv_op_t op = (conv_op_t)(CONV_OP_FORWARD + i % 3);
+        for (int side = 0; side < 2; side++) {
+            char what[64], failure[1024];
+            snprintf(what, sizeof what, "seed %llu, %s", (unsigned long long)seed,
+                     side ? "guard before" : "guard after");
+            const int flags = TU_RUN_WRAP | TU_RUN_EXACT_WORKSPACE |
+                              (side ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
+            if (tu_run_checked(tu_contexts[i % 2], NULL, &tp, op, &r, 0, flags, what, failure,
+                               sizeof failure))
+                fail_msg("%s", failure);
+        }
+    }
+}
+
 /* Forward and backward-data onto at most 8 channels at stride 1
  * (direct_narrow_avx512.cpp, positions in the vector, windows masked where
  * they overhang the source): 1-D and 2-D, kernels 1-7 and asymmetric
@@ -374,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_declines),    cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
+        cmocka_unit_test(test_copy_at_page_edges),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }
