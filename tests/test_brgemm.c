@@ -30,7 +30,7 @@ static conv_algo_t solver(conv_op_t op)
 }
 
 /* Whether this process runs the tile path: a bf16 forward either runs or is
- * refused naming AMX. */
+ * refused naming AMX (or, on a CPU without it, AVX-512). */
 static int have_tiles(void)
 {
     static int known = -1;
@@ -50,14 +50,26 @@ static int have_tiles(void)
     tu_seed(&r, 1);
     tu_case_fill(&c, CONV_OP_FORWARD, &r, 0);
     conv_status_t s = tu_case_run(&c, tu_contexts[0], d, CONV_OP_FORWARD, NULL);
-    if (s == CONV_STATUS_UNSUPPORTED && !strstr(conv_last_error(), "AMX"))
-        fail_msg("bf16 refused without naming AMX: %s", conv_last_error());
+    if (s == CONV_STATUS_UNSUPPORTED && !strstr(conv_last_error(), "AMX") &&
+        !strstr(conv_last_error(), "AVX-512"))
+        fail_msg("bf16 refused without naming AMX or AVX-512: %s", conv_last_error());
     known = s == CONV_STATUS_SUCCESS;
     conv_desc_destroy(d);
     tu_case_free(&c);
     print_message("brgemm: AMX tiles %s\n", known ? "in use (hardware or CONV_CPU_AMX=emulate)"
                                                   : "not available: bf16 refused");
     return known;
+}
+
+/* Whether the CPU engine runs AVX-512 kernels, as its device name says
+ * ("(avx512...)"; "(avx2)" or "(baseline)" otherwise): every brgemm backend
+ * needs them, fp32 included. */
+static int have_avx512(void)
+{
+    char name[256];
+    assert_ok(conv_context_get_device_name(tu_contexts[0], name, sizeof name));
+    const char *isa = strrchr(name, '(');
+    return isa && strncmp(isa, "(avx512", 7) == 0;
 }
 
 static conv_dtype_t g_dtype = CONV_DTYPE_FLOAT32;
@@ -152,6 +164,8 @@ static void test_float_fast_tiles(void **state)
 static void test_prepared_weights(void **state)
 {
     (void)state;
+    if (!have_avx512())
+        skip();
     const conv_dtype_t dtypes[2] = {CONV_DTYPE_FLOAT32, CONV_DTYPE_BFLOAT16};
     for (int di = 0; di < 2; di++) {
         if (dtypes[di] == CONV_DTYPE_BFLOAT16 && !have_tiles())
@@ -211,8 +225,9 @@ static void test_prepared_weights(void **state)
     }
 }
 
-/* Where the solvers decline: the other passes, float64, depthwise, and
- * bf16 without tiles -- UNSUPPORTED naming the solver, outputs untouched. */
+/* Where the solvers decline: the other passes, float64, depthwise, bf16
+ * without tiles, and fp32 without AVX-512 -- UNSUPPORTED naming the solver,
+ * outputs untouched (bf16 without AVX-512 the engine itself refuses). */
 static void test_declines(void **state)
 {
     (void)state;
@@ -236,7 +251,14 @@ static void test_declines(void **state)
         tp.p.groups = tp.p.c = tp.p.k = 4; /* depthwise */
         if (tu_check_declined(tu_contexts[0], &tp, (conv_op_t)op, 3, name, failure, sizeof failure))
             fail_msg("depthwise: %s", failure);
-        if (!have_tiles()) {
+        if (!have_avx512()) {
+            tu_problem_init(&tp, 2, 1, 4, 4, in, kernel);
+            tp.algo = mine;
+            assert_true(tu_resolve(&tp));
+            if (tu_check_declined(tu_contexts[0], &tp, (conv_op_t)op, 5, name, failure,
+                                  sizeof failure))
+                fail_msg("float32 without AVX-512: %s", failure);
+        } else if (!have_tiles()) {
             tu_problem_init(&tp, 2, 1, 4, 4, in, kernel);
             tp.dtype = CONV_DTYPE_BFLOAT16;
             tp.algo = mine;

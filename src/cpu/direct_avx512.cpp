@@ -52,6 +52,7 @@
 #include "core/checked.h"
 #include "core/dtype.h"
 #include "cpu/algorithm.h"
+#include "cpu/avx2.h"
 #include "cpu/avx512.h"
 #include "cpu/direct_avx512.h"
 #include "cpu/isa.h"
@@ -66,6 +67,7 @@ constexpr int kLanes = 16;
 constexpr int kMaxVectors = 4;         // channel vectors per register tile
 constexpr int kMaxPositions = 14;      // positions per register tile
 constexpr int kRegisters = 32;         // zmm
+constexpr int kAvx2Registers = 16;     // ymm
 constexpr int kAccumulators = 28;      // the most a tile holds
 constexpr int64_t kItemSums = 4096;    // a work item's sums (its tile buffer): 16 KiB of fp32
 constexpr int64_t kL1Budget = 24 << 10; // bytes of source and weights a channel block reads
@@ -75,7 +77,12 @@ constexpr int64_t kPackAhead = 4;      // filters ahead that packing them rotate
 
 // Per tile the accumulators, the NV weight vectors and one broadcast must
 // fit the 32 registers (4 x 7 spilled an accumulator in the inner loop).
-int max_positions(int nv) { return std::min(kMaxPositions, (kRegisters - 1 - nv) / nv); }
+// With AVX2 a vector of 16 channels is two ymm halves, and there are 16
+// registers: 1 x 6 (12 accumulators) or 2 x 2.
+int max_positions(int nv) {
+    if (cpu_isa() == Isa::avx2) return std::min(kMaxPositions, (kAvx2Registers - 1 - 2 * nv) / (2 * nv));
+    return std::min(kMaxPositions, (kRegisters - 1 - nv) / nv);
+}
 
 // The correlation both passes reduce to. Forward: destination channel m of
 // group gi at (oh, ow) = sum over source channels c of the group and taps
@@ -108,9 +115,17 @@ struct Shape {
 // Cycles of one (channel, tap) step of a tile of nv vectors x u positions:
 // 2 FMAs a cycle, 2 loads (weights and broadcasts) a cycle, and each
 // accumulator's 4-cycle FMA latency; a hair per load breaks ties toward
-// fewer loads.
+// fewer loads. With AVX2 each vector is two halves: twice the FMAs and
+// weight loads, and a step of 8 accumulators (1 x 4, 2 x 2) costs 5 cycles,
+// not 4: on Zen 3 (AMD EPYC, batch 32, 1 thread, 7 interleaved rounds) the
+// 1 x 6 tile ran ResNet-20's 16->16 32x32 forward and backward-data 1.21x
+// and 1.22x faster than 1 x 4, MNIST's 32->64 forward 1.08-1.21x faster
+// than 2 x 2 -- though its backward-data 0.62-0.86x.
 double step_cycles(int nv, int u) {
-    return std::max({nv * u / 2.0, (nv + u) / 2.0, 4.0}) + 0.01 * (nv + u);
+    const bool avx2 = cpu_isa() == Isa::avx2;
+    const int halves = avx2 ? 2 : 1;
+    const double latency = avx2 ? 5.0 : 4.0;
+    return std::max({halves * nv * u / 2.0, (halves * nv + u) / 2.0, latency}) + 0.01 * (halves * nv + u);
 }
 
 // The tile (nv, ur) with the fewest modelled cycles for a whole row of
@@ -692,13 +707,65 @@ const std::array<std::array<TileFn, kMaxPositions>, kMaxVectors> kTiles = {
     tile_row<3>(std::make_integer_sequence<int, kMaxPositions>{}),
     tile_row<4>(std::make_integer_sequence<int, kMaxPositions>{}),
 };
+
+// AVX2: the same tile with each 16-channel vector in two ymm halves (the
+// packed weights and the sums keep their 16-lane layout). Only the shapes
+// max_positions allows are instantiated with a body.
+template <int NV, int UR>
+CONV_TARGET_AVX2 void tile_avx2(const Tile &t) {
+    // One flat array of accumulators, every loop over it unrolled: else GCC
+    // keeps them in memory and stores each after its FMA.
+    constexpr int A = 2 * NV * UR;
+    if constexpr (A + 2 * NV + 1 <= kAvx2Registers) {
+        float *out = static_cast<float *>(t.out);
+        __m256 acc[A];  // [position][vector][half], as the sums
+#pragma GCC unroll 16
+        for (int a = 0; a < A; ++a)
+            acc[a] = t.mode == Mode::running ? _mm256_load_ps(out + a * 8) : _mm256_setzero_ps();
+        const float *x = static_cast<const float *>(t.x), *w = static_cast<const float *>(t.w);
+        const int64_t wvec = t.wvec, count = t.count;
+        const Step *steps = t.steps;
+        for (int64_t s = 0; s < count; ++s) {
+            const float *xs = x + steps[s].x, *ws = w + steps[s].w;
+            __m256 wv[2 * NV];
+#pragma GCC unroll 8
+            for (int v = 0; v < 2 * NV; ++v) wv[v] = _mm256_load_ps(ws + (v / 2) * wvec + (v % 2) * 8);
+#pragma GCC unroll 16
+            for (int i = 0; i < UR; ++i) {
+                const __m256 b = _mm256_broadcast_ss(xs + i);
+#pragma GCC unroll 8
+                for (int v = 0; v < 2 * NV; ++v)
+                    acc[i * 2 * NV + v] = _mm256_fmadd_ps(wv[v], b, acc[i * 2 * NV + v]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int a = 0; a < A; ++a) {
+            float *o = out + a * 8;
+            _mm256_store_ps(o, t.mode == Mode::partial ? _mm256_add_ps(_mm256_load_ps(o), acc[a]) : acc[a]);
+        }
+    }
+}
+
+template <int NV, int... U>
+constexpr std::array<TileFn, kMaxPositions> tile_row_avx2(std::integer_sequence<int, U...>) {
+    return {{&tile_avx2<NV, U + 1>...}};
+}
+
+const std::array<std::array<TileFn, kMaxPositions>, kMaxVectors> kTilesAvx2 = {
+    tile_row_avx2<1>(std::make_integer_sequence<int, kMaxPositions>{}),
+    tile_row_avx2<2>(std::make_integer_sequence<int, kMaxPositions>{}),
+    tile_row_avx2<3>(std::make_integer_sequence<int, kMaxPositions>{}),
+    tile_row_avx2<4>(std::make_integer_sequence<int, kMaxPositions>{}),
+};
 #endif
 
 template <class T>
 void run_tile(const Tile &t, int nv, int ur) {
 #if CONV_HAVE_AVX512_KERNELS
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<T, float>) {
         if (cpu_isa() == Isa::avx512) return kTiles[nv - 1][ur - 1](t);
+        if (cpu_isa() == Isa::avx2) return kTilesAvx2[nv - 1][ur - 1](t);
+    }
 #endif
     tile_portable<T>(t, nv, ur);
 }
@@ -854,15 +921,89 @@ CONV_TARGET_AVX512 void store_last_avx512(const Shape &s, const Item &it, const 
 }
 #endif
 
+#if CONV_HAVE_AVX512_KERNELS
+// AVX2's stores: the AVX-512 ones' blocks at 8 lanes. A partial block
+// leaves through a buffer rather than a masked store (vmaskmovps), whose
+// behaviour on a masked-off lane past a tensor's last page is not one
+// check_masked_access has shown.
+CONV_TARGET_AVX2 inline void put_avx2(float *at, __m256 x, int64_t n) {
+    if (n == 8) return _mm256_storeu_ps(at, x);
+    alignas(32) float buffer[8];
+    _mm256_store_ps(buffer, x);
+    std::memcpy(at, buffer, (size_t)n * sizeof(float));
+}
+
+CONV_TARGET_AVX2 inline __m256 epilogue_avx2(__m256 x, const float *bias, bool relu) {
+    if (bias) x = _mm256_add_ps(x, _mm256_broadcast_ss(bias));
+    if (relu) x = _mm256_max_ps(_mm256_setzero_ps(), x);  // NaN stays NaN (the second operand)
+    return x;
+}
+
+// Channels-first, a unit column phase: 8 positions x 8 channels of the sums
+// transposed in registers into a row store per channel.
+CONV_TARGET_AVX2 void store_rows_avx2(const Shape &s, const Item &it, const float *sums,
+                                      float *dst, const float *bias, bool relu) {
+    const int64_t plane = s.hdst * s.wdst;
+    for (int64_t r = 0; r < it.rows; ++r) {
+        float *rows = dst + (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + it.ow0;
+        for (int64_t m0 = 0; m0 < it.valid; m0 += 8) {
+            const int64_t chans = std::min<int64_t>(8, it.valid - m0);
+            const float *b = bias ? bias + it.m0 + m0 : nullptr;
+            for (int64_t j = 0; j < it.len; j += 8) {
+                const int64_t n = std::min<int64_t>(8, it.len - j);
+                const float *in = sums + (r * it.len + j) * it.width + m0;
+                __m256 v[8];
+#pragma GCC unroll 8
+                for (int p = 0; p < 8; ++p)
+                    v[p] = p < n ? _mm256_load_ps(in + p * it.width) : _mm256_setzero_ps();
+                transpose8(v);
+                float *row0 = rows + (it.m0 + m0) * plane + j;
+#pragma GCC unroll 8
+                for (int c = 0; c < 8; ++c)
+                    if (c < chans) put_avx2(row0 + c * plane, epilogue_avx2(v[c], b ? b + c : nullptr, relu), n);
+            }
+        }
+    }
+}
+
+// Channels-last: a position's channels are consecutive in the sums and in dst.
+CONV_TARGET_AVX2 void store_last_avx2(const Shape &s, const Item &it, const float *sums, float *dst,
+                                      const float *bias, bool relu) {
+    const __m256 zero = _mm256_setzero_ps();
+    for (int64_t r = 0; r < it.rows; ++r)
+        for (int64_t j = 0; j < it.len; ++j) {
+            const float *in = sums + (r * it.len + j) * it.width;
+            const int64_t q = (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + (it.ow0 + j) * s.fw;
+            float *out = dst + q * s.cd + it.m0;
+            for (int64_t m = 0; m < it.valid; m += 8) {
+                const int64_t n = std::min<int64_t>(8, it.valid - m);
+                __m256 x = _mm256_load_ps(in + m);
+                if (bias) {
+                    alignas(32) float b[8] = {};
+                    std::memcpy(b, bias + it.m0 + m, (size_t)n * sizeof(float));
+                    x = _mm256_add_ps(x, _mm256_load_ps(b));
+                }
+                if (relu) x = _mm256_max_ps(zero, x);
+                put_avx2(out + m, x, n);
+            }
+        }
+}
+#endif
+
 template <class T>
 void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
 #if CONV_HAVE_AVX512_KERNELS
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<T, float>) {
         if (cpu_isa() == Isa::avx512) {
             if (s.last) return store_last_avx512(s, it, sums, dst, bias, relu);
             if (s.fw == 1) return store_rows_avx512(s, it, sums, dst, bias, relu);
             if (!bias && !relu) return store_phase_rows_avx512(s, it, sums, dst);
         }
+        if (cpu_isa() == Isa::avx2) {
+            if (s.last) return store_last_avx2(s, it, sums, dst, bias, relu);
+            if (s.fw == 1) return store_rows_avx2(s, it, sums, dst, bias, relu);
+        }
+    }
 #endif
     store_portable(s, it, sums, dst, bias, relu);
 }
@@ -1144,8 +1285,36 @@ public:
         const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
         return positions >= 392 || (unit_stride && positions >= 196);
     }
+    // With AVX2 (two ymm halves a vector, compiled tiles), against AUTO's
+    // choice before (im2col over OpenBLAS's Zen kernels, depthwise_direct's
+    // portable loops for one source channel); AMD EPYC (Zen 3), 1 thread,
+    // strict, batch 32 on --suite small and 1 on ResNet-50, ms:
+    //   small, forward / backward-data / backward-filter: ResNet-20's
+    //   16->16 32x32 3.6 / 3.4 / 2.7 vs 7.2 / 7.5 / 8.0, 32->32 16x16 3.3 /
+    //   2.4 / 2.1 vs 3.8 / 4.6 / 5.7, 64->64 8x8 3.3 / 2.5 / 2.9 vs 3.5 /
+    //   4.0 / 4.8, stride 2 16->32 2.3 / 3.9 / 1.9 vs 4.1 / 4.5 / 3.6;
+    //   MNIST's 32->64 26x26 13.6 / 11.5 / 9.0 vs 17.1 / 13.0 / 16.5; from
+    //   one source channel (MNIST 1->32, LeNet-5 1->6 5x5) forward 1.7 and
+    //   0.34 vs 4.3 and 1.04, backward-filter 0.41 and 0.65 vs 4.0 and 3.3;
+    //   backward-data onto 1-6 channels loses (3.3-4.6 vs 1.7-2.5).
+    //   ResNet-50: 3x3 on 28x28 4.8 / 5.2 / 4.2 vs 6.8 / 8.3 / 7.9, on
+    //   14x14 3.3 / 3.8 / 3.1 vs 3.6 / 4.5 / 4.4, conv1 forward 4.9 vs 7.8
+    //   and backward-filter 4.8 vs 8.1; but 512->512 7x7 7.6 / 8.1 / 7.5 vs
+    //   5.9 / 5.1 / 4.9 (rows of 7 leave 1 x 6 tiles a 1 x 1 remainder),
+    //   64->64 56x56 forward 6.9 vs 4.9, strided backward-data onto 256
+    //   channels 6.7 vs 4.8.
+    static bool competitive_avx2(const ConvGeometry &g, conv_op_t op) {
+        if (g.kernel_size() == 1 || g.layout != CONV_LAYOUT_CHANNELS_FIRST) return false;
+        if (op == CONV_OP_BACKWARD_FILTER) return filter_competitive(g);
+        const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
+        if (op == CONV_OP_FORWARD)
+            return g.cg() <= 4 || g.kg() < 16 || (g.out[2] >= 8 && g.out_size() <= 32 * 32);
+        return g.cg() >= 16 && g.in[2] >= 8 && g.in_size() <= 32 * 32 && (!strided || g.cg() <= 64);
+    }
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
-        if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
+        if (dtype != CONV_DTYPE_FLOAT32) return false;
+        if (cpu_isa() == Isa::avx2) return competitive_avx2(g, op);
+        if (cpu_isa() != Isa::avx512) return false;
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
         if (g.kernel_size() == 1) return false;
         // Backward-data onto at most 8 channels at stride 1, positions in the

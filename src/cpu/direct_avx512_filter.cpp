@@ -33,6 +33,7 @@
 
 #include "core/checked.h"
 #include "core/dtype.h"
+#include "cpu/avx2.h"
 #include "cpu/avx512.h"
 #include "cpu/direct_avx512.h"
 #include "cpu/epilogue.h"
@@ -45,6 +46,7 @@ namespace {
 
 constexpr int kLanes = 16;
 constexpr int kMaxColumns = 16;        // columns a tile: one 16 x 16 transpose a vector
+constexpr int kAvx2Columns = 6;        // columns of the AVX2 tile (one vector)
 constexpr int64_t kMaxTilesPerItem = 32;  // tiles of columns a work item carries
 constexpr int64_t kChunkBytes = 24 << 10;  // dy an item reads per chunk of positions
 constexpr int64_t kBlockBytes = 512 << 10; // padded x and laid-out dy of a block of images
@@ -68,7 +70,13 @@ struct FilterShape {
 
 // Columns per tile for nv filter vectors: nv * nc accumulators (24, or 16
 // for one vector: at most a transpose's 16 columns).
-int columns_for(int nv) { return nv == 1 ? 16 : nv == 2 ? 12 : nv == 3 ? 8 : 6; }
+// With AVX2 a vector of 16 filters is two ymm halves and there are 16
+// registers: one vector x 6 columns (12 accumulators, 2 dy halves and a
+// broadcast).
+int columns_for(int nv) {
+    if (cpu_isa() == Isa::avx2) return kAvx2Columns;
+    return nv == 1 ? 16 : nv == 2 ? 12 : nv == 3 ? 8 : 6;
+}
 
 FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     FilterShape s;
@@ -80,7 +88,7 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     s.ck = s.csg * s.taps;
     s.dvec = ceil_div(s.cdg, kLanes);
     s.src = direct_source(g);
-    s.nv = (int)std::clamp<int64_t>(s.dvec, 1, 4);
+    s.nv = cpu_isa() == Isa::avx2 ? 1 : (int)std::clamp<int64_t>(s.dvec, 1, 4);
     s.nc = columns_for(s.nv);
     const int64_t row_bytes = s.nv * kLanes * s.wo * (int64_t)es;
     s.chunk_rows = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(row_bytes, 1), 1,
@@ -148,6 +156,10 @@ void lay_out_vector(const FilterShape &s, const T *dy, int64_t n, int64_t gi, in
         if (!s.last && cpu_isa() == Isa::avx512)
             return transpose_rows_avx512(dy + (n * s.k + m0) * s.positions, s.positions, lanes,
                                          s.positions, out);
+    if constexpr (std::is_same_v<T, float>)
+        if (!s.last && cpu_isa() == Isa::avx2)
+            return transpose_rows_avx2(dy + (n * s.k + m0) * s.positions, s.positions, lanes,
+                                       s.positions, out);
 #endif
     const int64_t mstride = s.last ? 1 : s.positions, pstride = s.last ? s.k : 1;
     const T *image = dy + n * s.k * s.positions;
@@ -266,13 +278,46 @@ CONV_TARGET_AVX512 void store_avx512(const float *sums, int nv, int64_t c0, int 
             if (l < rows) _mm512_mask_storeu_ps(out + (v * kLanes + l) * ld + c0, keep, r[l]);
     }
 }
+
+// AVX2: one vector of filters (two ymm halves) x kAvx2Columns columns.
+CONV_TARGET_AVX2 void tile_avx2(const Tile &t) {
+    constexpr int NC = kAvx2Columns;
+    float *sums = static_cast<float *>(t.sums);
+    __m256 acc[2 * NC];  // [column][half]; flat, every loop unrolled: kept in registers
+#pragma GCC unroll 16
+    for (int a = 0; a < 2 * NC; ++a)
+        acc[a] = t.mode == Mode::running ? _mm256_load_ps(sums + a * 8) : _mm256_setzero_ps();
+    const float *dy = static_cast<const float *>(t.dy);
+    const float *x0 = static_cast<const float *>(t.x[0]);
+    int64_t off[NC];  // each column's source relative to the first's
+#pragma GCC unroll 16
+    for (int j = 0; j < NC; ++j) off[j] = static_cast<const float *>(t.x[j]) - x0;
+    const int64_t rows = t.rows, wo = t.wo, rstep = t.rstep;
+    for (int64_t r = 0; r < rows; ++r, dy += wo * kLanes, x0 += rstep)
+        for (int64_t ow = 0; ow < wo; ++ow) {
+            const __m256 d0 = _mm256_load_ps(dy + ow * kLanes), d1 = _mm256_load_ps(dy + ow * kLanes + 8);
+#pragma GCC unroll 16
+            for (int j = 0; j < NC; ++j) {
+                const __m256 b = _mm256_broadcast_ss(x0 + off[j] + ow);
+                acc[2 * j] = _mm256_fmadd_ps(d0, b, acc[2 * j]);
+                acc[2 * j + 1] = _mm256_fmadd_ps(d1, b, acc[2 * j + 1]);
+            }
+        }
+#pragma GCC unroll 16
+    for (int a = 0; a < 2 * NC; ++a) {
+        float *out = sums + a * 8;
+        _mm256_store_ps(out, t.mode == Mode::partial ? _mm256_add_ps(_mm256_load_ps(out), acc[a]) : acc[a]);
+    }
+}
 #endif
 
 template <class T>
 void run_tile(const Tile &t, int nv, int nc) {
 #if CONV_HAVE_AVX512_KERNELS
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<T, float>) {
         if (cpu_isa() == Isa::avx512) return tile_for(nv, nc)(t);
+        if (cpu_isa() == Isa::avx2) return tile_avx2(t);
+    }
 #endif
     tile_portable<T>(t, nv, nc);
 }

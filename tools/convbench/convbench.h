@@ -248,10 +248,12 @@ void cb_print_row(const cb_options *o, const cb_row *r, int name_width, int shap
  * --peer also the peer's and the ratio. */
 void cb_print_totals(const cb_bench *b, const char *suite, const cb_row *rows, int n_rows);
 
-/* --peak: GFLOP/s of one thread's loop of independent 512-bit FMAs (the
- * median of 7 runs of ~30 ms); 0 where there is no such loop (not x86-64
- * with AVX-512). */
+/* --peak: GFLOP/s of one thread's loop of independent 512-bit FMAs (256-bit
+ * on a CPU with AVX2 and no AVX-512; the median of 7 runs of ~30 ms); 0
+ * where there is no such loop (not x86-64, or neither ISA). */
 double cb_fma_peak(void);
+/* The FMA width --peak measures: 512, 256 (AVX2, no AVX-512) or 0 (none). */
+int cb_fma_peak_bits(void);
 /* Returns 0, or -1 after printing why the file could not be written. */
 int cb_write_json(const char *path, const cb_bench *b, const cb_row *rows, int n_rows);
 

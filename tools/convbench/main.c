@@ -125,10 +125,10 @@ static void print_peak(cb_bench *b, const char *when)
     if (!b->fma_peak)
         b->fma_peak = peak;
     if (peak > 0)
-        printf("fma peak %s the suite: %.1f GFLOP/s per thread (12 independent 512-bit FMA "
-               "chains, median of 7 runs)\n", when, peak);
+        printf("fma peak %s the suite: %.1f GFLOP/s per thread (12 independent %d-bit FMA "
+               "chains, median of 7 runs)\n", when, peak, cb_fma_peak_bits());
     else
-        printf("fma peak: not measured (no AVX-512 FMA loop on this CPU)\n");
+        printf("fma peak: not measured (no AVX2 or AVX-512 FMA loop on this CPU)\n");
 }
 
 static void close_bench(cb_bench *b)

@@ -1,0 +1,77 @@
+// What the files with AVX2 kernels share (CPUs with AVX2 and FMA but no
+// AVX-512: AMD Zen 1-3, Intel's desktop cores). Include it only from such
+// files; each kernel function carries CONV_TARGET_AVX2 (see isa.h).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu/isa.h"
+
+#if CONV_HAVE_AVX512_KERNELS
+#include <immintrin.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC PR 105593, as in avx512.h
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace conv::cpu {
+
+// Transposes 8 rows of 8 floats in registers: v[u] lane t <- v[t] lane u.
+// 24 shuffles; unrolled, so that the array stays in registers.
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void transpose8(__m256 v[8]) {
+    __m256 a[8], b[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {  // pairs of rows, interleaved by element
+        a[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; ++i) {  // quads of rows, by pairs of elements
+        b[4 * i + 0] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0x44);
+        b[4 * i + 1] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0xEE);
+        b[4 * i + 2] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0x44);
+        b[4 * i + 3] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0xEE);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {  // the two 128-bit halves
+        v[i] = _mm256_permute2f128_ps(b[i], b[i + 4], 0x20);
+        v[i + 4] = _mm256_permute2f128_ps(b[i], b[i + 4], 0x31);
+    }
+}
+
+// 8 floats from `at`, of which the first n (<= 8) exist: a partial load
+// goes through a buffer, never past the n-th element.
+CONV_TARGET_AVX2 inline __m256 load_first_avx2(const float *at, int64_t n) {
+    if (n >= 8) return _mm256_loadu_ps(at);
+    alignas(32) float buffer[8] = {};
+    std::memcpy(buffer, at, (size_t)std::max<int64_t>(n, 0) * sizeof(float));
+    return _mm256_load_ps(buffer);
+}
+
+// transpose_rows_avx512's contract at 8 lanes a step: out[j * 16 + l] = row
+// l's element j (rows `stride` apart, zero past `lanes`), j < len; `out` is
+// 32-byte aligned.
+CONV_TARGET_AVX2 inline void transpose_rows_avx2(const float *rows, int64_t stride, int64_t lanes,
+                                                 int64_t len, float *out) {
+    for (int64_t j = 0; j < len; j += 8) {
+        const int64_t cols = std::min<int64_t>(8, len - j);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            __m256 v[8];
+#pragma GCC unroll 8
+            for (int l = 0; l < 8; ++l)
+                v[l] = h * 8 + l < lanes ? load_first_avx2(rows + (h * 8 + l) * stride + j, cols)
+                                         : _mm256_setzero_ps();
+            transpose8(v);
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; ++c)
+                if (c < cols) _mm256_store_ps(out + (j + c) * 16 + h * 8, v[c]);
+        }
+    }
+}
+
+}  // namespace conv::cpu
+#endif
