@@ -51,6 +51,16 @@ CONV_TARGET_AVX2 inline __m256 load_first_avx2(const float *at, int64_t n) {
     return _mm256_load_ps(buffer);
 }
 
+// Stores the first n (<= 8) lanes of x at `at`: a partial store goes
+// through a buffer, not a masked store (vmaskmovps), whose masked-off lanes
+// past a tensor's last page check_masked_access has not shown safe.
+CONV_TARGET_AVX2 inline void store_first_avx2(float *at, __m256 x, int64_t n) {
+    if (n >= 8) return _mm256_storeu_ps(at, x);
+    alignas(32) float buffer[8];
+    _mm256_store_ps(buffer, x);
+    std::memcpy(at, buffer, (size_t)std::max<int64_t>(n, 0) * sizeof(float));
+}
+
 // transpose_rows_avx512's contract at 8 lanes a step: out[j * 16 + l] = row
 // l's element j (rows `stride` apart, zero past `lanes`), j < len; `out` is
 // 32-byte aligned.

@@ -7,13 +7,15 @@
 //
 // This file is the portable path (fp64, fp32 without AVX-512, any window,
 // stride, dilation, rank); fp32 3x3 layers on AVX-512 go to the kernels of
-// depthwise_avx512_nchw.cpp / depthwise_avx512_nhwc.cpp.
+// depthwise_avx512_nchw.cpp / depthwise_avx512_nhwc.cpp, channels-first ones
+// on AVX2 to depthwise_avx2.cpp.
 #include <algorithm>
 #include <cstring>
 
 #include "core/checked.h"
 #include "core/dtype.h"
 #include "cpu/algorithm.h"
+#include "cpu/depthwise_avx2.h"
 #include "cpu/depthwise_avx512.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
@@ -359,11 +361,15 @@ public:
                            int threads) const override {
         if (dtype == CONV_DTYPE_FLOAT32 && dw_avx512_covers(g, op))
             return dw_avx512_workspace_bytes(g, op, threads);
+        if (dtype == CONV_DTYPE_FLOAT32 && dw_avx2_covers(g, op))
+            return dw_avx2_workspace_bytes(g, op, threads);
         return scratch_bytes(g, op, dtype_size(dtype), threads);
     }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
         if (args.dtype == CONV_DTYPE_FLOAT32 && dw_avx512_covers(*args.g, args.op))
             dw_avx512_run(args, ws, pool, threads);
+        else if (args.dtype == CONV_DTYPE_FLOAT32 && dw_avx2_covers(*args.g, args.op))
+            dw_avx2_run(args, ws, pool, threads);
         else if (args.dtype == CONV_DTYPE_FLOAT32)
             run_typed<float>(args, ws, pool, threads);
         else

@@ -922,16 +922,8 @@ CONV_TARGET_AVX512 void store_last_avx512(const Shape &s, const Item &it, const 
 #endif
 
 #if CONV_HAVE_AVX512_KERNELS
-// AVX2's stores: the AVX-512 ones' blocks at 8 lanes. A partial block
-// leaves through a buffer rather than a masked store (vmaskmovps), whose
-// behaviour on a masked-off lane past a tensor's last page is not one
-// check_masked_access has shown.
-CONV_TARGET_AVX2 inline void put_avx2(float *at, __m256 x, int64_t n) {
-    if (n == 8) return _mm256_storeu_ps(at, x);
-    alignas(32) float buffer[8];
-    _mm256_store_ps(buffer, x);
-    std::memcpy(at, buffer, (size_t)n * sizeof(float));
-}
+// AVX2's stores: the AVX-512 ones' blocks at 8 lanes (a partial block
+// through store_first_avx2's buffer).
 
 CONV_TARGET_AVX2 inline __m256 epilogue_avx2(__m256 x, const float *bias, bool relu) {
     if (bias) x = _mm256_add_ps(x, _mm256_broadcast_ss(bias));
@@ -960,7 +952,7 @@ CONV_TARGET_AVX2 void store_rows_avx2(const Shape &s, const Item &it, const floa
                 float *row0 = rows + (it.m0 + m0) * plane + j;
 #pragma GCC unroll 8
                 for (int c = 0; c < 8; ++c)
-                    if (c < chans) put_avx2(row0 + c * plane, epilogue_avx2(v[c], b ? b + c : nullptr, relu), n);
+                    if (c < chans) store_first_avx2(row0 + c * plane, epilogue_avx2(v[c], b ? b + c : nullptr, relu), n);
             }
         }
     }
@@ -984,7 +976,7 @@ CONV_TARGET_AVX2 void store_last_avx2(const Shape &s, const Item &it, const floa
                     x = _mm256_add_ps(x, _mm256_load_ps(b));
                 }
                 if (relu) x = _mm256_max_ps(zero, x);
-                put_avx2(out + m, x, n);
+                store_first_avx2(out + m, x, n);
             }
         }
 }
