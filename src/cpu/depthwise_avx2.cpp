@@ -92,6 +92,14 @@ CONV_TARGET_AVX2 void planes_to_tile(const float *planes, int64_t stride, int cb
     for (int64_t q0 = 0; q0 < size; q0 += kVec) {
         const int64_t n = std::min<int64_t>(kVec, size - q0);
         __m256 v[kVec];
+        if (n == kVec && cb == kVec) {  // whole blocks without a bound (most of them)
+#pragma GCC unroll 8
+            for (int ch = 0; ch < kVec; ++ch) v[ch] = _mm256_loadu_ps(planes + ch * stride + q0);
+            transpose8(v);
+#pragma GCC unroll 8
+            for (int j = 0; j < kVec; ++j) _mm256_store_ps(tile + walk.at(), v[j]), walk.next();
+            continue;
+        }
 #pragma GCC unroll 8
         for (int ch = 0; ch < kVec; ++ch)
             v[ch] = ch < cb ? load_first_avx2(planes + ch * stride + q0, n) : _mm256_setzero_ps();
@@ -109,6 +117,16 @@ CONV_TARGET_AVX2 void tile_to_planes(const float *tile, Cursor walk, int64_t siz
     for (int64_t q0 = 0; q0 < size; q0 += kVec) {
         const int64_t n = std::min<int64_t>(kVec, size - q0);
         __m256 v[kVec];
+        if (n == kVec && cb == kVec) {  // whole blocks without a bound
+#pragma GCC unroll 8
+            for (int j = 0; j < kVec; ++j) v[j] = _mm256_load_ps(tile + walk.at()), walk.next();
+            transpose8(v);
+#pragma GCC unroll 8
+            for (int ch = 0; ch < kVec; ++ch)
+                _mm256_storeu_ps(planes + ch * stride + q0,
+                                 relu ? _mm256_max_ps(_mm256_setzero_ps(), v[ch]) : v[ch]);
+            continue;
+        }
 #pragma GCC unroll 8
         for (int j = 0; j < kVec; ++j)
             if (j < n)
