@@ -12,8 +12,10 @@
 // - Forward: y(p) = bias + sum over taps of w(tap) * x(p * s + tap), four
 //   positions at a time (four chains of FMAs), the 9 weight vectors in
 //   registers; then transposed back into y's planes (ReLU on the way).
-// - Backward-data: dx(q) += w(tap) * dy(p) for q = p * s + tap, scattered
-//   into a zeroed padded tile, whose interior is then transposed into dx.
+// - Backward-data: at stride 1 the forward pass of dy with the window
+//   rotated (gather_shape); at stride 2 dx(q) += w(tap) * dy(p) for q = p *
+//   s + tap, scattered into a zeroed padded tile, whose interior is then
+//   transposed into dx.
 // - Backward-filter: dw(tap) = sum over the batch and positions of dy(p) *
 //   x(p * s + tap), the 9 tap sums of a channel block in registers over the
 //   whole batch (two sets, alternate positions): one work item per block,
@@ -54,8 +56,29 @@ Shape make_shape(const ConvGeometry &g) {
     return b;
 }
 
-// A thread's slot: the padded tile, then the dense tile of the output side.
-int64_t slot_floats(const Shape &b) { return b.tile_floats() + b.dense_floats(); }
+// Backward-data at stride 1 with padding up to 2 is the forward pass of dy
+// with the window rotated: dx(h, w) = sum over taps of w(2 - kh, 2 - kw) *
+// dy(h + kh - (2 - pt), w + kw - (2 - pl)), dy zero-padded by 2 - pt rows
+// and 2 - pl columns. Its shape, as forward_tile reads it.
+bool gathers(const ConvGeometry &g) {
+    return g.stride[1] == 1 && g.pad_begin[1] <= kK - 1 && g.pad_begin[2] <= kK - 1;
+}
+
+Shape gather_shape(const ConvGeometry &g) {
+    Shape b;
+    b.ih = g.out[1], b.iw = g.out[2], b.oh = g.in[1], b.ow = g.in[2];
+    b.top = kK - 1 - g.pad_begin[1], b.left = kK - 1 - g.pad_begin[2], b.s = 1;
+    b.rows = std::max(b.ih + b.top, (b.oh - 1) + kK);
+    b.cols = std::max(b.iw + b.left, (b.ow - 1) + kK);
+    return b;
+}
+
+// A thread's slot: the padded tile, then the dense tile of the output side
+// (for either shape the pass uses).
+int64_t slot_floats(const ConvGeometry &g, conv_op_t op) {
+    const Shape b = op == CONV_OP_BACKWARD_DATA && gathers(g) ? gather_shape(g) : make_shape(g);
+    return b.tile_floats() + b.dense_floats();
+}
 
 #if CONV_HAVE_AVX512_KERNELS
 
@@ -272,6 +295,19 @@ CONV_TARGET_AVX2 void data_item(const Shape &b, const ConvArgs &a, int64_t n, in
                        static_cast<float *>(a.y) + (n * g.k + c0) * out_plane, out_plane);
         return;
     }
+    if (gathers(g)) {  // the forward pass of dy with the window rotated
+        const Shape r = gather_shape(g);
+        __m256 rotated[kK * kK];
+        for (int t = 0; t < kK * kK; ++t) rotated[t] = w[kK * kK - 1 - t];
+        zero_border(r, tile);
+        dense = tile + r.tile_floats();
+        planes_to_tile(static_cast<const float *>(a.y) + (n * g.k + c0) * out_plane, out_plane, cb,
+                       out_plane, TileCursor{r.cols, r.top, r.left, r.iw}, tile);
+        forward_tile<1>(r, tile, rotated, _mm256_setzero_ps(), dense);
+        tile_to_planes(dense, DenseCursor{}, in_plane, cb, false,
+                       static_cast<float *>(a.x) + (n * g.c + c0) * in_plane, in_plane);
+        return;
+    }
     zero_positions(tile, 0, b.rows * b.cols);
     planes_to_tile(static_cast<const float *>(a.y) + (n * g.k + c0) * out_plane, out_plane, cb,
                    out_plane, DenseCursor{}, dense);
@@ -325,8 +361,8 @@ bool dw_avx2_covers(const ConvGeometry &g, conv_op_t op) {
     return g.pad_begin[1] >= 0 && g.pad_begin[2] >= 0;
 }
 
-size_t dw_avx2_workspace_bytes(const ConvGeometry &g, conv_op_t, int threads) {
-    return (size_t)checked_mul(checked_mul(slot_floats(make_shape(g)), threads, "workspace"),
+size_t dw_avx2_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    return (size_t)checked_mul(checked_mul(slot_floats(g, op), threads, "workspace"),
                                (int64_t)sizeof(float), "workspace");
 }
 
@@ -334,7 +370,7 @@ void dw_avx2_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *a.g;
     const Shape b = make_shape(g);
-    const int64_t slot = slot_floats(b), blocks = ceil_div(g.c, (int64_t)kVec);
+    const int64_t slot = slot_floats(g, a.op), blocks = ceil_div(g.c, (int64_t)kVec);
     float *scratch = static_cast<float *>(ws);
     auto width = [&](int64_t block) { return (int)std::min<int64_t>(kVec, g.c - block * kVec); };
     if (a.op == CONV_OP_BACKWARD_FILTER) {
