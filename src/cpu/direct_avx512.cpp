@@ -546,6 +546,47 @@ CONV_TARGET_AVX512 void pad_channels_last_avx512(const Shape &s, const float *im
 
 // Channels [c0, c0 + count) of image n of the source (x, or dy) into their
 // padded planes (channel c0's at `out`).
+#if CONV_HAVE_AVX512_KERNELS
+// AVX2: channels-first planes at unit stride, a row at a time: whole
+// vectors, the row's last partial one through a buffer (never read past
+// the source row), the padding zeroed by vectors.
+CONV_TARGET_AVX2 void pad_planes_avx2(const Shape &s, const float *src, int64_t count, float *out) {
+    const auto [first, lo, hi] = phase_columns(s, 0);
+    const __m256 zero = _mm256_setzero_ps();
+    auto zero_from = [&](float *row, int64_t j) CONV_TARGET_AVX2 {
+        for (; j + 8 <= s.wq; j += 8) _mm256_storeu_ps(row + j, zero);
+        for (; j < s.wq; ++j) row[j] = 0.0f;
+    };
+    for (int64_t c = 0; c < count; ++c) {
+        const float *plane_in = src + c * s.hs * s.ws;
+        float *plane_out = out + c * s.plane;
+        for (int64_t i = 0; i < s.hp; ++i) {
+            float *row = plane_out + i * s.wq;
+            const int64_t sr = i - s.top;
+            if (sr < 0 || sr >= s.hs) {
+                zero_from(row, 0);
+                continue;
+            }
+            const float *in = plane_in + sr * s.ws + first;
+            for (int64_t j = 0; j < lo; ++j) row[j] = 0.0f;
+            int64_t j = lo;
+            for (; j + 8 <= hi; j += 8) _mm256_storeu_ps(row + j, _mm256_loadu_ps(in + j));
+            if (j < hi) {
+                const __m256 v = load_first_avx2(in + j, hi - j);  // zeros past the row
+                if (j + 8 <= s.wq) {
+                    _mm256_storeu_ps(row + j, v);
+                    j += 8;
+                } else {
+                    store_first_avx2(row + j, v, hi - j);
+                    j = hi;
+                }
+            }
+            zero_from(row, j);
+        }
+    }
+}
+#endif
+
 template <class T>
 void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, int64_t count, T *out) {
     const T *image = src + n * s.cs * s.hs * s.ws;
@@ -559,6 +600,9 @@ void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, in
                        : s.sw == 2 ? pad_planes_stride2_avx512(s, first, count, out)
                                    : pad_planes_phases_avx512(s, first, count, out);
         }
+    if constexpr (std::is_same_v<T, float>)
+        if (cpu_isa() == Isa::avx2 && !s.last && s.sw == 1)
+            return pad_planes_avx2(s, image + c0 * s.hs * s.ws, count, out);
 #endif
     const int64_t cstride = s.last ? 1 : s.hs * s.ws, ps = s.last ? s.cs : 1;
     for (int64_t c = c0; c < c0 + count; ++c) pad_channel(s, image + c * cstride, ps, out + (c - c0) * s.plane);
@@ -944,12 +988,20 @@ CONV_TARGET_AVX2 void store_rows_avx2(const Shape &s, const Item &it, const floa
             for (int64_t j = 0; j < it.len; j += 8) {
                 const int64_t n = std::min<int64_t>(8, it.len - j);
                 const float *in = sums + (r * it.len + j) * it.width + m0;
+                float *row0 = rows + (it.m0 + m0) * plane + j;
                 __m256 v[8];
+                if (n == 8 && chans == 8 && !b && !relu) {  // the common block: no bound, no epilogue
+#pragma GCC unroll 8
+                    for (int p = 0; p < 8; ++p) v[p] = _mm256_load_ps(in + p * it.width);
+                    transpose8(v);
+#pragma GCC unroll 8
+                    for (int c = 0; c < 8; ++c) _mm256_storeu_ps(row0 + c * plane, v[c]);
+                    continue;
+                }
 #pragma GCC unroll 8
                 for (int p = 0; p < 8; ++p)
                     v[p] = p < n ? _mm256_load_ps(in + p * it.width) : _mm256_setzero_ps();
                 transpose8(v);
-                float *row0 = rows + (it.m0 + m0) * plane + j;
 #pragma GCC unroll 8
                 for (int c = 0; c < 8; ++c)
                     if (c < chans) store_first_avx2(row0 + c * plane, epilogue_avx2(v[c], b ? b + c : nullptr, relu), n);
