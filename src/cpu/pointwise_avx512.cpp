@@ -314,27 +314,32 @@ constexpr std::array<std::array<TileFn, kVecs>, kRows> tile_table(
 }
 constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kRows>{});
 
-// Output rows [i0, i1) x columns [j0, j1) from their packed panels. With
-// rows_inner the panel stays while the tiles walk down the rows (A in L2
-// is the stream); otherwise a row tile stays while the panels pass.
-CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                                         const float *panels, bool rows_inner) {
-    // Row tiles of even height: 49 rows as 7 x 7, not 6 x 8 and a 1-row tile
-    // that loads a panel for a sixteenth of the FMAs.
-    const int64_t mr = ceil_div(i1 - i0, ceil_div(i1 - i0, kRows));
-    auto one = [&](int64_t i, int64_t q0) {
-        const int64_t rows = std::min<int64_t>(mr, i1 - i), cols = std::min(kPanel, j1 - q0);
-        const int64_t vecs = ceil_div(cols, 16);
-        kTiles[rows - 1][vecs - 1](m, i, q0, panels + (q0 - j0) * m.R,
-                                   first_lanes(cols - 16 * (vecs - 1)));
-    };
+// Output rows [i0, i1) x columns [j0, j1) from their packed panels, in
+// tiles of at most `tile_rows` rows and one `panel`-column panel each:
+// tile(i, q0, rows, cols). With rows_inner the panel stays while the tiles
+// walk down the rows (A in L2 is the stream); otherwise a row tile stays
+// while the panels pass. Row tiles of even height: 49 rows as 7 x 7, not
+// 6 x 8 and a 1-row tile that loads a panel for a sixteenth of the FMAs.
+template <class Tile>
+void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner, int64_t tile_rows,
+                int64_t panel, Tile &&tile) {
+    const int64_t mr = ceil_div(i1 - i0, ceil_div(i1 - i0, tile_rows));
+    auto one = [&](int64_t i, int64_t q0) { tile(i, q0, std::min(mr, i1 - i), std::min(panel, j1 - q0)); };
     if (rows_inner) {
-        for (int64_t q0 = j0; q0 < j1; q0 += kPanel)
+        for (int64_t q0 = j0; q0 < j1; q0 += panel)
             for (int64_t i = i0; i < i1; i += mr) one(i, q0);
     } else {
         for (int64_t i = i0; i < i1; i += mr)
-            for (int64_t q0 = j0; q0 < j1; q0 += kPanel) one(i, q0);
+            for (int64_t q0 = j0; q0 < j1; q0 += panel) one(i, q0);
     }
+}
+
+CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                                         const float *panels, bool rows_inner) {
+    walk_block(i0, i1, j0, j1, rows_inner, kRows, kPanel, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
+        const int64_t vecs = ceil_div(cols, 16);
+        kTiles[rows - 1][vecs - 1](m, i, q0, panels + (q0 - j0) * m.R, first_lanes(cols - 16 * (vecs - 1)));
+    });
 }
 
 // ---- AVX2: the same passes in 6 x 16 tiles over 16-column panels. Partial
@@ -432,21 +437,12 @@ constexpr std::array<std::array<TileAvx2Fn, kVecsAvx2>, kRowsAvx2> tile_table_av
 constexpr auto kTilesAvx2 = tile_table_avx2(std::make_integer_sequence<int, kRowsAvx2>{});
 
 // run_block_avx512 with the AVX2 tiles.
-CONV_TARGET_AVX2 void run_block_avx2(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                                     const float *panels, bool rows_inner) {
-    const int64_t mr = ceil_div(i1 - i0, ceil_div(i1 - i0, kRowsAvx2));
-    auto one = [&](int64_t i, int64_t q0) {
-        const int64_t rows = std::min<int64_t>(mr, i1 - i), cols = std::min(kPanelAvx2, j1 - q0);
+void run_block_avx2(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1, const float *panels,
+                    bool rows_inner) {
+    walk_block(i0, i1, j0, j1, rows_inner, kRowsAvx2, kPanelAvx2, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
         const int64_t vecs = ceil_div(cols, 8);
         kTilesAvx2[rows - 1][vecs - 1](m, i, q0, panels + (q0 - j0) * m.R, (int)(cols - 8 * (vecs - 1)));
-    };
-    if (rows_inner) {
-        for (int64_t q0 = j0; q0 < j1; q0 += kPanelAvx2)
-            for (int64_t i = i0; i < i1; i += mr) one(i, q0);
-    } else {
-        for (int64_t i = i0; i < i1; i += mr)
-            for (int64_t q0 = j0; q0 < j1; q0 += kPanelAvx2) one(i, q0);
-    }
+    });
 }
 
 void pack_panels(const Gemm &m, int64_t j0, int64_t j1, float *dst) {
