@@ -17,6 +17,7 @@
 #include "cpu/algorithm.h"
 #include "cpu/depthwise_avx2.h"
 #include "cpu/depthwise_avx512.h"
+#include "cpu/direct_avx512.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
 
@@ -345,13 +346,15 @@ public:
     // direct_avx512's 0.067-0.075 ms and im2col's 0.094), but the direct
     // kernel's backward-filter wins (0.045 vs 0.055-0.109 ms; 1->32 on 28x28
     // 0.59 vs 0.91-0.98).
-    // With AVX2 the direct kernel's tiles take a one-channel input's forward
-    // and backward-filter (MNIST's 1->32 on 28x28, batch 32, Zen 3: 1.7 vs
-    // 4.3 ms and 0.41 vs 4.0; LeNet-5's 1->6 5x5 0.34 vs 1.04 and 0.65 vs
-    // 3.3); backward-data stays here (2.5 vs 4.6).
+    // With AVX2 the direct kernel takes a one-channel input's passes: its
+    // tiles forward and backward-filter (MNIST's 1->32 on 28x28, batch 32,
+    // Zen 3: 1.7 vs 4.3 ms and 0.41 vs 4.0; LeNet-5's 1->6 5x5 0.34 vs 1.04
+    // and 0.65 vs 3.3), its positions-in-the-vector kernel backward-data
+    // where it applies (1.25 vs 3.86, 0.48 vs 1.83).
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype == CONV_DTYPE_FLOAT32 && cpu_isa() == Isa::avx2 && g.c == 1 && g.k > 1 &&
-            g.layout == CONV_LAYOUT_CHANNELS_FIRST && op != CONV_OP_BACKWARD_DATA && g.is_planar())
+            g.layout == CONV_LAYOUT_CHANNELS_FIRST && g.is_planar() &&
+            (op != CONV_OP_BACKWARD_DATA || direct_narrow_applies(g, op, dtype)))
             return false;
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return true;
         if (g.c == 1 && g.k > 1 && op == CONV_OP_BACKWARD_FILTER) return false;

@@ -35,10 +35,10 @@ void direct_filter_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
 
 // Stride-1 forward and backward-data onto at most 8 destination channels,
 // positions in the vector (direct_narrow_avx512.cpp): where it applies (for
-// forward, where the output rows fill their vectors) the solver runs it
-// instead of its channel-vector tiles.
+// forward, where the output rows fill their vectors; with AVX2 backward-data
+// only) the solver runs it instead of its channel-vector tiles.
 bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype);
-size_t direct_narrow_workspace(const ConvGeometry &g);
+size_t direct_narrow_workspace(const ConvGeometry &g, conv_op_t op, int threads);
 void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
 }  // namespace conv::cpu

@@ -16,12 +16,18 @@
 // Source channels are summed in blocks of 32 from zero and the blocks then
 // added (the two-level order of CONV_MATH_STRICT), in an order that does
 // not depend on the thread count.
+//
+// With AVX2 (backward-data only) a block is M x R rows x 8 columns (M * R
+// <= 12), and since AVX2 has no masked load that keeps off the next page,
+// each image's source is first copied into zero-padded planes in the
+// thread's slot (an image a work item).
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
 
 #include "core/checked.h"
+#include "cpu/avx2.h"
 #include "cpu/avx512.h"
 #include "cpu/direct_avx512.h"
 
@@ -153,12 +159,116 @@ const std::array<std::array<BlockFn, kMaxRows>, kMaxChannels> kBlocks = {
     blocks_of<7>(std::make_integer_sequence<int, kMaxRows>{}),
     blocks_of<8>(std::make_integer_sequence<int, kMaxRows>{}),
 };
+
+// ---- AVX2 (no masked loads that keep off a page): the source image is
+// first copied into zero-padded planes, `Padded` below, so that every tap's
+// row vector is a plain load inside them.
+
+// Source planes with the window's overhang zero-filled: destination (i, j)
+// meets tap (r, q) at padded (i + r, j + q); rows wide enough for whole
+// 8-column vectors of every destination row.
+struct Padded {
+    int64_t rows, cols;
+    int64_t floats(int64_t channels) const { return channels * rows * cols; }
+};
+
+Padded padded_shape(const Narrow &s) {
+    return {s.hd + s.kr - 1, round_up(s.wd, (int64_t)8) + s.ks - 1};
+}
+
+// Image `src`'s cs planes into the padded planes at `out`: padded column j
+// holds source column j - pl (pl < 0: the pass crops), zero outside.
+void pad_image(const Narrow &s, const Padded &p, const float *src, float *out) {
+    for (int64_t c = 0; c < s.cs; ++c) {
+        const float *plane = src + c * s.hs * s.ws;
+        float *to = out + c * p.rows * p.cols;
+        for (int64_t i = 0; i < p.rows; ++i) {
+            float *row = to + i * p.cols;
+            const int64_t sr = i - s.pt;
+            std::fill(row, row + p.cols, 0.0f);
+            if (sr < 0 || sr >= s.hs) continue;
+            const int64_t lo = std::clamp<int64_t>(s.pl, 0, p.cols);
+            const int64_t hi = std::clamp<int64_t>(s.pl + s.ws, lo, p.cols);
+            std::copy(plane + sr * s.ws + (lo - s.pl), plane + sr * s.ws + (hi - s.pl), row + lo);
+        }
+    }
+}
+
+// R rows from i0 of one image's M destination planes from its padded
+// source: M x R sums of 8 columns, per source channel and tap R row loads
+// and M broadcast weights.
+template <int M, int R>
+CONV_TARGET_AVX2 void block_rows_avx2(const Narrow &s, const Padded &p, const float *src,
+                                      const float *packed, float *dst, int64_t i0) {
+    static_assert(M * R <= 12 && M * R + R + 1 <= 16, "the sums, rows and a broadcast in 16 registers");
+    const int64_t dplane = s.hd * s.wd, pplane = p.rows * p.cols;
+    for (int64_t j0 = 0; j0 < s.wd; j0 += 8) {
+        alignas(32) float partial[M * R * 8];
+        for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
+            __m256 acc[M * R];
+#pragma GCC unroll 12
+            for (int a = 0; a < M * R; ++a) acc[a] = _mm256_setzero_ps();
+            for (int64_t c = c0; c < std::min(s.cs, c0 + kBlock); ++c) {
+                const float *plane = src + c * pplane + i0 * p.cols + j0;
+                const float *wc = packed + c * s.kr * s.ks * s.cd;
+                for (int64_t r = 0; r < s.kr; ++r)
+                    for (int64_t q = 0; q < s.ks; ++q) {
+                        const float *at = plane + r * p.cols + q;
+                        __m256 v[R];
+#pragma GCC unroll 8
+                        for (int i = 0; i < R; ++i) v[i] = _mm256_loadu_ps(at + i * p.cols);
+                        const float *wq = wc + (r * s.ks + q) * s.cd;
+#pragma GCC unroll 8
+                        for (int m = 0; m < M; ++m) {
+                            const __m256 b = _mm256_broadcast_ss(wq + m);
+#pragma GCC unroll 8
+                            for (int i = 0; i < R; ++i) acc[m * R + i] = _mm256_fmadd_ps(b, v[i], acc[m * R + i]);
+                        }
+                    }
+            }
+#pragma GCC unroll 12
+            for (int a = 0; a < M * R; ++a)
+                _mm256_store_ps(partial + a * 8, c0 == 0 ? acc[a] : _mm256_add_ps(_mm256_load_ps(partial + a * 8), acc[a]));
+        }
+        const int64_t n = std::min<int64_t>(8, s.wd - j0);
+        for (int m = 0; m < M; ++m)
+            for (int i = 0; i < R; ++i)
+                store_first_avx2(dst + m * dplane + (i0 + i) * s.wd + j0, _mm256_load_ps(partial + (m * R + i) * 8), n);
+    }
+}
+
+using BlockAvx2Fn = void (*)(const Narrow &, const Padded &, const float *, const float *, float *, int64_t);
+
+// Rows a block of m destination channels holds with AVX2.
+constexpr int rows_for_avx2(int m) { return std::min(15 / (m + 1), 12 / m); }
+constexpr int kMaxRowsAvx2 = 7;
+
+template <int M, int... I>
+constexpr std::array<BlockAvx2Fn, kMaxRowsAvx2> blocks_of_avx2(std::integer_sequence<int, I...>) {
+    return {{(I + 1 <= rows_for_avx2(M) ? &block_rows_avx2<M, (I + 1 <= rows_for_avx2(M) ? I + 1 : 1)>
+                                        : nullptr)...}};
+}
+const std::array<std::array<BlockAvx2Fn, kMaxRowsAvx2>, kMaxChannels> kBlocksAvx2 = {
+    blocks_of_avx2<1>(std::make_integer_sequence<int, kMaxRowsAvx2>{}),
+    blocks_of_avx2<2>(std::make_integer_sequence<int, kMaxRowsAvx2>{}),
+    blocks_of_avx2<3>(std::make_integer_sequence<int, kMaxRowsAvx2>{}),
+    blocks_of_avx2<4>(std::make_integer_sequence<int, kMaxRowsAvx2>{}),
+    blocks_of_avx2<5>(std::make_integer_sequence<int, kMaxRowsAvx2>{}),
+    blocks_of_avx2<6>(std::make_integer_sequence<int, kMaxRowsAvx2>{}),
+    blocks_of_avx2<7>(std::make_integer_sequence<int, kMaxRowsAvx2>{}),
+    blocks_of_avx2<8>(std::make_integer_sequence<int, kMaxRowsAvx2>{}),
+};
 #endif
 
 }  // namespace
 
 bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
-    if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return false;
+    const Isa isa = cpu_isa();
+    if (dtype != CONV_DTYPE_FLOAT32 || (isa != Isa::avx512 && isa != Isa::avx2)) return false;
+    // With AVX2, backward-data only (where the channel-vector tiles fill 1-8
+    // of 16 lanes; their forward onto few channels measured even with
+    // oneDNN's already).
+    if (isa == Isa::avx2 && op != CONV_OP_BACKWARD_DATA) return false;
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
     if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.groups != 1 || !g.is_planar()) return false;
     if (g.stride[1] != 1 || g.stride[2] != 1 || g.dilation[1] != 1 || g.dilation[2] != 1) return false;
@@ -173,9 +283,15 @@ bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dty
     return op == CONV_OP_BACKWARD_DATA || 4 * wd >= 3 * kLanes * ceil_div(wd, kLanes);
 }
 
-size_t direct_narrow_workspace(const ConvGeometry &g) {
-    return (size_t)checked_mul(checked_mul(g.c * g.k, g.kernel_size(), "workspace"), (int64_t)sizeof(float),
-                               "workspace");
+size_t direct_narrow_workspace(const ConvGeometry &g, conv_op_t op, int threads) {
+    int64_t floats = checked_mul(g.c * g.k, g.kernel_size(), "workspace");
+    if (cpu_isa() == Isa::avx2) {  // and a padded source image per thread
+        const Narrow s = narrow_shape(g, op);
+        floats = checked_add(round_up(floats, (int64_t)16),
+                             checked_mul(padded_shape(s).floats(s.cs), std::max(threads, 1), "workspace"),
+                             "workspace");
+    }
+    return (size_t)checked_mul(floats, (int64_t)sizeof(float), "workspace");
 }
 
 void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
@@ -185,6 +301,23 @@ void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
     pack(s, static_cast<const float *>(args.w), packed);
     const float *src = static_cast<const float *>(s.backward ? args.y : args.x);
     float *dst = static_cast<float *>(s.backward ? args.x : args.y);
+    if (cpu_isa() == Isa::avx2) {  // backward-data: an image an item, padded into the thread's slot
+        const Padded p = padded_shape(s);
+        float *slots = packed + round_up(s.cs * s.cd * s.kr * s.ks, (int64_t)16);
+        const int m = (int)s.cd, rows = rows_for_avx2(m);
+        pool.parallel_for(
+            s.n,
+            [&](int64_t n, int slot) {
+                float *padded = slots + slot * p.floats(s.cs);
+                pad_image(s, p, src + n * s.cs * s.hs * s.ws, padded);
+                for (int64_t i0 = 0; i0 < s.hd; i0 += rows) {
+                    const int r = (int)std::min<int64_t>(rows, s.hd - i0);
+                    kBlocksAvx2[m - 1][r - 1](s, p, padded, packed, dst + n * s.cd * s.hd * s.wd, i0);
+                }
+            },
+            threads);
+        return;
+    }
     const float *bias = s.backward ? nullptr : static_cast<const float *>(args.bias);
     const bool relu = !s.backward && args.g->activation == CONV_ACTIVATION_RELU;
     const int m = (int)s.cd, rows = rows_for(m);
