@@ -61,17 +61,6 @@ static int have_tiles(void)
     return known;
 }
 
-/* Whether the CPU engine runs AVX-512 kernels, as its device name says
- * ("(avx512...)"; "(avx2)" or "(baseline)" otherwise): every brgemm backend
- * needs them, fp32 included. */
-static int have_avx512(void)
-{
-    char name[256];
-    assert_ok(conv_context_get_device_name(tu_contexts[0], name, sizeof name));
-    const char *isa = strrchr(name, '(');
-    return isa && strncmp(isa, "(avx512", 7) == 0;
-}
-
 static conv_dtype_t g_dtype = CONV_DTYPE_FLOAT32;
 
 /* Rank 1-3, kernels 1-5 (3-D: 1-3), strides 1-3, dilation 1-2, asymmetric
@@ -164,7 +153,7 @@ static void test_float_fast_tiles(void **state)
 static void test_prepared_weights(void **state)
 {
     (void)state;
-    if (!have_avx512())
+    if (tu_cpu_isa(tu_contexts[0]) != TU_ISA_AVX512) /* every brgemm backend needs it, fp32 too */
         skip();
     const conv_dtype_t dtypes[2] = {CONV_DTYPE_FLOAT32, CONV_DTYPE_BFLOAT16};
     for (int di = 0; di < 2; di++) {
@@ -251,7 +240,7 @@ static void test_declines(void **state)
         tp.p.groups = tp.p.c = tp.p.k = 4; /* depthwise */
         if (tu_check_declined(tu_contexts[0], &tp, (conv_op_t)op, 3, name, failure, sizeof failure))
             fail_msg("depthwise: %s", failure);
-        if (!have_avx512()) {
+        if (tu_cpu_isa(tu_contexts[0]) != TU_ISA_AVX512) {
             tu_problem_init(&tp, 2, 1, 4, 4, in, kernel);
             tp.algo = mine;
             assert_true(tu_resolve(&tp));

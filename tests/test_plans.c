@@ -477,13 +477,7 @@ static void expect_solver(tu_problem *tp, const char *solver)
 static void test_trace(void **state)
 {
     (void)state;
-    /* The ISA in use, as the device name says it: "(avx512...)", "(avx2)"
-     * or "(baseline)" (a CPU without AVX-512, or CONV_CPU_ISA). */
-    char name[256];
-    assert_ok(conv_context_get_device_name(ctx, name, sizeof name));
-    const char *isa = strrchr(name, '(');
-    assert_non_null(isa);
-    const int avx512 = strncmp(isa, "(avx512", 7) == 0, avx2 = strcmp(isa, "(avx2)") == 0;
+    const tu_isa isa = tu_cpu_isa(ctx);
     tu_problem tp;
 
     /* Pointwise: the 1x1 solver. */
@@ -511,7 +505,9 @@ static void test_trace(void **state)
      * Winograd's ground with AVX-512 (>= 16 tiles, <= 64x64 channels), the
      * direct tiles' with AVX2 (whose Winograd is the portable one). */
     layer(&tp, 8, 64, 16);
-    expect_solver(&tp, avx512 ? "winograd_4x4_3x3" : avx2 ? "direct_avx512" : "im2col_gemm");
+    expect_solver(&tp, isa == TU_ISA_AVX512 ? "winograd_4x4_3x3"
+                       : isa == TU_ISA_AVX2 ? "direct_avx512"
+                                            : "im2col_gemm");
 
     /* Level 2 says why the others were passed over. */
     tu_problem_init(&tp, 2, 1, 8, 4, in, one);

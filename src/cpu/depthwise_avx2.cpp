@@ -273,50 +273,51 @@ CONV_TARGET_AVX2 void filter_tile(const Shape &b, const float *x, const float *d
     }
 }
 
+// A forward pass of one block: cb planes (`in_plane` positions, at `src`)
+// through shape b's padded tile, summed into its dense tile and out to cb
+// planes (`out_plane` positions, at `dst`).
+CONV_TARGET_AVX2 void forward_planes(const Shape &b, const float *src, int64_t in_plane, int cb,
+                                     const __m256 (&w)[kK * kK], __m256 bias, bool relu, float *dst,
+                                     int64_t out_plane, float *tile) {
+    float *dense = tile + b.tile_floats();
+    zero_border(b, tile);
+    planes_to_tile(src, in_plane, cb, in_plane, TileCursor{b.cols, b.top, b.left, b.iw}, tile);
+    if (b.s == 1)
+        forward_tile<1>(b, tile, w, bias, dense);
+    else
+        forward_tile<2>(b, tile, w, bias, dense);
+    tile_to_planes(dense, DenseCursor{}, out_plane, cb, relu, dst, out_plane);
+}
+
 // One work item of forward or backward-data: image n, channels [c0, c0 + cb).
 CONV_TARGET_AVX2 void data_item(const Shape &b, const ConvArgs &a, int64_t n, int64_t c0, int cb,
                                 float *tile) {
     const ConvGeometry &g = *a.g;
     const int64_t in_plane = g.in_size(), out_plane = g.out_size();
-    float *dense = tile + b.tile_floats();
+    // The block's planes of x (dx) and y (dy).
+    float *x = static_cast<float *>(a.x) + (n * g.c + c0) * in_plane;
+    float *y = static_cast<float *>(a.y) + (n * g.k + c0) * out_plane;
     __m256 w[kK * kK];
     load_weights(static_cast<const float *>(a.w), c0, cb, w);
-    const TileCursor padded{b.cols, b.top, b.left, b.iw};
-    if (a.op == CONV_OP_FORWARD) {
-        zero_border(b, tile);
-        planes_to_tile(static_cast<const float *>(a.x) + (n * g.c + c0) * in_plane, in_plane, cb,
-                       in_plane, padded, tile);
-        const __m256 bias = load_bias(static_cast<const float *>(a.bias), c0, cb);
-        if (b.s == 1)
-            forward_tile<1>(b, tile, w, bias, dense);
-        else
-            forward_tile<2>(b, tile, w, bias, dense);
-        tile_to_planes(dense, DenseCursor{}, out_plane, cb, g.activation == CONV_ACTIVATION_RELU,
-                       static_cast<float *>(a.y) + (n * g.k + c0) * out_plane, out_plane);
-        return;
-    }
+    if (a.op == CONV_OP_FORWARD)
+        return forward_planes(b, x, in_plane, cb, w, load_bias(static_cast<const float *>(a.bias), c0, cb),
+                              g.activation == CONV_ACTIVATION_RELU, y, out_plane, tile);
+    const float *dy = y;
+    float *dx = x;
     if (gathers(g)) {  // the forward pass of dy with the window rotated
-        const Shape r = gather_shape(g);
         __m256 rotated[kK * kK];
         for (int t = 0; t < kK * kK; ++t) rotated[t] = w[kK * kK - 1 - t];
-        zero_border(r, tile);
-        dense = tile + r.tile_floats();
-        planes_to_tile(static_cast<const float *>(a.y) + (n * g.k + c0) * out_plane, out_plane, cb,
-                       out_plane, TileCursor{r.cols, r.top, r.left, r.iw}, tile);
-        forward_tile<1>(r, tile, rotated, _mm256_setzero_ps(), dense);
-        tile_to_planes(dense, DenseCursor{}, in_plane, cb, false,
-                       static_cast<float *>(a.x) + (n * g.c + c0) * in_plane, in_plane);
-        return;
+        return forward_planes(gather_shape(g), dy, out_plane, cb, rotated, _mm256_setzero_ps(), false, dx,
+                              in_plane, tile);
     }
+    float *dense = tile + b.tile_floats();
     zero_positions(tile, 0, b.rows * b.cols);
-    planes_to_tile(static_cast<const float *>(a.y) + (n * g.k + c0) * out_plane, out_plane, cb,
-                   out_plane, DenseCursor{}, dense);
+    planes_to_tile(dy, out_plane, cb, out_plane, DenseCursor{}, dense);
     if (b.s == 1)
         backward_data_tile<1>(b, dense, w, tile);
     else
         backward_data_tile<2>(b, dense, w, tile);
-    tile_to_planes(tile, padded, in_plane, cb, false,
-                   static_cast<float *>(a.x) + (n * g.c + c0) * in_plane, in_plane);
+    tile_to_planes(tile, TileCursor{b.cols, b.top, b.left, b.iw}, in_plane, cb, false, dx, in_plane);
 }
 
 // dw of channels [c0, c0 + cb): the sums over the whole batch in registers.

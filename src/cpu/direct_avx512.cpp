@@ -41,9 +41,9 @@
 //   channels-first rows, straight for channels-last.
 // Every output is a plain dot product, in an order that does not depend on
 // the thread count: a strict context may choose it, and it is deterministic.
-// Without AVX-512, or in float64, the same tiles run through portable C++.
+// With AVX2 the same tiles run in two ymm halves a vector (tile_avx2); without
+// either, or in float64, through portable C++.
 #include <array>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <type_traits>
@@ -545,8 +545,6 @@ CONV_TARGET_AVX512 void pad_channels_last_avx512(const Shape &s, const float *im
 }
 #endif
 
-// Channels [c0, c0 + count) of image n of the source (x, or dy) into their
-// padded planes (channel c0's at `out`).
 #if CONV_HAVE_AVX512_KERNELS
 // AVX2: channels-first planes at unit stride, a row at a time: whole
 // vectors, the row's last partial one through a buffer (never read past
@@ -588,6 +586,8 @@ CONV_TARGET_AVX2 void pad_planes_avx2(const Shape &s, const float *src, int64_t 
 }
 #endif
 
+// Channels [c0, c0 + count) of image n of the source (x, or dy) into their
+// padded planes (channel c0's at `out`).
 template <class T>
 void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, int64_t count, T *out) {
     const T *image = src + n * s.cs * s.hs * s.ws;
@@ -1023,11 +1023,7 @@ CONV_TARGET_AVX2 void store_last_avx2(const Shape &s, const Item &it, const floa
             for (int64_t m = 0; m < it.valid; m += 8) {
                 const int64_t n = std::min<int64_t>(8, it.valid - m);
                 __m256 x = _mm256_load_ps(in + m);
-                if (bias) {
-                    alignas(32) float b[8] = {};
-                    std::memcpy(b, bias + it.m0 + m, (size_t)n * sizeof(float));
-                    x = _mm256_add_ps(x, _mm256_load_ps(b));
-                }
+                if (bias) x = _mm256_add_ps(x, load_first_avx2(bias + it.m0 + m, n));
                 if (relu) x = _mm256_max_ps(zero, x);
                 store_first_avx2(out + m, x, n);
             }
@@ -1341,7 +1337,8 @@ public:
     //   MNIST's 32->64 26x26 13.6 / 11.5 / 9.0 vs 17.1 / 13.0 / 16.5; from
     //   one source channel (MNIST 1->32, LeNet-5 1->6 5x5) forward 1.7 and
     //   0.34 vs 4.3 and 1.04, backward-filter 0.41 and 0.65 vs 4.0 and 3.3;
-    //   backward-data onto 1-6 channels loses (3.3-4.6 vs 1.7-2.5).
+    //   the channel-vector tiles' backward-data onto 1-6 channels loses
+    //   (3.3-4.6 vs 1.7-2.5): the narrow kernel below takes it.
     //   ResNet-50: 3x3 on 28x28 4.8 / 5.2 / 4.2 vs 6.8 / 8.3 / 7.9, on
     //   14x14 3.3 / 3.8 / 3.1 vs 3.6 / 4.5 / 4.4, conv1 forward 4.9 vs 7.8
     //   and backward-filter 4.8 vs 8.1; but 512->512 7x7 7.6 / 8.1 / 7.5 vs

@@ -176,9 +176,15 @@ Padded padded_shape(const Narrow &s) {
     return {s.hd + s.kr - 1, round_up(s.wd, (int64_t)8) + s.ks - 1};
 }
 
+// Where the threads' padded images start in the workspace: after the
+// packed weights, 64-byte aligned.
+int64_t padded_at(const Narrow &s) { return round_up(s.cs * s.cd * s.kr * s.ks, (int64_t)16); }
+
 // Image `src`'s cs planes into the padded planes at `out`: padded column j
 // holds source column j - pl (pl < 0: the pass crops), zero outside.
 void pad_image(const Narrow &s, const Padded &p, const float *src, float *out) {
+    const int64_t lo = std::clamp<int64_t>(s.pl, 0, p.cols);  // the source's columns
+    const int64_t hi = std::clamp<int64_t>(s.pl + s.ws, lo, p.cols);
     for (int64_t c = 0; c < s.cs; ++c) {
         const float *plane = src + c * s.hs * s.ws;
         float *to = out + c * p.rows * p.cols;
@@ -187,8 +193,6 @@ void pad_image(const Narrow &s, const Padded &p, const float *src, float *out) {
             const int64_t sr = i - s.pt;
             std::fill(row, row + p.cols, 0.0f);
             if (sr < 0 || sr >= s.hs) continue;
-            const int64_t lo = std::clamp<int64_t>(s.pl, 0, p.cols);
-            const int64_t hi = std::clamp<int64_t>(s.pl + s.ws, lo, p.cols);
             std::copy(plane + sr * s.ws + (lo - s.pl), plane + sr * s.ws + (hi - s.pl), row + lo);
         }
     }
@@ -287,7 +291,7 @@ size_t direct_narrow_workspace(const ConvGeometry &g, conv_op_t op, int threads)
     int64_t floats = checked_mul(g.c * g.k, g.kernel_size(), "workspace");
     if (cpu_isa() == Isa::avx2) {  // and a padded source image per thread
         const Narrow s = narrow_shape(g, op);
-        floats = checked_add(round_up(floats, (int64_t)16),
+        floats = checked_add(padded_at(s),
                              checked_mul(padded_shape(s).floats(s.cs), std::max(threads, 1), "workspace"),
                              "workspace");
     }
@@ -303,7 +307,7 @@ void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
     float *dst = static_cast<float *>(s.backward ? args.x : args.y);
     if (cpu_isa() == Isa::avx2) {  // backward-data: an image an item, padded into the thread's slot
         const Padded p = padded_shape(s);
-        float *slots = packed + round_up(s.cs * s.cd * s.kr * s.ks, (int64_t)16);
+        float *slots = packed + padded_at(s);
         const int m = (int)s.cd, rows = rows_for_avx2(m);
         pool.parallel_for(
             s.n,

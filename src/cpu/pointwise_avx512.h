@@ -1,7 +1,7 @@
-// AVX-512 fp32 kernels of CONV_ALGO_GEMM_1X1 for ungrouped pointwise
-// convolutions. gemm_1x1.cpp asks pw_avx512_covers() and keeps the OpenBLAS
-// path for everything else (fp64, groups, other ISAs, and the shapes where
-// OpenBLAS measured faster).
+// AVX-512 (and, where they measured faster, AVX2) fp32 kernels of
+// CONV_ALGO_GEMM_1X1 for ungrouped pointwise convolutions. gemm_1x1.cpp asks
+// pw_avx512_covers() and keeps the OpenBLAS path for everything else (fp64,
+// groups, other ISAs, and the shapes where OpenBLAS measured faster).
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 
 namespace conv::cpu {
 
-// Whether the AVX-512 kernels compute this fp32 pass on this CPU.
+// Whether the kernels compute this fp32 pass on this CPU.
 bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op);
 
 // Workspace bytes they use with `threads` threads (when they cover the pass).

@@ -91,6 +91,17 @@ int tu_env_count(int fallback)
     return v && *v ? atoi(v) : fallback;
 }
 
+tu_isa tu_cpu_isa(conv_context_t ctx)
+{
+    char name[256];
+    assert_ok(conv_context_get_device_name(ctx, name, sizeof name));
+    const char *isa = strrchr(name, '(');
+    assert_non_null(isa);
+    return strncmp(isa, "(avx512", 7) == 0 ? TU_ISA_AVX512
+           : strcmp(isa, "(avx2)") == 0   ? TU_ISA_AVX2
+                                          : TU_ISA_BASELINE;
+}
+
 /* ------------------------------------------------------------ problems */
 
 void tu_problem_init(tu_problem *tp, int spatial, int64_t n, int64_t c, int64_t k,
