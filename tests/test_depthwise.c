@@ -14,6 +14,7 @@
  * are exact; some problems use real data within a rounding tolerance.
  * A failure prints its seed; CONV_TEST_SEED=<seed> CONV_TEST_COUNT=1 reruns it.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -213,6 +214,43 @@ static void test_filter_sums_by_threads(void **state)
     }
 }
 
+/* Backward-filter where a row's last vector is ragged (18 of 24 lanes) and
+ * x holds an infinity in a column that only some taps read: dw's other
+ * taps stay finite (a vector kernel's lanes past the row must not multiply
+ * it by a zero dy into a NaN). x is 6 x 20, no padding, so dy is 4 x 18:
+ * tap column 0 reads x's columns 0-17, 1 reads 1-18, 2 reads 2-19. */
+static void test_filter_unread_infinity(void **state)
+{
+    (void)state;
+    int64_t in[2] = {6, 20}, kernel[2] = {3, 3};
+    tu_problem tp;
+    tu_problem_init(&tp, 2, 2, 3, 3, in, kernel);
+    tp.p.groups = 3;
+    tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+    assert_true(tu_resolve(&tp));
+    tu_rng r;
+    tu_seed(&r, 5150);
+    tu_case c;
+    conv_desc_t d;
+    assert_ok(tu_case_make(&c, tu_contexts[0], &tp, 0));
+    assert_ok(tu_make_desc(&tp, CONV_OP_BACKWARD_FILTER, &d));
+    tu_case_fill(&c, CONV_OP_BACKWARD_FILTER, &r, 0);
+    for (int64_t i = 0; i < c.y.elems; i++)
+        tu_set(&c.y, i, 1.0); /* every product counts */
+    for (int64_t plane = 0; plane < 2 * 3; plane++)
+        tu_set(&c.x, plane * 6 * 20 + 2 * 20 + 19, INFINITY); /* row 2, column 19 */
+    if (tu_case_run(&c, tu_contexts[0], d, CONV_OP_BACKWARD_FILTER, NULL) != CONV_STATUS_SUCCESS)
+        fail_msg("%s", conv_last_error());
+    for (int64_t ch = 0; ch < 3; ch++)
+        for (int t = 0; t < 9; t++) {
+            double v = tu_get(&c.w, ch * 9 + t);
+            if ((t % 3 == 2) == (isfinite(v) != 0))
+                fail_msg("channel %lld tap %d: dw = %g", (long long)ch, t, v);
+        }
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +260,7 @@ int main(void)
         cmocka_unit_test(test_mobilenet_like),
         cmocka_unit_test(test_channel_multiplier),
         cmocka_unit_test(test_filter_sums_by_threads),
+        cmocka_unit_test(test_filter_unread_infinity),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

@@ -19,7 +19,8 @@
 // - Backward-filter: dw(tap) = sum over the batch and positions of dy(p) *
 //   x(p * s + tap), the 9 tap sums of a channel block in registers over the
 //   whole batch (two sets, alternate positions): one work item per block,
-//   so the sums' order does not depend on the thread count.
+//   so the sums' order does not depend on the thread count. At stride 1 on
+//   planes 16 or more wide, depthwise_avx2_rows.cpp takes it.
 // Every output is a plain sum of products (a dot product's bound).
 #include "cpu/depthwise_avx2.h"
 
@@ -28,6 +29,7 @@
 
 #include "core/checked.h"
 #include "cpu/avx2.h"
+#include "cpu/depthwise_avx2_rows.h"
 #include "cpu/epilogue.h"
 
 namespace conv::cpu {
@@ -363,11 +365,13 @@ bool dw_avx2_covers(const ConvGeometry &g, conv_op_t op) {
 }
 
 size_t dw_avx2_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    if (dw_rows_covers(g, op)) return dw_rows_workspace_bytes(g, op, threads);
     return (size_t)checked_mul(checked_mul(slot_floats(g, op), threads, "workspace"),
                                (int64_t)sizeof(float), "workspace");
 }
 
 void dw_avx2_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
+    if (dw_rows_covers(*a.g, a.op)) return dw_rows_run(a, ws, pool, threads);
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *a.g;
     const Shape b = make_shape(g);

@@ -1,0 +1,17 @@
+// Channels-first depthwise 3x3 backward-filter at stride 1 on AVX2 CPUs,
+// vectors along a plane's rows (depthwise_avx2_rows.cpp): padding up to 2,
+// multiplier 1, planes 16 or more wide. dw_avx2_* of depthwise_avx2.cpp
+// hand it the passes it covers.
+#pragma once
+
+#include <cstddef>
+
+#include "cpu/algorithm.h"
+
+namespace conv::cpu {
+
+bool dw_rows_covers(const ConvGeometry &g, conv_op_t op);
+size_t dw_rows_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+void dw_rows_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
+}  // namespace conv::cpu
