@@ -1,8 +1,6 @@
 // CONV_ALGO_GEMM_1X1 on AVX-512 (fp32, groups 1, all three passes), and on
 // AVX2 CPUs (6 x 16 tiles over 16-column panels) where they measured faster
-// than OpenBLAS (pw_avx512_covers); there a channels-first forward with few
-// input channels onto a large output reads x in place and streams y out
-// (reads_in_place).
+// than OpenBLAS (pw_avx512_covers).
 // A pointwise pass is one GEMM, out[i][j] = sum_r A(i, r) * B(r, j), here
 // computed in 8 x 48 register tiles that keep their sums in 24 registers
 // over the whole reduction and are stored once, bias and ReLU applied on the
@@ -42,7 +40,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdint>
 #include <utility>
 
 #include "core/checked.h"
@@ -92,31 +89,12 @@ struct Gemm {
     const float *bias;  // one per row (bias_rows) or per column; may be null
     bool bias_rows, relu;
     bool accumulate;  // out += the product (else out = it)
-    bool stream = false;  // whole aligned vectors by non-temporal stores
 };
-
-// Channels-first forward on AVX2 with few input channels onto an output
-// too large for L2 (MobileNet's 32->64 on 112x112, ResNet-50's 64->256 on
-// 56x56): x's rows are read in place, a 16-column panel (64 rows at most:
-// 4 KiB) staying in L1 while the row tiles walk down it, and y is written
-// by non-temporal stores, not read into the caches first. In-process A/B
-// against OpenBLAS (interleaved calls, 1 thread, batch 1, AMD EPYC Zen 3):
-// 32->64 112x112 0.86 vs 1.08 ms, 64->128 56x56 0.77 vs 0.81, 64->256 56x56
-// 1.49 vs 1.58. Without the streaming stores, and for backward-data or
-// longer reductions (128, 256), the in-place panels measured 0.86-1.0x.
-constexpr int64_t kInPlaceChannels = 64;
-constexpr int64_t kStreamBytes = 1 << 20;  // as sgemm_avx512's
-
-bool reads_in_place(const ConvGeometry &g, conv_op_t op) {
-    return cpu_isa() == Isa::avx2 && g.layout == CONV_LAYOUT_CHANNELS_FIRST && op == CONV_OP_FORWARD &&
-           g.c <= kInPlaceChannels && g.k * g.out_size() * 4 >= kStreamBytes;
-}
 
 // How a pass is cut into work items.
 struct Plan {
     bool last;          // channels-last: one GEMM over all images, B packed once
     bool transposed;    // channels-first backward-data on a small plane: dx^T = dy^T W
-    bool direct;        // reads_in_place: B's rows in place, y by non-temporal stores
     int64_t cols;       // columns (B panels) per item
     int64_t rows;       // rows per item
     int64_t col_blocks, row_blocks, items;
@@ -204,8 +182,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.rows = round_up(ceil_div(outc, parts), rows_tile);
         p.row_blocks = ceil_div(outc, p.rows);
         p.items = g.n * p.col_blocks * p.row_blocks;
-        p.direct = reads_in_place(g, op);
-        p.slot_bytes = (size_t)checked_mul(R, (p.direct ? panel : round_up(p.cols, panel)) * 4, "workspace");
+        p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols, panel) * 4, "workspace");
         return p;
     }
     // Channels-last: rows are the positions of all images, columns channels,
@@ -410,19 +387,17 @@ CONV_TARGET_AVX2 void pack_panels_avx2(const Gemm &m, int64_t j0, int64_t j1, fl
 
 // Rows [i0, i0 + MR) x columns [j0, j0 + 8 * NV) of the output from one
 // panel, the last vector's first `tail` lanes real.
-// Panel rows `bs` floats apart (16: packed; else B's rows in place).
 template <int MR, int NV>
-CONV_TARGET_AVX2 void tile_avx2(const Gemm &m, int64_t i0, int64_t j0, const float *panel, int64_t bs,
-                                int tail) {
+CONV_TARGET_AVX2 void tile_avx2(const Gemm &m, int64_t i0, int64_t j0, const float *panel, int tail) {
     __m256 acc[MR * NV];  // flat, every loop unrolled: kept in registers
 #pragma GCC unroll 12
     for (int a = 0; a < MR * NV; ++a) acc[a] = _mm256_setzero_ps();
     const float *a = m.a + i0 * m.a_row;
     const int64_t a_row = m.a_row, a_red = m.a_red, R = m.R;
-    for (int64_t r = 0; r < R; ++r, a += a_red, panel += bs) {
+    for (int64_t r = 0; r < R; ++r, a += a_red, panel += kPanelAvx2) {
         __m256 b[NV];
 #pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v) b[v] = _mm256_loadu_ps(panel + 8 * v);  // in place: unaligned
+        for (int v = 0; v < NV; ++v) b[v] = _mm256_load_ps(panel + 8 * v);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; ++i) {
             const __m256 ai = _mm256_broadcast_ss(a + i * a_row);
@@ -448,14 +423,11 @@ CONV_TARGET_AVX2 void tile_avx2(const Gemm &m, int64_t i0, int64_t j0, const flo
             }
             float *o = m.out + (i0 + i) * m.ldo + j0 + 8 * v;
             if (m.accumulate) s = _mm256_add_ps(s, load_first_avx2(o, lanes));
-            if (m.stream && lanes == 8 && ((uintptr_t)o & 31) == 0)
-                _mm256_stream_ps(o, s);
-            else
-                store_first_avx2(o, s, lanes);
+            store_first_avx2(o, s, lanes);
         }
 }
 
-using TileAvx2Fn = void (*)(const Gemm &, int64_t, int64_t, const float *, int64_t, int);
+using TileAvx2Fn = void (*)(const Gemm &, int64_t, int64_t, const float *, int);
 
 template <int... Rows>
 constexpr std::array<std::array<TileAvx2Fn, kVecsAvx2>, kRowsAvx2> tile_table_avx2(
@@ -469,36 +441,8 @@ void run_block_avx2(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j
                     bool rows_inner) {
     walk_block(i0, i1, j0, j1, rows_inner, kRowsAvx2, kPanelAvx2, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
         const int64_t vecs = ceil_div(cols, 8);
-        kTilesAvx2[rows - 1][vecs - 1](m, i, q0, panels + (q0 - j0) * m.R, kPanelAvx2,
-                                       (int)(cols - 8 * (vecs - 1)));
+        kTilesAvx2[rows - 1][vecs - 1](m, i, q0, panels + (q0 - j0) * m.R, (int)(cols - 8 * (vecs - 1)));
     });
-}
-
-// run_block_avx2 reading B's rows in place (b_col == 1): each 16-column
-// panel stays in L1 while the row tiles walk down it, and the next one is
-// prefetched meanwhile; only a ragged last panel is copied (zero-padded)
-// into `spare`.
-CONV_TARGET_AVX2 void run_direct_avx2(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                                      float *spare) {
-    const int64_t mr = ceil_div(i1 - i0, ceil_div(i1 - i0, kRowsAvx2));
-    for (int64_t q0 = j0; q0 < j1; q0 += kPanelAvx2) {
-        const int64_t cols = std::min(kPanelAvx2, j1 - q0);
-        const float *panel = m.b + q0;
-        int64_t bs = m.b_red;
-        if (cols < kPanelAvx2) {
-            pack_panels_avx2(m, q0, j1, spare);
-            panel = spare, bs = kPanelAvx2;
-        } else if (q0 + 2 * kPanelAvx2 <= j1) {
-            for (int64_t r = 0; r < m.R; ++r) {
-                const float *next = panel + r * m.b_red + kPanelAvx2;
-                _mm_prefetch((const char *)next, _MM_HINT_T0);
-                _mm_prefetch((const char *)(next + kPanelAvx2 - 1), _MM_HINT_T0);
-            }
-        }
-        const int64_t vecs = ceil_div(cols, 8);
-        for (int64_t i = i0; i < i1; i += mr)
-            kTilesAvx2[std::min(mr, i1 - i) - 1][vecs - 1](m, i, q0, panel, bs, (int)(cols - 8 * (vecs - 1)));
-    }
 }
 
 void pack_panels(const Gemm &m, int64_t j0, int64_t j1, float *dst) {
@@ -565,13 +509,12 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     // 1.88, 32->64 112x112 0.89 vs 1.15, 512->2048 7x7 2.01 vs 2.50,
     // 2048->512 7x7 1.90 vs 2.15, 256->512 s2 3.79 vs 4.04, 1024->1024 7x7
     // even; but 256->128 28x28 0.87 vs 0.80, 1024->256 14x14 1.78 vs 1.62.
-    // Forward on 7x7 planes (512->2048 2.10 vs 2.30, 1024->1024 1.90 vs
-    // 2.08; 0.89-0.97x from 14x14 up) and where reads_in_place;
-    // backward-data not (0.66-1.03x: its transposed and strided reads of W
-    // cost more at 16 columns a panel than at AVX-512's 48).
+    // Forward only on 7x7 planes (512->2048 2.10 vs 2.30, 1024->1024 1.90
+    // vs 2.08; 0.89-0.97x from 14x14 up); backward-data not (0.66-1.03x:
+    // its transposed and strided reads of W cost more at 16 columns a
+    // panel than at AVX-512's 48).
     if (cpu_isa() == Isa::avx2) {
         if (op == CONV_OP_BACKWARD_FILTER) return g.c <= 64 || g.out_size() <= 49 || g.k >= 512;
-        if (reads_in_place(g, op)) return true;
         return op == CONV_OP_FORWARD && g.layout == CONV_LAYOUT_CHANNELS_FIRST && g.out_size() <= 49;
     }
     if (op == CONV_OP_BACKWARD_FILTER) return true;
@@ -671,13 +614,6 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             const int64_t j0 = cb * p.cols, j1 = std::min(m.N, j0 + p.cols);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
             float *panels = scratch + (size_t)s * slot_floats;
-            if (p.direct) {
-                Gemm d = m;
-                d.stream = true;
-                run_direct_avx2(d, i0, i1, j0, j1, panels);
-                _mm_sfence();  // the streamed stores ordered before the join
-                return;
-            }
             pack_panels(m, j0, j1, panels);
             run_block(m, i0, i1, j0, j1, panels, false);
         },
