@@ -18,9 +18,9 @@
 //   transposed into dx.
 // - Backward-filter: dw(tap) = sum over the batch and positions of dy(p) *
 //   x(p * s + tap), the 9 tap sums of a channel block in registers over the
-//   whole batch (two sets, alternate positions): one work item per block,
-//   so the sums' order does not depend on the thread count. At stride 1 on
-//   planes 16 or more wide, depthwise_avx2_rows.cpp takes it.
+//   whole batch: one work item per block, so the sums' order does not
+//   depend on the thread count. At stride 1 on planes 16 or more wide,
+//   depthwise_avx2_rows.cpp takes it.
 // Every output is a plain sum of products (a dot product's bound).
 #include "cpu/depthwise_avx2.h"
 
@@ -244,11 +244,13 @@ CONV_TARGET_AVX2 void backward_data_tile(const Shape &b, const float *dy, const 
     }
 }
 
-// Backward-filter: sums[t] += dy(p) * x(p * s + t), two positions at a time
-// into two sets of sums (18 chains of FMAs).
+// Backward-filter: sums[t] += dy(p) * x(p * s + t), two positions at a
+// time. One set of 9 sums: 9 chains cover the FMA latency, and a second set
+// (18 accumulators) does not fit in AVX2's 16 registers -- GCC kept 6 of
+// them on the stack, a store and a load on every FMA's chain.
 template <int S>
 CONV_TARGET_AVX2 void filter_tile(const Shape &b, const float *x, const float *dy,
-                                  __m256 (&sums)[2][kK * kK]) {
+                                  __m256 (&sums)[kK * kK]) {
     const int64_t row = b.cols * kVec;
     for (int64_t oh = 0; oh < b.oh; ++oh) {
         const float *in = x + oh * S * row;
@@ -260,8 +262,8 @@ CONV_TARGET_AVX2 void filter_tile(const Shape &b, const float *x, const float *d
 #pragma GCC unroll 9
             for (int t = 0; t < kK * kK; ++t) {
                 const int64_t at = (t / kK) * row + (t % kK) * kVec;
-                sums[0][t] = _mm256_fmadd_ps(g0, _mm256_load_ps(i0 + at), sums[0][t]);
-                sums[1][t] = _mm256_fmadd_ps(g1, _mm256_load_ps(i1 + at), sums[1][t]);
+                sums[t] = _mm256_fmadd_ps(g0, _mm256_load_ps(i0 + at), sums[t]);
+                sums[t] = _mm256_fmadd_ps(g1, _mm256_load_ps(i1 + at), sums[t]);
             }
         }
         if (ow < b.ow) {
@@ -269,8 +271,7 @@ CONV_TARGET_AVX2 void filter_tile(const Shape &b, const float *x, const float *d
             const float *i0 = in + ow * S * kVec;
 #pragma GCC unroll 9
             for (int t = 0; t < kK * kK; ++t)
-                sums[0][t] = _mm256_fmadd_ps(g0, _mm256_load_ps(i0 + (t / kK) * row + (t % kK) * kVec),
-                                             sums[0][t]);
+                sums[t] = _mm256_fmadd_ps(g0, _mm256_load_ps(i0 + (t / kK) * row + (t % kK) * kVec), sums[t]);
         }
     }
 }
@@ -327,9 +328,8 @@ CONV_TARGET_AVX2 void filter_item(const Shape &b, const ConvArgs &a, int64_t c0,
     const ConvGeometry &g = *a.g;
     const int64_t in_plane = g.in_size(), out_plane = g.out_size();
     float *dense = tile + b.tile_floats();
-    __m256 sums[2][kK * kK];
-    for (auto &set : sums)
-        for (auto &v : set) v = _mm256_setzero_ps();
+    __m256 sums[kK * kK];
+    for (auto &v : sums) v = _mm256_setzero_ps();
     zero_border(b, tile);
     const TileCursor padded{b.cols, b.top, b.left, b.iw};
     for (int64_t n = 0; n < g.n; ++n) {
@@ -343,7 +343,7 @@ CONV_TARGET_AVX2 void filter_item(const Shape &b, const ConvArgs &a, int64_t c0,
             filter_tile<2>(b, tile, dense, sums);
     }
     alignas(32) float t[kK * kK][kVec];
-    for (int i = 0; i < kK * kK; ++i) _mm256_store_ps(t[i], _mm256_add_ps(sums[0][i], sums[1][i]));
+    for (int i = 0; i < kK * kK; ++i) _mm256_store_ps(t[i], sums[i]);
     float *dw = static_cast<float *>(a.w);
     for (int ch = 0; ch < cb; ++ch)
         for (int i = 0; i < kK * kK; ++i) dw[(c0 + ch) * kK * kK + i] = t[i][ch];
