@@ -180,15 +180,12 @@ CONV_TARGET_AVX2 void filter_channel(const Plane &p, const ConvArgs &a, int64_t 
 
 }  // namespace
 
+// What it adds to dw_avx2_covers (the layout, window, multiplier and ISA),
+// which its callers have checked.
 bool dw_rows_covers(const ConvGeometry &g, conv_op_t op) {
-    if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx2 || op != CONV_OP_BACKWARD_FILTER) return false;
-    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.k != g.c || g.groups != g.c) return false;
-    if (!g.is_planar() || g.in_size() == 0 || g.out_size() == 0 || g.out[2] < kMinWidth) return false;
-    if (g.kernel[1] != kK || g.kernel[2] != kK || g.dilation[1] != 1 || g.dilation[2] != 1) return false;
-    if (g.stride[1] != 1 || g.stride[2] != 1) return false;
+    if (op != CONV_OP_BACKWARD_FILTER || g.stride[1] != 1 || g.out[2] < kMinWidth) return false;
     for (int i = 1; i < 3; ++i)
-        if (g.pad_begin[i] < 0 || g.pad_begin[i] > kK - 1 || g.pad_end[i] < 0 || g.pad_end[i] > kK - 1)
-            return false;
+        if (g.pad_begin[i] > kK - 1 || g.pad_end[i] < 0 || g.pad_end[i] > kK - 1) return false;
     return true;
 }
 

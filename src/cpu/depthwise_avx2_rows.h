@@ -10,6 +10,7 @@
 
 namespace conv::cpu {
 
+// Among the passes dw_avx2_covers(g, op) accepts: whether this kernel takes it.
 bool dw_rows_covers(const ConvGeometry &g, conv_op_t op);
 size_t dw_rows_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_rows_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
