@@ -68,17 +68,20 @@ CONV_TARGET_AVX2 inline void transpose_rows_avx2(const float *rows, int64_t stri
                                                  int64_t len, float *out) {
     for (int64_t j = 0; j < len; j += 8) {
         const int64_t cols = std::min<int64_t>(8, len - j);
+        if (cols < 8) {  // the last columns one by one: partial loads through a buffer cost more
+            for (int64_t c = 0; c < cols; ++c)
+                for (int64_t l = 0; l < 16; ++l) out[(j + c) * 16 + l] = l < lanes ? rows[l * stride + j + c] : 0.0f;
+            break;
+        }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
             __m256 v[8];
 #pragma GCC unroll 8
             for (int l = 0; l < 8; ++l)
-                v[l] = h * 8 + l < lanes ? load_first_avx2(rows + (h * 8 + l) * stride + j, cols)
-                                         : _mm256_setzero_ps();
+                v[l] = h * 8 + l < lanes ? _mm256_loadu_ps(rows + (h * 8 + l) * stride + j) : _mm256_setzero_ps();
             transpose8(v);
 #pragma GCC unroll 8
-            for (int c = 0; c < 8; ++c)
-                if (c < cols) _mm256_store_ps(out + (j + c) * 16 + h * 8, v[c]);
+            for (int c = 0; c < 8; ++c) _mm256_store_ps(out + (j + c) * 16 + h * 8, v[c]);
         }
     }
 }
