@@ -1409,15 +1409,28 @@ public:
         if (op == CONV_OP_BACKWARD_DATA && direct_narrow_applies(g, op, CONV_DTYPE_FLOAT32)) return true;
         if (op == CONV_OP_BACKWARD_FILTER) return filter_competitive(g);
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
-        if (op == CONV_OP_FORWARD)
-            return g.cg() <= 4 || g.kg() < 16 || (g.out[2] >= 8 && g.out_size() <= 32 * 32);
+        // Planes of up to 32x32, and at unit stride any plane whose image of
+        // x stays within an L2 (its copy is read once per 16 filters). Since
+        // the tiles run on across rows (tiles_wrap) and the filters are
+        // packed by transposes, rows narrower than 8 are no loss: against
+        // im2col, 1 thread, strict, 5-7 interleaved rounds, 512->512 7x7
+        // 1.20x at batch 1 and 8, 128->128 7x7 1.41x, 64->64 4x4 1.9x,
+        // ResNet-50's 64->64 56x56 1.10-1.50x (batch 8 1.30x); not VGG's
+        // 256->256 56x56 or 128->128 112x112 (0.94-0.95x), nor strided onto
+        // 7x7 (512->512 14x14: 0.96-1.01x).
+        if (op == CONV_OP_FORWARD) {
+            if (g.cg() <= 4 || g.kg() < 16) return true;
+            if (strided) return g.out[2] >= 8 && g.out_size() <= 32 * 32;
+            return g.out_size() <= 32 * 32 || g.c * g.in_size() * (int64_t)sizeof(float) <= (1 << 20);
+        }
         // Backward-data: the same planes at unit stride, but where dy brings
         // 64 channels or more onto 26x26 and up im2col's GEMM (a reduction
         // of 576+) keeps up: MNIST's 32->64 17.1 vs 14.4 ms, 64->64 26x26
         // 31.0 vs 28.0; strided, ResNet-20's 16->32 3.3 vs 2.8 (5 interleaved
-        // rounds each; 32->32 16x16 2.3 vs 4.6, 64->64 8x8 2.4 vs 3.8).
+        // rounds each; 32->32 16x16 2.3 vs 4.6, 64->64 8x8 2.4 vs 3.8). Rows
+        // under 8 since the tiles wrap: 512->512 7x7 1.21x at batch 1 and 8.
         if (strided || (g.kg() >= 64 && g.in_size() >= 26 * 26)) return false;
-        return g.cg() >= 16 && g.in[2] >= 8 && g.in_size() <= 32 * 32;
+        return g.cg() >= 16 && g.in_size() <= 32 * 32;
     }
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32) return false;
