@@ -1439,14 +1439,17 @@ public:
             if (strided) return g.out[2] >= 8 && g.out_size() <= 32 * 32;
             return g.out_size() <= 32 * 32 || g.c * g.in_size() * (int64_t)sizeof(float) <= (1 << 20);
         }
-        // Backward-data: the same planes at unit stride, but where dy brings
-        // 64 channels or more onto 26x26 and up im2col's GEMM (a reduction
-        // of 576+) keeps up: MNIST's 32->64 17.1 vs 14.4 ms, 64->64 26x26
-        // 31.0 vs 28.0; strided, ResNet-20's 16->32 3.3 vs 2.8 (5 interleaved
-        // rounds each; 32->32 16x16 2.3 vs 4.6, 64->64 8x8 2.4 vs 3.8). Rows
-        // under 8 since the tiles wrap: 512->512 7x7 1.21x at batch 1 and 8.
-        if (strided || (g.kg() >= 64 && g.in_size() >= 26 * 26)) return false;
-        return g.cg() >= 16 && g.in_size() <= 32 * 32;
+        // Backward-data at unit stride, by the same rule with dy as the
+        // source. Against im2col, 1 thread, strict, 3-5 interleaved rounds:
+        // MNIST's 32->64 15.7 vs 16.9 ms (batch 32), ResNet-50's 64->64 56x56
+        // 1.14x at batch 1, 1.23x at batch 8, 128->128 28x28 1.02x / 1.39x,
+        // 512->512 7x7 1.21x (these at batch 8 once several images a thread
+        // are taken image by image, packs_per_item). Strided, it won at batch
+        // 1 (1.05-1.13x on ResNet-50's) and on ResNet-20's at batch 32
+        // (1.10-1.26x) but lost 256->256 28x28 at batch 8 (0.79x): left to
+        // im2col.
+        if (strided || g.cg() < 16) return false;
+        return g.in_size() <= 32 * 32 || g.k * g.out_size() * (int64_t)sizeof(float) <= (1 << 20);
     }
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32) return false;
