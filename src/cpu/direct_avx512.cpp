@@ -692,11 +692,14 @@ int64_t phase_steps_count(const Shape &s, int64_t ph, int64_t pw) {
 // Phase (ph, pw)'s steps for a channel block. Forward: the one phase,
 // every tap. Backward-data: dx row ih = ph + j * fh meets tap r where fh
 // divides ih + pt - r * dh, reading dy row j + (ph + pt - r * dh) / fh; the
-// weights are packed rotated (tap taps - 1 - t).
+// weights are packed rotated (tap taps - 1 - t). Backward-data walks the
+// taps last to first, so that both the weights and dy are read upward (the
+// other way the FMAs waited on the weights' loads: 0.85x on 256->256 13x13).
 void phase_steps(const Shape &s, int64_t ph, int64_t pw, Step *steps) {
     for (int64_t c = 0, i = 0; c < s.cblock; ++c)
-        for (int64_t r = 0; r < s.kr; ++r)
-            for (int64_t q = 0; q < s.ks; ++q) {
+        for (int64_t rr = 0; rr < s.kr; ++rr)
+            for (int64_t qq = 0; qq < s.ks; ++qq) {
+                const int64_t r = s.backward ? s.kr - 1 - rr : rr, q = s.backward ? s.ks - 1 - qq : qq;
                 int64_t tr = r * s.dh, tc = q * s.dw, t = r * s.ks + q, x;
                 if (!s.backward) {
                     x = (tr * s.sw + tc % s.sw) * s.wq + tc / s.sw;
