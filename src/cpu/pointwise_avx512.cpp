@@ -405,24 +405,48 @@ CONV_TARGET_AVX2 void tile_avx2(const Gemm &m, int64_t i0, int64_t j0, const flo
             for (int v = 0; v < NV; ++v) acc[i * NV + v] = _mm256_fmadd_ps(ai, b[v], acc[i * NV + v]);
         }
     }
+    // The epilogue reads the Gemm once: its stores to out may alias it, so
+    // read per sum the fields cost 15% of a 64-step tile (64->256 56x56).
+    float *const out = m.out;
+    const float *const bias = m.bias;
+    const int64_t ldo = m.ldo;
+    const bool bias_rows = m.bias_rows, relu = m.relu, out_cols = m.out_cols, accumulate = m.accumulate;
+    if (!bias && !relu && !out_cols && tail == 8) {  // the common tile: whole vectors, no epilogue
+        if (accumulate) {
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; ++v) {
+                    float *o = out + (i0 + i) * ldo + j0 + 8 * v;
+                    _mm256_storeu_ps(o, _mm256_add_ps(acc[i * NV + v], _mm256_loadu_ps(o)));
+                }
+            return;
+        }
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; ++v) _mm256_storeu_ps(out + (i0 + i) * ldo + j0 + 8 * v, acc[i * NV + v]);
+        return;
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
         for (int v = 0; v < NV; ++v) {
             const int lanes = v == NV - 1 ? tail : 8;
+            float *o = out + (i0 + i) * ldo + j0 + 8 * v;
             __m256 s = acc[i * NV + v];
-            if (m.bias)
-                s = _mm256_add_ps(s, m.bias_rows ? _mm256_broadcast_ss(m.bias + i0 + i)
-                                                 : load_first_avx2(m.bias + j0 + 8 * v, lanes));
-            if (m.relu) s = _mm256_max_ps(_mm256_setzero_ps(), s);  // NaN stays NaN
-            if (m.out_cols) {  // no bias, no accumulation (backward-data): one lane a row of out
+            // out = act(out + sums + bias)
+            if (accumulate && !out_cols) s = _mm256_add_ps(s, load_first_avx2(o, lanes));
+            if (bias)
+                s = _mm256_add_ps(s, bias_rows ? _mm256_broadcast_ss(bias + i0 + i)
+                                               : load_first_avx2(bias + j0 + 8 * v, lanes));
+            if (relu) s = _mm256_max_ps(_mm256_setzero_ps(), s);  // NaN stays NaN
+            if (out_cols) {  // no bias, no accumulation (backward-data): one lane a row of out
                 alignas(32) float lane[8];
                 _mm256_store_ps(lane, s);
-                for (int l = 0; l < lanes; ++l) m.out[(j0 + 8 * v + l) * m.ldo + i0 + i] = lane[l];
+                for (int l = 0; l < lanes; ++l) out[(j0 + 8 * v + l) * ldo + i0 + i] = lane[l];
                 continue;
             }
-            float *o = m.out + (i0 + i) * m.ldo + j0 + 8 * v;
-            if (m.accumulate) s = _mm256_add_ps(s, load_first_avx2(o, lanes));
             store_first_avx2(o, s, lanes);
         }
 }
@@ -509,13 +533,20 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     // 1.88, 32->64 112x112 0.89 vs 1.15, 512->2048 7x7 2.01 vs 2.50,
     // 2048->512 7x7 1.90 vs 2.15, 256->512 s2 3.79 vs 4.04, 1024->1024 7x7
     // even; but 256->128 28x28 0.87 vs 0.80, 1024->256 14x14 1.78 vs 1.62.
-    // Forward only on 7x7 planes (512->2048 2.10 vs 2.30, 1024->1024 1.90
-    // vs 2.08; 0.89-0.97x from 14x14 up); backward-data not (0.66-1.03x:
-    // its transposed and strided reads of W cost more at 16 columns a
-    // panel than at AVX-512's 48).
+    // Forward on 7x7 planes (512->2048 2.10 vs 2.30, 1024->1024 1.90 vs
+    // 2.08) and from at most 128 channels, whose tiles are short enough that
+    // their epilogue counts: once it stopped re-reading the Gemm per sum,
+    // 64->256 56x56 1.08-1.17x, 64->128 1.40x, 128->128 1.26x, 128->512
+    // 28x28 1.10-1.25x, 32->64 112x112 1.26-1.56x (5 alternated runs); from
+    // 256 channels even (0.90-1.14x, 14x14 0.96-1.00x), and in passes of 128
+    // channels with the sums carried through y it lost (0.86-0.99x).
+    // Backward-data not (0.90-1.06x at 64-128 channels, 0.66-1.03x before:
+    // its transposed and strided reads of W cost more at 16 columns a panel
+    // than at AVX-512's 48).
     if (cpu_isa() == Isa::avx2) {
         if (op == CONV_OP_BACKWARD_FILTER) return g.c <= 64 || g.out_size() <= 49 || g.k >= 512;
-        return op == CONV_OP_FORWARD && g.layout == CONV_LAYOUT_CHANNELS_FIRST && g.out_size() <= 49;
+        return op == CONV_OP_FORWARD && g.layout == CONV_LAYOUT_CHANNELS_FIRST &&
+               (g.out_size() <= 49 || g.c <= 128);
     }
     if (op == CONV_OP_BACKWARD_FILTER) return true;
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
