@@ -849,7 +849,7 @@ void run_tile(const Tile &t, int nv, int ur) {
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>) {
         if (cpu_isa() == Isa::avx512) return kTiles[nv - 1][ur - 1](t);
-        if (cpu_isa() == Isa::avx2) return kTilesAvx2[nv - 1][ur - 1](t);
+        if (cpu_isa() == Isa::avx2) return kTilesAvx2[nv - 1][ur - 1](t);  // reads t.at (tiles_wrap)
     }
 #endif
     tile_portable<T>(t, nv, ur);
@@ -1091,6 +1091,12 @@ void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *
 
 // ---- the pass
 
+// Whether whole images keep the threads evenly busy: as many images for
+// each, or enough that the last round hardly matters.
+bool takes_images(const Shape &s, int threads) {
+    return s.n % threads == 0 || s.n >= 4 * threads;
+}
+
 // Whether a call packs each work item's channel vectors into the thread's
 // own slot (in L2) rather than the whole filter into the workspace first:
 // where there are channel blocks enough for every thread. The whole
@@ -1109,8 +1115,7 @@ void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *
 bool packs_per_item(const Shape &s, int threads) {
     const int64_t blocks = ceil_div(s.dvec, s.nv) * s.groups;
     if (blocks < 2 * threads) return false;
-    const bool images = s.n % threads == 0 || s.n >= 4 * threads;  // run_typed's by_image
-    if (s.n < 2 * threads || !images) return true;
+    if (s.n < 2 * threads || !takes_images(s, threads)) return true;
     const double per_item = (double)(blocks - 1) * (double)s.n * (double)s.image_bytes;
     const double by_image = (double)(s.n + 1) * (double)s.packed;
     return per_item <= by_image;
@@ -1205,7 +1210,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const T *input = static_cast<const T *>(s.backward ? args.y : args.x);
     T *source = reinterpret_cast<T *>(base + s.source_at);
     const bool in_place = source_is_padded(s);
-    const bool by_image = !per_item && (s.n % threads == 0 || s.n >= 4 * threads);
+    const bool by_image = !per_item && takes_images(s, threads);
     if (!in_place && !by_image) pad_source(s, input, source, pool, threads);
     const int64_t image_source = s.cs * s.plane;
 
@@ -1437,10 +1442,13 @@ public:
         // ResNet-50's 64->64 56x56 1.10-1.50x (batch 8 1.30x); not VGG's
         // 256->256 56x56 or 128->128 112x112 (0.94-0.95x), nor strided onto
         // 7x7 (512->512 14x14: 0.96-1.01x).
+        auto image_fits = [](int64_t channels, int64_t positions) {
+            return channels * positions * (int64_t)sizeof(float) <= (1 << 20);
+        };
         if (op == CONV_OP_FORWARD) {
             if (g.cg() <= 4 || g.kg() < 16) return true;
             if (strided) return g.out[2] >= 8 && g.out_size() <= 32 * 32;
-            return g.out_size() <= 32 * 32 || g.c * g.in_size() * (int64_t)sizeof(float) <= (1 << 20);
+            return g.out_size() <= 32 * 32 || image_fits(g.c, g.in_size());
         }
         // Backward-data at unit stride, by the same rule with dy as the
         // source. Against im2col, 1 thread, strict, 3-5 interleaved rounds:
@@ -1452,7 +1460,7 @@ public:
         // (1.10-1.26x) but lost 256->256 28x28 at batch 8 (0.79x): left to
         // im2col.
         if (strided || g.cg() < 16) return false;
-        return g.in_size() <= 32 * 32 || g.k * g.out_size() * (int64_t)sizeof(float) <= (1 << 20);
+        return g.in_size() <= 32 * 32 || image_fits(g.k, g.out_size());
     }
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32) return false;

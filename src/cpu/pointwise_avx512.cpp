@@ -433,10 +433,7 @@ CONV_TARGET_AVX2 void tile_avx2(const Gemm &m, int64_t i0, int64_t j0, const flo
 #pragma GCC unroll 2
         for (int v = 0; v < NV; ++v) {
             const int lanes = v == NV - 1 ? tail : 8;
-            float *o = out + (i0 + i) * ldo + j0 + 8 * v;
             __m256 s = acc[i * NV + v];
-            // out = act(out + sums + bias)
-            if (accumulate && !out_cols) s = _mm256_add_ps(s, load_first_avx2(o, lanes));
             if (bias)
                 s = _mm256_add_ps(s, bias_rows ? _mm256_broadcast_ss(bias + i0 + i)
                                                : load_first_avx2(bias + j0 + 8 * v, lanes));
@@ -447,6 +444,8 @@ CONV_TARGET_AVX2 void tile_avx2(const Gemm &m, int64_t i0, int64_t j0, const flo
                 for (int l = 0; l < lanes; ++l) out[(j0 + 8 * v + l) * ldo + i0 + i] = lane[l];
                 continue;
             }
+            float *o = out + (i0 + i) * ldo + j0 + 8 * v;
+            if (accumulate) s = _mm256_add_ps(s, load_first_avx2(o, lanes));
             store_first_avx2(o, s, lanes);
         }
 }
