@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "cpu/isa.h"
+#include "cpu/sgemm_avx2.h"
 #include "cpu/sgemm_avx512.h"
 
 namespace conv::cpu {
@@ -146,21 +147,37 @@ static void gemm_typed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alph
         [&] { own_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
 }
 
-// Float GEMMs go to libconv's own AVX-512 SGEMM where the CPU has AVX-512:
+// Float GEMMs go to libconv's own SGEMM where the CPU has AVX2 or AVX-512:
 // OpenBLAS's per-CPU kernel choice is outside libconv's control (on a
-// Sapphire Rapids part it ran its SSE kernels, a third of the FMA peak).
+// Sapphire Rapids part it ran its SSE kernels, a third of the FMA peak; on
+// Zen 3 its Haswell kernels reached 60-75% of the peak on 1x1 layers).
 // CONV_CPU_SGEMM=openblas sends them to OpenBLAS, for comparison.
 static bool own_sgemm() {
     static const bool own = [] {
         const char *choice = std::getenv("CONV_CPU_SGEMM");
-        return cpu_isa() == Isa::avx512 && !(choice && std::strcmp(choice, "openblas") == 0);
+        return cpu_isa() != Isa::baseline && !(choice && std::strcmp(choice, "openblas") == 0);
     }();
     return own;
 }
 
+// AVX2: C of at most this many rows goes to OpenBLAS.
+constexpr int64_t kSgemmAvx2OpenblasRows = 96;
+
+static bool sgemm_own(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                      bool write_once) {
+    if (!own_sgemm()) return false;
+    if (cpu_isa() == Isa::avx512)
+        return sgemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, write_once);
+    // AVX2: OpenBLAS where it measured faster, on C of 64 rows (1x1 layers
+    // onto or from 64 channels, 56x56, 1 thread, in one process: 0.91-0.97x).
+    if (m <= kSgemmAvx2OpenblasRows) return false;
+    return sgemm_avx2(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, write_once);
+}
+
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
           int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    if (own_sgemm() && sgemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    if (sgemm_own(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, false)) return;
     gemm_typed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -172,8 +189,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
 void gemm_write_once(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                      float *c, int64_t ldc) {
-    if (own_sgemm() && sgemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true))
-        return;
+    if (sgemm_own(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true)) return;
     gemm_typed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 

@@ -1,6 +1,7 @@
-// Row-major GEMM for float and double: float on AVX-512 CPUs by libconv's
-// own SGEMM (sgemm_avx512.h), everything else over OpenBLAS's CBLAS, with
-// int64 sizes checked against what OpenBLAS can index (32-bit blasint).
+// Row-major GEMM for float and double: float on AVX-512 and AVX2 CPUs by
+// libconv's own SGEMMs (sgemm_avx512.h, sgemm_avx2.h), everything else over
+// OpenBLAS's CBLAS, with int64 sizes checked against what OpenBLAS can
+// index (32-bit blasint).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // The float GEMM every GEMM-lowered CPU pass calls (src/cpu/blas.h's
-// gemm()) and libconv's AVX-512 SGEMM behind it (src/cpu/sgemm_avx512.h),
+// gemm()) and libconv's SGEMMs behind it (src/cpu/sgemm_avx512.h on
+// AVX-512 CPUs, sgemm_avx2.h on AVX2 ones, and on AVX-512 ones as well),
 // against a double-precision reference: all four transpose combinations,
 // sizes from 1 to a few hundred (primes, the register tile and the packing
 // blocks +-1), leading dimensions above the minimum, alpha and beta
@@ -16,6 +17,7 @@
 
 #include "cpu/blas.h"
 #include "cpu/isa.h"
+#include "cpu/sgemm_avx2.h"
 #include "cpu/sgemm_avx512.h"
 
 using namespace conv::cpu;
@@ -90,10 +92,11 @@ static void check(const char *what, const Case &t, std::mt19937 &rng, Run &&run)
 }
 
 static int64_t pick_size(std::mt19937 &rng) {
-    // Primes, the register tile (14 x 32) and its halves, the blocks
-    // (k: 256; m: 336) +-1, and anything up to 300.
-    static const int64_t special[] = {1,  2,  3,  7,  13,  14,  15,  16,  17,  28,  31,
-                                      32, 33, 47, 97, 255, 256, 257, 335, 336, 337, 127};
+    // Primes, the register tiles (AVX-512 14 x 32, AVX2 6 x 16) and their
+    // halves, the blocks (k: 256; m: 336 and 144) +-1, and anything up to 300.
+    static const int64_t special[] = {1,  2,  3,  5,   6,   7,   8,   9,   13,  14,  15,  16,
+                                      17, 28, 31, 32,  33,  47,  97,  143, 144, 145, 255, 256,
+                                      257, 335, 336, 337, 127};
     std::uniform_int_distribution<int> coin(0, 1);
     if (coin(rng)) return special[std::uniform_int_distribution<size_t>(0, std::size(special) - 1)(rng)];
     return std::uniform_int_distribution<int64_t>(1, 300)(rng);
@@ -119,6 +122,13 @@ static Case random_case(std::mt19937 &rng, bool ta, bool tb) {
 
 static void via_gemm(const Case &t, const float *a, const float *b, float *c) {
     gemm(t.ta, t.tb, t.m, t.n, t.k, t.alpha, a, t.lda, b, t.ldb, t.beta, c, t.ldc);
+}
+
+static void via_sgemm_avx2(const Case &t, const float *a, const float *b, float *c) {
+    if (!sgemm_avx2(t.ta, t.tb, t.m, t.n, t.k, t.alpha, a, t.lda, b, t.ldb, t.beta, c, t.ldc)) {
+        std::fprintf(stderr, "FAIL sgemm_avx2 declined (no packing buffer)\n");
+        ++failures;
+    }
 }
 
 static void via_sgemm_avx512(const Case &t, const float *a, const float *b, float *c) {
@@ -163,7 +173,7 @@ static void check_write_once(const Case &t, std::mt19937 &rng) {
 
 int main() {
     std::mt19937 rng(20);
-    const bool avx512 = cpu_isa() == Isa::avx512;
+    const bool avx512 = cpu_isa() == Isa::avx512, avx2 = cpu_isa() >= Isa::avx2;
     std::printf("ISA %s\n", isa_name(cpu_isa()));
     for (int combo = 0; combo < 4; ++combo) {
         const bool ta = combo & 1, tb = combo & 2;
@@ -171,19 +181,23 @@ int main() {
             const Case t = random_case(rng, ta, tb);
             check("gemm", t, rng, via_gemm);
             if (avx512) check("sgemm_avx512", t, rng, via_sgemm_avx512);
+            if (avx2) check("sgemm_avx2", t, rng, via_sgemm_avx2);
         }
         // k == 0 (C = beta C), alpha == 0, and shapes past the n block (1024).
         for (float beta : {0.f, 1.f, -1.5f}) {
             Case t{ta, tb, 5, 37, 0, ta ? 5 : 1, tb ? 1 : 37, 40, 1.f, beta};
             check("gemm k=0", t, rng, via_gemm);
             if (avx512) check("sgemm_avx512 k=0", t, rng, via_sgemm_avx512);
+            if (avx2) check("sgemm_avx2 k=0", t, rng, via_sgemm_avx2);
             t = Case{ta, tb, 9, 20, 11, ta ? 9 : 11, tb ? 11 : 20, 20, 0.f, beta};
             check("gemm alpha=0", t, rng, via_gemm);
             if (avx512) check("sgemm_avx512 alpha=0", t, rng, via_sgemm_avx512);
+            if (avx2) check("sgemm_avx2 alpha=0", t, rng, via_sgemm_avx2);
         }
         const Case big{ta, tb, 30, 1100, 300, ta ? 30 : 300, tb ? 300 : 1100, 1103, 1.f, 0.f};
         check("gemm big", big, rng, via_gemm);
         if (avx512) check("sgemm_avx512 big", big, rng, via_sgemm_avx512);
+        if (avx2) check("sgemm_avx2 big", big, rng, via_sgemm_avx2);
     }
     // A weight gradient's shapes (dW = dy x^T: k = positions), streamed or not.
     for (const Case &t : {Case{false, true, 70, 4608, 49, 49, 49, 4608, 1.f, 0.f},
