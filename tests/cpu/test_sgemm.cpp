@@ -198,6 +198,13 @@ int main() {
         check("gemm big", big, rng, via_gemm);
         if (avx512) check("sgemm_avx512 big", big, rng, via_sgemm_avx512);
         if (avx2) check("sgemm_avx2 big", big, rng, via_sgemm_avx2);
+        // Few columns (a 7x7 plane's 49): the AVX2 SGEMM computes C^T, in
+        // blocks of 1024 rows of C.
+        for (float beta : {0.f, -1.5f}) {
+            const Case narrow{ta, tb, 1100, 49, 300, ta ? 1103 : 300, tb ? 300 : 49, 50, -0.5f, beta};
+            check("gemm narrow", narrow, rng, via_gemm);
+            if (avx2) check("sgemm_avx2 narrow", narrow, rng, via_sgemm_avx2);
+        }
     }
     // A weight gradient's shapes (dW = dy x^T: k = positions), streamed or not.
     for (const Case &t : {Case{false, true, 70, 4608, 49, 49, 49, 4608, 1.f, 0.f},
