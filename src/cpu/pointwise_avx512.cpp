@@ -394,6 +394,10 @@ CONV_TARGET_AVX2 void tile_avx2(const Gemm &m, int64_t i0, int64_t j0, const flo
     for (int a = 0; a < MR * NV; ++a) acc[a] = _mm256_setzero_ps();
     const float *a = m.a + i0 * m.a_row;
     const int64_t a_row = m.a_row, a_red = m.a_red, R = m.R;
+    // Four steps an iteration: one at a time, the loop's own three
+    // instructions a step held 64-step tiles (WaveNet's 64->256) to 0.72-0.78
+    // of oneDNN, 0.80-0.87 unrolled.
+#pragma GCC unroll 4
     for (int64_t r = 0; r < R; ++r, a += a_red, panel += kPanelAvx2) {
         __m256 b[NV];
 #pragma GCC unroll 2
