@@ -547,13 +547,13 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     // its transposed and strided reads of W cost more at 16 columns a panel
     // than at AVX-512's 48).
     // Against libconv's own AVX2 SGEMM (sgemm_avx2.h; in one process, 21
-    // alternated calls): forward from 128 channels onto 128-512 the SGEMM
-    // (1.03-1.12x); from 64 channels or fewer, and on 7x7 planes, still
-    // these tiles (1.02-1.14x).
+    // alternated calls), once the tiles' reduction was unrolled: forward
+    // these tiles on every plane, 1.02-1.11x (14x14 1.09-1.11x, 28x28
+    // 1.02-1.07x, batch 8 1.06x; 256->64 56x56, whose GEMM is OpenBLAS's,
+    // even); before the unrolling the SGEMM won from 128 channels.
     if (cpu_isa() == Isa::avx2) {
         if (op == CONV_OP_BACKWARD_FILTER) return g.c <= 64 || g.out_size() <= 49 || g.k >= 512;
-        return op == CONV_OP_FORWARD && g.layout == CONV_LAYOUT_CHANNELS_FIRST &&
-               (g.out_size() <= 49 || g.c <= 64);
+        return op == CONV_OP_FORWARD && g.layout == CONV_LAYOUT_CHANNELS_FIRST;
     }
     if (op == CONV_OP_BACKWARD_FILTER) return true;
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
