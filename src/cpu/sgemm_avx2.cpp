@@ -9,6 +9,7 @@
 
 #include "cpu/avx2.h"
 #include "cpu/sgemm_avx512.h"  // kSgemmKc: both SGEMMs sum in the same blocks
+#include "cpu/sgemm_shared.h"
 
 namespace conv::cpu {
 
@@ -27,7 +28,6 @@ constexpr int kNr = 16;
 constexpr int64_t kKc = kSgemmKc;
 constexpr int64_t kMc = kMr * 24;
 constexpr int64_t kNc = 1024;
-constexpr int64_t kStreamFloats = 1 << 18;  // C of 1 MiB and more may be streamed
 // Rows of B ahead that pack_b asks for (rows ldb apart defeat the prefetcher).
 constexpr int64_t kAhead = 8;
 // Rows of B this many floats apart or more are packed row by row (pack_b).
@@ -36,32 +36,9 @@ constexpr int64_t kFarRows = 1024;
 // C^T of up to kNarrow rows by kNc columns (transposed_pays).
 constexpr int64_t kNarrow = 64;
 
-struct PackBuffers {
-    float *a = nullptr;  // kMc x kKc
-    float *b = nullptr;  // kKc x kNc
-    float *t = nullptr;  // kNarrow x kNc
-    bool tried = false;
-    ~PackBuffers() { std::free(a); }
-    bool get() {
-        if (!tried) {
-            tried = true;
-            // Not operator new: a failure is answered by the caller's
-            // fallback (OpenBLAS), not bad_alloc.
-            void *p = nullptr;
-            if (posix_memalign(&p, 64, sizeof(float) * (kMc * kKc + kKc * kNc + kNarrow * kNc)) == 0) {
-                a = static_cast<float *>(p);
-                b = a + kMc * kKc;
-                t = b + kKc * kNc;
-            }
-        }
-        return a != nullptr;
-    }
-};
-thread_local PackBuffers t_pack;
-
-// How a finished tile meets C: alpha*acc; alpha*acc + C; alpha*acc + beta*C;
-// alpha*acc by non-temporal stores.
-enum class Store { overwrite, add, scale, stream };
+using sgemm::Store;
+// Packed A, packed B, then C^T.
+thread_local sgemm::PackBuffer<kMc * kKc + kKc * kNc + kNarrow * kNc> t_pack;
 
 // C[R rows x `cols` columns] (op)= alpha * Ap(R x kc) * Bp(kc x 8V): Ap holds
 // R values per step of k, Bp kNr per step (zeros past `cols`).
@@ -121,6 +98,18 @@ constexpr auto kernel_table(std::index_sequence<I...>) {
 }
 constexpr auto kKernels = kernel_table(std::make_index_sequence<kMr>());
 
+// t[j] = column j of the rows x q block at s (rows `ld` apart; rows, q <=
+// 8), zeros past it: the rows loaded and transposed in registers.
+CONV_TARGET_AVX2 inline void load_columns(__m256 t[8], const float *s, int64_t ld, int64_t rows,
+                                          int64_t q) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+        t[i] = i >= rows ? _mm256_setzero_ps()
+               : q == 8  ? _mm256_loadu_ps(s + i * ld)
+                         : load_first_avx2(s + i * ld, q);
+    transpose8(t);
+}
+
 // Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of op(A) into panels of kMr
 // rows (the last one narrower), r values per step of k. Steps are stored as
 // whole vectors, the lanes past r overwritten by the panel's next step; a
@@ -159,12 +148,7 @@ CONV_TARGET_AVX2 void pack_a(bool trans, const float *a, int64_t lda, int64_t m,
         for (int64_t p = 0; p < kc; p += 8) {
             const int64_t q = std::min<int64_t>(8, kc - p);
             __m256 t[8];
-#pragma GCC unroll 8
-            for (int i = 0; i < 8; ++i)
-                t[i] = i >= r ? _mm256_setzero_ps()
-                       : q == 8 ? _mm256_loadu_ps(s + i * lda + p)
-                                : load_first_avx2(s + i * lda + p, q);
-            transpose8(t);
+            load_columns(t, s + p, lda, r, q);
             for (int64_t j = 0; j < q; ++j) {
                 if (p + j + 1 < kc)
                     _mm256_storeu_ps(d + (p + j) * r, t[j]);
@@ -225,12 +209,7 @@ CONV_TARGET_AVX2 void pack_b(bool trans, const float *b, int64_t ldb, int64_t p0
                 for (int64_t p = 0; p < kc; p += 8) {
                     const int64_t q = std::min<int64_t>(8, kc - p);
                     __m256 t[8];
-#pragma GCC unroll 8
-                    for (int j = 0; j < 8; ++j)
-                        t[j] = j >= rows ? _mm256_setzero_ps()
-                               : q == 8  ? _mm256_loadu_ps(s + (8 * half + j) * ldb + p)
-                                         : load_first_avx2(s + (8 * half + j) * ldb + p, q);
-                    transpose8(t);
+                    load_columns(t, s + 8 * half * ldb + p, ldb, rows, q);
                     for (int64_t u = 0; u < q; ++u) _mm256_store_ps(d + (p + u) * kNr + 8 * half, t[u]);
                 }
             }
@@ -246,11 +225,7 @@ CONV_TARGET_AVX2 void sgemm_blocked(bool ta, bool tb, int64_t m, int64_t n, int6
         const int64_t nc = std::min(kNc, n - jc);
         for (int64_t pc = 0; pc < k; pc += kKc) {
             const int64_t kc = std::min(kKc, k - pc);
-            const Store how = pc > 0 ? Store::add
-                              : stream ? Store::stream
-                              : beta == 0.f ? Store::overwrite
-                              : beta == 1.f ? Store::add
-                                            : Store::scale;
+            const Store how = sgemm::store_for(pc, stream, beta);
             pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
             for (int64_t ic = 0; ic < m; ic += kMc) {
                 const int64_t mc = std::min(kMc, m - ic);
@@ -308,29 +283,23 @@ bool transposed_pays(int64_t m, int64_t n) { return n <= kNarrow && n % kNr != 0
 bool sgemm_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                 int64_t ldc, bool write_once) {
-    if (m == 0 || n == 0) return true;
-    if (k == 0 || alpha == 0.f) {  // C = beta C, A and B unread (as BLAS)
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
-        return true;
-    }
-    if (!t_pack.get()) return false;
+    if (m == 0 || n == 0 || sgemm::scale_only(m, n, k, alpha, beta, c, ldc)) return true;
+    float *pack = t_pack.get();
+    if (!pack) return false;
+    float *ap = pack, *bp = ap + kMc * kKc, *tp = bp + kKc * kNc;
     if (transposed_pays(m, n)) {
-        // By blocks of kNc rows of C: T = op(B)^T op(A)^T rows [i0, i0 + mb), then C = alpha T^T + beta C.
+        // By blocks of kNc rows of C: T = op(B)^T op(A)^T rows [i0, i0 + mb),
+        // then C = alpha T^T + beta C.
         for (int64_t i0 = 0; i0 < m; i0 += kNc) {
             const int64_t mb = std::min(kNc, m - i0);
-            sgemm_blocked(!trans_b, !trans_a, n, mb, k, 1.f, b, ldb, trans_a ? a + i0 : a + i0 * lda, lda,
-                          0.f, t_pack.t, mb, t_pack.a, t_pack.b, false);
-            store_transposed(t_pack.t, mb, mb, n, alpha, beta, c + i0 * ldc, ldc);
+            sgemm_blocked(!trans_b, !trans_a, n, mb, k, 1.f, b, ldb, trans_a ? a + i0 : a + i0 * lda,
+                          lda, 0.f, tp, mb, ap, bp, false);
+            store_transposed(tp, mb, mb, n, alpha, beta, c + i0 * ldc, ldc);
         }
         return true;
     }
-    // Non-temporal stores where C is final, written in one pass and larger
-    // than L2, its rows whole cache lines (sgemm_avx512's reasons).
-    const bool stream = write_once && beta == 0.f && k <= kKc && m * n >= kStreamFloats &&
-                        reinterpret_cast<uintptr_t>(c) % 64 == 0 && ldc % 16 == 0;
-    sgemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, t_pack.a,
-                  t_pack.b, stream);
+    const bool stream = sgemm::streams_c(write_once, m, n, k, kKc, beta, c, ldc);
+    sgemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ap, bp, stream);
     if (stream) _mm_sfence();  // the stores are weakly ordered: done before the caller's
     return true;
 }

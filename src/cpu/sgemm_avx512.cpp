@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cpu/avx512.h"
+#include "cpu/sgemm_shared.h"
 
 namespace conv::cpu {
 
@@ -23,34 +24,9 @@ constexpr int kNr = 32;
 constexpr int64_t kKc = kSgemmKc;
 constexpr int64_t kMc = kMr * 24;
 constexpr int64_t kNc = 1024;
-constexpr int64_t kStreamFloats = 1 << 18;  // C of 1 MiB and more may be streamed
 
-// The packing buffers of one thread: allocated once at their largest size
-// (pages are touched only as far as a call uses them), freed at thread exit.
-struct PackBuffers {
-    float *a = nullptr;  // kMc x kKc
-    float *b = nullptr;  // kKc x kNc
-    bool tried = false;
-    ~PackBuffers() { std::free(a); }
-    bool get() {
-        if (!tried) {
-            tried = true;
-            // Not operator new: the buffer outlives the call by design, and a
-            // failure here is answered by the caller's fallback, not bad_alloc.
-            void *p = nullptr;
-            if (posix_memalign(&p, 64, sizeof(float) * (kMc * kKc + kKc * kNc)) == 0) {
-                a = static_cast<float *>(p);
-                b = a + kMc * kKc;
-            }
-        }
-        return a != nullptr;
-    }
-};
-thread_local PackBuffers t_pack;
-
-// How a finished tile meets C: alpha*acc; alpha*acc + C; alpha*acc + beta*C;
-// alpha*acc by non-temporal stores (whole aligned vectors; C not prefetched).
-enum class Store { overwrite, add, scale, stream };
+using sgemm::Store;
+thread_local sgemm::PackBuffer<kMc * kKc + kKc * kNc> t_pack;  // packed A, then packed B
 
 // C[rows R x columns < 16V] (op)= alpha * Ap(R x kc) * Bp(kc x 16V). Ap holds
 // R values per step of k; Bp's steps are `bstride` apart (packed: 16V, in
@@ -205,11 +181,7 @@ CONV_TARGET_AVX512 void sgemm_blocked(bool ta, bool tb, int64_t m, int64_t n, in
         const int64_t nc = std::min(kNc, n - jc);
         for (int64_t pc = 0; pc < k; pc += kKc) {
             const int64_t kc = std::min(kKc, k - pc);
-            const Store how = pc > 0 ? Store::add
-                              : stream ? Store::stream
-                              : beta == 0.f ? Store::overwrite
-                              : beta == 1.f ? Store::add
-                                            : Store::scale;
+            const Store how = sgemm::store_for(pc, stream, beta);
             if (!direct) pack_b(tb, b, ldb, pc, kc, jc, nc, bp);
             for (int64_t ic = 0; ic < m; ic += kMc) {
                 const int64_t mc = std::min(kMc, m - ic);
@@ -238,24 +210,12 @@ CONV_TARGET_AVX512 void sgemm_blocked(bool ta, bool tb, int64_t m, int64_t n, in
 bool sgemm_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                   int64_t ldc, bool write_once) {
-    if (m == 0 || n == 0) return true;
-    if (k == 0 || alpha == 0.f) {  // C = beta C, A and B unread (as BLAS)
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
-        return true;
-    }
-    if (!t_pack.get()) return false;
-    // Non-temporal stores where C is final, written in one pass (one block of
-    // k, beta 0), outgrows L2 and its rows are whole cache lines: a weight
-    // gradient from few positions (512->512 3x3 on 7x7: 2.4 M outputs of 49
-    // products each) is bound by writing C, and ordinary stores first read
-    // every line of it. 1 thread, interleaved, 5 rounds, backward-filter
-    // (im2col) 512->512 3x3 7x7 7.29 -> 5.28 ms, 1024->2048 1x1 s2 14x14
-    // 5.61 -> 3.95, 256->256 3x3 s2 28x28 5.64 -> 5.28.
-    const bool stream = write_once && beta == 0.f && k <= kKc && m * n >= kStreamFloats &&
-                        reinterpret_cast<uintptr_t>(c) % 64 == 0 && ldc % 16 == 0;
-    sgemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, t_pack.a,
-                  t_pack.b, stream);
+    if (m == 0 || n == 0 || sgemm::scale_only(m, n, k, alpha, beta, c, ldc)) return true;
+    float *pack = t_pack.get();
+    if (!pack) return false;
+    const bool stream = sgemm::streams_c(write_once, m, n, k, kKc, beta, c, ldc);
+    sgemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pack,
+                  pack + kMc * kKc, stream);
     if (stream) _mm_sfence();  // the stores are weakly ordered: done before the caller's
     return true;
 }
