@@ -61,6 +61,18 @@ CONV_TARGET_AVX2 inline void store_first_avx2(float *at, __m256 x, int64_t n) {
     std::memcpy(at, buffer, (size_t)std::max<int64_t>(n, 0) * sizeof(float));
 }
 
+// One step of a 16-column panel: the 16 floats at `at`, of which the first
+// n exist, stored at the 32-byte aligned `dst` with zeros past n.
+CONV_TARGET_AVX2 inline void copy_panel_step_avx2(float *dst, const float *at, int64_t n) {
+    if (n >= 16) {
+        _mm256_store_ps(dst, _mm256_loadu_ps(at));
+        _mm256_store_ps(dst + 8, _mm256_loadu_ps(at + 8));
+        return;
+    }
+    _mm256_store_ps(dst, load_first_avx2(at, n));
+    _mm256_store_ps(dst + 8, load_first_avx2(at + 8, n - 8));
+}
+
 // transpose_rows_avx512's contract at 8 lanes a step: out[j * 16 + l] = row
 // l's element j (rows `stride` apart, zero past `lanes`), j < len; `out` is
 // 32-byte aligned.

@@ -358,13 +358,7 @@ CONV_TARGET_AVX2 void pack_panels_avx2(const Gemm &m, int64_t j0, int64_t j1, fl
                     _mm_prefetch((const char *)next, _MM_HINT_T0);
                     _mm_prefetch((const char *)(next + width - 1), _MM_HINT_T0);
                 }
-                if (width == kPanelAvx2) {
-                    _mm256_store_ps(panel + r * kPanelAvx2, _mm256_loadu_ps(src));
-                    _mm256_store_ps(panel + r * kPanelAvx2 + 8, _mm256_loadu_ps(src + 8));
-                } else {
-                    _mm256_store_ps(panel + r * kPanelAvx2, load_first_avx2(src, width));
-                    _mm256_store_ps(panel + r * kPanelAvx2 + 8, load_first_avx2(src + 8, width - 8));
-                }
+                copy_panel_step_avx2(panel + r * kPanelAvx2, src, width);
             }
             continue;
         }

@@ -167,19 +167,9 @@ CONV_TARGET_AVX2 void pack_b(bool trans, const float *b, int64_t ldb, int64_t p0
         // Rows a page or more apart (filters, with the C^T of transposed_pays):
         // each row read once, in order, and dealt out to the panels; panel by
         // panel the walk down rows that far apart waited on L3 (1.05-1.13x).
-        const int64_t whole = nc / kNr * kNr;
         for (int64_t p = 0; p < kc; ++p) {
             const float *row = b + (p0 + p) * ldb + j0;
-            for (int64_t jr = 0; jr < whole; jr += kNr) {
-                float *d = dst + jr * kc + p * kNr;
-                _mm256_store_ps(d, _mm256_loadu_ps(row + jr));
-                _mm256_store_ps(d + 8, _mm256_loadu_ps(row + jr + 8));
-            }
-            if (whole < nc) {
-                float *d = dst + whole * kc + p * kNr;
-                _mm256_store_ps(d, load_first_avx2(row + whole, nc - whole));
-                _mm256_store_ps(d + 8, load_first_avx2(row + whole + 8, nc - whole - 8));
-            }
+            for (int64_t jr = 0; jr < nc; jr += kNr) copy_panel_step_avx2(dst + jr * kc + p * kNr, row + jr, nc - jr);
         }
         return;
     }
@@ -194,13 +184,7 @@ CONV_TARGET_AVX2 void pack_b(bool trans, const float *b, int64_t ldb, int64_t p0
                     _mm_prefetch((const char *)(row + kAhead * ldb), _MM_HINT_T0);
                     _mm_prefetch((const char *)(row + kAhead * ldb + w - 1), _MM_HINT_T0);
                 }
-                if (w == kNr) {
-                    _mm256_store_ps(d + p * kNr, _mm256_loadu_ps(row));
-                    _mm256_store_ps(d + p * kNr + 8, _mm256_loadu_ps(row + 8));
-                } else {
-                    _mm256_store_ps(d + p * kNr, load_first_avx2(row, w));
-                    _mm256_store_ps(d + p * kNr + 8, load_first_avx2(row + 8, w - 8));
-                }
+                copy_panel_step_avx2(d + p * kNr, row, w);
             }
         } else {  // op(B)(p, j) = b[j * ldb + p]: w rows transposed, 8 x 8 at a time
             const float *s = b + (j0 + jr) * ldb + p0;

@@ -93,38 +93,6 @@ void for_each_position(const ConvGeometry &g, int64_t p0, int64_t p1, F &&fn) {
     }
 }
 
-}  // namespace
-
-template <class T>
-void im2col_tile(const ConvGeometry &g, const T *x, int64_t c0, int64_t c1, int64_t p0, int64_t p1,
-                 T *col) {
-    const int64_t ld = p1 - p0, in_size = g.in_size(), s2 = g.stride[2];
-    const Start start(g, p0);
-    T *row = col;
-    for (int64_t c = c0; c < c1; ++c) {
-        const T *xc = x + c * in_size;
-        for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
-            for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
-                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, row += ld)
-                    for_each_run(g, kd, kh, kw, start, p1, [&](const Run &r) {
-                        T *dst = row + r.off;
-                        if (r.in_row < 0) {
-                            std::fill(dst, dst + r.count, T(0));
-                            return;
-                        }
-                        const T *src = xc + r.in_row + r.iw0;
-                        for (int64_t j = 0; j < r.lo; ++j) dst[j] = T(0);
-                        if (s2 == 1)
-                            for (int64_t j = r.lo; j < r.hi; ++j) dst[j] = src[j];
-                        else
-                            for (int64_t j = r.lo; j < r.hi; ++j) dst[j] = src[j * s2];
-                        for (int64_t j = r.hi; j < r.count; ++j) dst[j] = T(0);
-                    });
-    }
-}
-
-namespace {
-
 #if CONV_HAVE_AVX512_KERNELS
 // dst[j * stride] += src[j] for j < n, stride 1 or 2, with `room` elements
 // readable and writable from dst: 8 sums a step where 16 (stride 2) or 8
@@ -154,7 +122,36 @@ CONV_TARGET_AVX2 void add_strided_avx2(float *dst, const float *src, int64_t n, 
 }
 #endif
 
+
 }  // namespace
+
+template <class T>
+void im2col_tile(const ConvGeometry &g, const T *x, int64_t c0, int64_t c1, int64_t p0, int64_t p1,
+                 T *col) {
+    const int64_t ld = p1 - p0, in_size = g.in_size(), s2 = g.stride[2];
+    const Start start(g, p0);
+    T *row = col;
+    for (int64_t c = c0; c < c1; ++c) {
+        const T *xc = x + c * in_size;
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, row += ld)
+                    for_each_run(g, kd, kh, kw, start, p1, [&](const Run &r) {
+                        T *dst = row + r.off;
+                        if (r.in_row < 0) {
+                            std::fill(dst, dst + r.count, T(0));
+                            return;
+                        }
+                        const T *src = xc + r.in_row + r.iw0;
+                        for (int64_t j = 0; j < r.lo; ++j) dst[j] = T(0);
+                        if (s2 == 1)
+                            for (int64_t j = r.lo; j < r.hi; ++j) dst[j] = src[j];
+                        else
+                            for (int64_t j = r.lo; j < r.hi; ++j) dst[j] = src[j * s2];
+                        for (int64_t j = r.hi; j < r.count; ++j) dst[j] = T(0);
+                    });
+    }
+}
 
 template <class T>
 void col2im_tile_add(const ConvGeometry &g, const T *col, int64_t c0, int64_t c1, int64_t p0,
