@@ -636,7 +636,7 @@ static void test_devices_and_contexts(void **state)
     if (cap && strcmp(cap, "baseline") == 0) {
         assert_string_equal(isa, "(baseline)");
     } else if (strcmp(isa, "(baseline)") != 0) {
-        const char *const forms[] = {"(avx2)", "(avx512)", "(avx512+jit)", "(avx512+amx)", "(avx512+amx+jit)",
+        const char *const forms[] = {"(avx2)", "(avx2+jit)", "(avx512)", "(avx512+jit)", "(avx512+amx)", "(avx512+amx+jit)",
                                      "(avx512+amx-emulated)", "(avx512+amx-emulated+jit)"};
         int known = 0;
         for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) known |= strcmp(isa, forms[i]) == 0;

@@ -11,7 +11,7 @@
  * - W^X: no mapping of the process is ever writable and executable.
  * - Generated once: the first call of a problem maps new code, repeated
  *   calls (one-shot and plans) map none.
- * Skipped where no kernels are generated (no AVX-512, a build without
+ * Skipped where no kernels are generated (no AVX-512 or AVX2, a build without
  * Xbyak, CONV_CPU_ISA=baseline or CONV_CPU_JIT=0). */
 #include <setjmp.h>
 #include <stdarg.h>

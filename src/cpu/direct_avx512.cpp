@@ -1126,61 +1126,84 @@ bool packs_per_item(const Shape &s, int threads) {
 
 // The generated tiles one call runs: per phase, per (vectors, positions) its
 // items meet -- the full tile, the last channel block's and each row
-// segment's remainder. Null entries run the compiled tiles, and so does a
-// call whose lookup fails (no memory): generation never fails a pass, and
-// a conv_find_algorithms trial that ran before keeps its results. Only
-// float tiles (`floats`) are generated.
+// segment's remainder -- and with AVX2, whose tiles run on across rows, per
+// position where a tile meets the next row (`wrap`). Null entries run the
+// compiled tiles, and so does a call whose lookup fails (no memory):
+// generation never fails a pass, and a conv_find_algorithms trial that ran
+// before keeps its results. Only float tiles (`floats`) are generated.
 class GeneratedTiles {
 public:
-    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len, bool floats) {
+    // `rows`: the rows of the call's items (the last of a phase may have fewer).
+    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len, int64_t rows, bool floats) {
         if (!floats || !jit::enabled()) return;
         try {
-            look_up(s, steps, phase_len);
+            look_up(s, steps, phase_len, rows);
         } catch (...) {
             fn_.clear();
             held_.clear();
         }
     }
-    jit::DirectTileFn get(int64_t p, int nv, int ur) const {
-        return fn_.empty() ? nullptr : fn_[at(p, nv, ur)];
+    // `wrap`: the tile's positions before the next row's (tiles_wrap; else ur).
+    jit::DirectTileFn get(int64_t p, int nv, int ur, int wrap) const {
+        return fn_.empty() ? nullptr : fn_[at(p, nv, ur, wrap)];
     }
 
 private:
-    void look_up(const Shape &s, const Step *steps, int64_t phase_len) {
+    void look_up(const Shape &s, const Step *steps, int64_t phase_len, int64_t rows) {
         const int64_t phases = s.fh * s.fw;
-        fn_.assign(phases * kMaxVectors * kMaxPositions, nullptr);
+        fn_.assign(phases * kMaxVectors * kMaxPositions * kMaxPositions, nullptr);
         const int64_t kblocks = ceil_div(s.dvec, s.nv);
         const int nvs[2] = {s.nv, (int)(s.dvec - (kblocks - 1) * s.nv)};
         for (int64_t p = 0; p < phases; ++p) {
             const int64_t ph = p / s.fw, pw = p % s.fw;
+            const int64_t hj = s.hdst > ph ? ceil_div(s.hdst - ph, s.fh) : 0;
             const int64_t wj = s.wdst > pw ? ceil_div(s.wdst - pw, s.fw) : 0;
-            if (s.hdst <= ph || wj == 0) continue;
+            if (hj == 0 || wj == 0) continue;
             jit::DirectTileSpec spec;
+            spec.ymm = s.wrap;
             spec.channel_x = s.plane, spec.channel_w = s.taps * kLanes, spec.vector_w = s.wvec;
             const int64_t per_channel = phase_len ? phase_steps_count(s, ph, pw) : 0;
             for (int64_t j = 0; j < per_channel; ++j) {
                 spec.tap_x.push_back(steps[p * phase_len + j].x);
                 spec.tap_w.push_back(steps[p * phase_len + j].w);
             }
-            // Row segments of seg positions and the last one; in each, tiles
-            // of ur and the remainder.
+            // Row segments of seg positions and the last one.
             const int64_t lens[2] = {std::min(s.seg, wj), wj - (ceil_div(wj, s.seg) - 1) * s.seg};
-            for (int nv : nvs)
-                for (int64_t len : lens)
-                    for (int64_t ur : {std::min<int64_t>(s.ur, len), len % s.ur}) {
-                        if (ur == 0) continue;
-                        auto &slot = fn_[at(p, nv, (int)ur)];
-                        if (slot) continue;
-                        spec.nv = nv, spec.ur = (int)ur;
-                        if (auto k = jit::direct_tile(spec)) {
-                            held_.push_back(k);
-                            slot = k->fn();
-                        }
+            // Tiles of (positions, wrap) the items meet: in a row, tiles of
+            // ur and the remainder; across rows (an item of `r` rows, the
+            // last item's fewer) each tile's break, where it has one.
+            std::vector<std::pair<int, int>> shapes;
+            for (int64_t len : lens) {
+                if (!s.wrap) {
+                    for (int64_t ur : {std::min<int64_t>(s.ur, len), len % s.ur})
+                        if (ur) shapes.push_back({(int)ur, (int)ur});
+                    continue;
+                }
+                const int64_t last = hj - (ceil_div(hj, std::min(rows, hj)) - 1) * std::min(rows, hj);
+                for (int64_t r : {std::min(rows, hj), last}) {
+                    const int64_t total = r * len;
+                    for (int64_t q = 0; q < total; q += s.ur) {
+                        const int ur = (int)std::min<int64_t>(s.ur, total - q);
+                        const int64_t before = len - q % len;  // positions left in the tile's first row
+                        if (ur - before > len) continue;       // three rows: compiled
+                        shapes.push_back({ur, (int)std::min<int64_t>(ur, before)});
                     }
+                }
+            }
+            for (int nv : nvs)
+                for (auto [ur, wrap] : shapes) {
+                    auto &slot = fn_[at(p, nv, ur, wrap)];
+                    if (slot) continue;
+                    spec.nv = nv, spec.ur = ur, spec.wrap = wrap;
+                    if (auto k = jit::direct_tile(spec)) {
+                        held_.push_back(k);
+                        slot = k->fn();
+                    }
+                }
         }
     }
-    size_t at(int64_t p, int nv, int ur) const {
-        return (size_t)((p * kMaxVectors + nv - 1) * kMaxPositions + ur - 1);
+    size_t at(int64_t p, int nv, int ur, int wrap) const {
+        return (size_t)(((p * kMaxVectors + nv - 1) * kMaxPositions + ur - 1) * kMaxPositions + wrap - 1);
     }
     std::vector<jit::DirectTileFn> fn_;
     std::vector<std::shared_ptr<const jit::DirectTileKernel>> held_;  // alive for the call
@@ -1203,7 +1226,6 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const int64_t phases = s.fh * s.fw, phase_len = s.cblock * s.taps;
     Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
     for (int64_t p = 0; p < phases; ++p) phase_steps(s, p / s.fw, p % s.fw, steps + p * phase_len);
-    const GeneratedTiles generated(s, steps, phase_len, std::is_same_v<T, float>);
     // The padded source: copied image by image into the thread's slot, right
     // before that image's items (so that it is read from L2, where copying
     // the whole batch first wrote it out to memory and read it back: 7-15% of
@@ -1227,6 +1249,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const int64_t others = s.n * s.groups * kblocks * phases * segs;
     const int64_t rows = per_item || by_image ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others)));
     const int64_t rgroups = ceil_div(s.hd, rows);
+    const GeneratedTiles generated(s, steps, phase_len, rows, std::is_same_v<T, float>);
     // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
     // block kb of group gi, whose packed vectors start at w.
     // `image`: image n's padded source planes.
@@ -1256,12 +1279,23 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 const int64_t total = it.rows * it.len;
                 for (int64_t q = 0, r = 0, j = 0; q < total; q += s.ur) {
                     const int ur = (int)std::min<int64_t>(s.ur, total - q);
+                    int wrap = ur, breaks = 0;  // positions before the next row's; rows met
                     for (int i = 0; i < ur; ++i) {
                         t.at[i] = block + r * s.rstep + j;
-                        if (++j == it.len) j = 0, ++r;
+                        if (++j < it.len) continue;
+                        j = 0, ++r;
+                        if (i + 1 < ur) ++breaks, wrap = std::min(wrap, i + 1);
                     }
                     t.out = sums + q * it.width;
-                    run_tile<T>(t, nv, ur);
+                    jit::DirectTileFn fn = breaks <= 1 ? generated.get(p, nv, ur, wrap) : nullptr;
+                    if (fn) {
+                        const float *first = reinterpret_cast<const float *>(t.at[0]);
+                        const float *next = wrap < ur ? reinterpret_cast<const float *>(t.at[wrap]) - wrap : first;
+                        fn(first, reinterpret_cast<const float *>(t.w), channels, reinterpret_cast<float *>(t.out),
+                           (int64_t)t.mode, next);
+                    } else {
+                        run_tile<T>(t, nv, ur);
+                    }
                     ahead.step();
                 }
                 continue;
@@ -1271,9 +1305,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     t.x = block + r * s.rstep + j;
                     t.out = sums + (r * it.len + j) * it.width;
                     const int ur = (int)std::min<int64_t>(s.ur, it.len - j);
-                    if (jit::DirectTileFn fn = generated.get(p, nv, ur))
+                    if (jit::DirectTileFn fn = generated.get(p, nv, ur, ur))
                         fn(reinterpret_cast<const float *>(t.x), reinterpret_cast<const float *>(t.w),
-                           channels, reinterpret_cast<float *>(t.out), (int64_t)t.mode);
+                           channels, reinterpret_cast<float *>(t.out), (int64_t)t.mode, nullptr);
                     else
                         run_tile<T>(t, nv, ur);
                     ahead.step();
@@ -1445,14 +1479,32 @@ public:
         // ResNet-50's 64->64 56x56 1.10-1.50x (batch 8 1.30x); not VGG's
         // 256->256 56x56 or 128->128 112x112 (0.94-0.95x), nor strided onto
         // 7x7 (512->512 14x14: 0.96-1.01x).
-        auto image_fits = [](int64_t channels, int64_t positions) {
-            return channels * positions * (int64_t)sizeof(float) <= (1 << 20);
+        //
+        // With tiles generated for the problem (cpu/jit; 1.04-1.18x the
+        // compiled ones on ResNet-50's 3x3 layers, strided forward 1.34x),
+        // against im2col again, 1 thread, strict, in one process (7-15
+        // alternated calls; batch 1 unless said): forward from x's images of
+        // 1.6-6.4 MB (512->512 28x28 1.21-1.23x, batch 8 too; 256->256 56x56
+        // 1.11x; 128->128 112x112 1.03-1.2x), not 12.8 MB (64->64 224x224
+        // 0.87x); backward-data from and onto 256+ channels 1.16-1.24x
+        // (256->256 and 512->512 14x14, batch 8 1.16x), from dy's images up
+        // to 1.6 MB (512->512 28x28 1.21x; 3.2-6.4 MB even, 0.98-1.00x);
+        // strided backward-data from and onto 256+ channels from dy's planes
+        // of 14x14 and more (256->256 28x28 1.11x, batch 8 1.16x; in
+        // ResNet-50's suite 1.06x), not 7x7 (512->512 14x14 0.94-0.99x,
+        // batch 8 1.34x) nor from 128 channels (1.07x, batch 8 0.94x).
+        const bool generated = jit::enabled();
+        auto image_fits = [&](int64_t channels, int64_t positions) {
+            const int64_t most = !generated ? 1 << 20 : op == CONV_OP_FORWARD ? 8 << 20 : 2 << 20;
+            return channels * positions * (int64_t)sizeof(float) <= most;
         };
         if (op == CONV_OP_FORWARD) {
             if (g.cg() <= 4 || g.kg() < 16) return true;
             if (strided) return g.out[2] >= 8 && g.out_size() <= 32 * 32;
             return g.out_size() <= 32 * 32 || image_fits(g.c, g.in_size());
         }
+        const bool wide = g.c >= 256 && g.k >= 256;  // from and onto 256+ channels
+        if (generated && strided) return wide && g.cg() >= 16 && g.out_size() >= 14 * 14;
         // Backward-data at unit stride, by the same rule with dy as the
         // source. Against im2col, 1 thread, strict, 3-5 interleaved rounds:
         // MNIST's 32->64 15.7 vs 16.9 ms (batch 32), ResNet-50's 64->64 56x56
@@ -1469,7 +1521,7 @@ public:
         // batch 8 1.04x; 512->512 14x14 1.02x; AlexNet's 256->256 and
         // 384->384 13x13 1.11-1.15x); 128->128 28x28 is even, 512->512 7x7
         // stays direct (0.97x, batch 8 0.84x).
-        if (g.c >= 256 && g.k >= 256 && g.out_size() >= 13 * 13) return false;
+        if (!generated && wide && g.out_size() >= 13 * 13) return false;
         return g.in_size() <= 32 * 32 || image_fits(g.k, g.out_size());
     }
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {

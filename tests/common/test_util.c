@@ -98,7 +98,7 @@ tu_isa tu_cpu_isa(conv_context_t ctx)
     const char *isa = strrchr(name, '(');
     assert_non_null(isa);
     return strncmp(isa, "(avx512", 7) == 0 ? TU_ISA_AVX512
-           : strcmp(isa, "(avx2)") == 0   ? TU_ISA_AVX2
+           : strncmp(isa, "(avx2", 5) == 0 ? TU_ISA_AVX2
                                           : TU_ISA_BASELINE;
 }
 

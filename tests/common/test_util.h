@@ -63,7 +63,7 @@ uint64_t tu_env_seed(uint64_t fallback);
 int tu_env_count(int fallback);
 
 /* The CPU kernels a context runs, as the end of its device name says:
- * "(avx512...)", "(avx2)" or "(baseline)" (the CPU, or CONV_CPU_ISA). */
+ * "(avx512...)", "(avx2...)" or "(baseline)" (the CPU, or CONV_CPU_ISA). */
 typedef enum { TU_ISA_BASELINE, TU_ISA_AVX2, TU_ISA_AVX512 } tu_isa;
 tu_isa tu_cpu_isa(conv_context_t ctx);
 

@@ -16,7 +16,7 @@
 namespace conv::cpu::jit {
 
 bool DirectTileSpec::operator==(const DirectTileSpec &o) const {
-    return nv == o.nv && ur == o.ur && channel_x == o.channel_x && channel_w == o.channel_w &&
+    return nv == o.nv && ur == o.ur && ymm == o.ymm && wrap == o.wrap && channel_x == o.channel_x && channel_w == o.channel_w &&
            vector_w == o.vector_w && tap_x == o.tap_x && tap_w == o.tap_w;
 }
 
@@ -25,10 +25,11 @@ namespace {
 
 constexpr int kLanes = 16;
 constexpr int kRegisters = 32;
+constexpr int kYmmRegisters = 16;
 constexpr int64_t kMaxInstructions = 4096;  // ~40 KiB of code: beyond, the compiled tile
 
 size_t hash_spec(const DirectTileSpec &s) {
-    size_t h = std::hash<int64_t>()(s.nv * 64 + s.ur);
+    size_t h = std::hash<int64_t>()(((s.nv * 64 + s.ur) * 64 + s.wrap) * 2 + s.ymm);
     auto mix = [&h](int64_t v) { hash_mix(h, std::hash<int64_t>()(v)); };
     mix(s.channel_x), mix(s.channel_w), mix(s.vector_w);
     for (size_t t = 0; t < s.tap_x.size(); ++t) mix(s.tap_x[t]), mix(s.tap_w[t]);
@@ -36,11 +37,19 @@ size_t hash_spec(const DirectTileSpec &s) {
 }
 
 // Per tap: the weight loads, the broadcasts and the FMAs, at most.
-int64_t tap_instructions(const DirectTileSpec &s) { return (int64_t)(s.nv + 1) * (s.ur + 1); }
+int64_t tap_instructions(const DirectTileSpec &s) {
+    const int halves = s.ymm ? 2 : 1;
+    return (int64_t)(halves * s.nv + 1) * (s.ur + 1);
+}
 
 bool fits(const DirectTileSpec &s) {
     if (s.nv < 1 || s.ur < 1 || s.nv > 4) return false;
-    if (s.nv * s.ur + s.nv + (s.nv > 1) > kRegisters) return false;  // accumulators, weights, broadcast
+    if (s.ymm) {  // accumulators, weight halves, broadcast; the wrap within the tile
+        if (s.nv > 3 || 2 * s.nv * s.ur + 2 * s.nv + 1 > kYmmRegisters) return false;
+        if (s.wrap < 1 || s.wrap > s.ur) return false;
+    } else if (s.nv * s.ur + s.nv + (s.nv > 1) > kRegisters) {  // accumulators, weights, broadcast
+        return false;
+    }
     if (s.tap_x.size() != s.tap_w.size()) return false;
     const int64_t instructions = (int64_t)s.tap_x.size() * tap_instructions(s);
     if (instructions > kMaxInstructions) return false;
@@ -67,11 +76,12 @@ private:
         // At most 12 bytes an instruction (EVEX, SIB, 32-bit displacement),
         // the tile's entry and exit, rounded up to whole pages.
         const size_t body = s.tap_x.size() * (size_t)tap_instructions(s) * 12;
-        const size_t edges = (size_t)s.nv * s.ur * 3 * 12 + 256;
+        const size_t edges = (size_t)(s.ymm ? 2 : 1) * s.nv * s.ur * 3 * 12 + 256;
         return (body + edges + 4095) / 4096 * 4096;
     }
 
     void generate(const DirectTileSpec &s) {
+        if (s.ymm) return generate_ymm(s);
         using namespace Xbyak;
         // System V: x, w, channels, out, mode.
         const Reg64 x = rdi, w = rsi, channels = rdx, out = rcx, mode = r8;
@@ -135,6 +145,73 @@ private:
         L(plain);
         for (int i = 0; i < ur; ++i)
             for (int v = 0; v < nv; ++v) vmovaps(sum(v, i), acc(v, i));
+        vzeroupper();
+        ret();
+    }
+
+    // The AVX2 tile: as above with each vector two ymm halves (the packed
+    // weights and the sums keep their 16-lane layout), one broadcast
+    // register per position (each feeds 2 * NV FMAs), positions from
+    // `wrap` on read through x2.
+    void generate_ymm(const DirectTileSpec &s) {
+        using namespace Xbyak;
+        // System V: x, w, channels, out, mode, x2.
+        const Reg64 x = rdi, w = rsi, channels = rdx, out = rcx, mode = r8, x2 = r9;
+        const Reg64 vec = r10;  // one weight vector, bytes
+        const int halves = 2 * s.nv, ur = s.ur;
+        auto acc = [&](int h, int i) { return Ymm(i * halves + h); };  // [position][half], as the sums
+        auto wreg = [&](int h) { return Ymm(ur * halves + h); };
+        const Ymm bcast(ur * halves + halves);
+        auto sum = [&](int h, int i) { return yword[out + (i * halves + h) * 32]; };
+        // Half h (vector h / 2) of the tap whose weights start `off` elements in.
+        auto weights = [&](int h, int64_t off) {
+            const int disp = (int)(off * 4 + (h % 2) * 32);
+            switch (h / 2) {
+            case 0: return yword[w + disp];
+            case 1: return yword[w + vec + disp];
+            default: return yword[w + vec * 2 + disp];
+            }
+        };
+        auto source = [&](int i, int64_t off) {
+            const int disp = (int)((off + i) * 4);
+            return i < s.wrap ? ptr[x + disp] : ptr[x2 + disp];
+        };
+
+        Label running, summing, loop, summed, plain;
+        cmp(mode, 1);
+        je(running, T_NEAR);
+        for (int a = 0; a < halves * ur; ++a) vxorps(Ymm(a), Ymm(a), Ymm(a));
+        jmp(summing, T_NEAR);
+        L(running);
+        for (int i = 0; i < ur; ++i)
+            for (int h = 0; h < halves; ++h) vmovaps(acc(h, i), sum(h, i));
+        L(summing);
+        mov(vec, s.vector_w * 4);
+        test(channels, channels);
+        jle(summed, T_NEAR);
+        if (s.tap_x.empty()) jmp(summed, T_NEAR);  // a phase no tap reaches: zeros
+        align(16);
+        L(loop);
+        for (size_t t = 0; t < s.tap_x.size(); ++t) {
+            for (int h = 0; h < halves; ++h) vmovaps(wreg(h), weights(h, s.tap_w[t]));
+            for (int i = 0; i < ur; ++i) {
+                vbroadcastss(bcast, source(i, s.tap_x[t]));
+                for (int h = 0; h < halves; ++h) vfmadd231ps(acc(h, i), wreg(h), bcast);
+            }
+        }
+        add(x, (int)(s.channel_x * 4));
+        if (s.wrap < ur) add(x2, (int)(s.channel_x * 4));
+        add(w, (int)(s.channel_w * 4));
+        dec(channels);
+        jnz(loop, T_NEAR);
+        L(summed);
+        cmp(mode, 2);
+        jne(plain, T_NEAR);
+        for (int i = 0; i < ur; ++i)
+            for (int h = 0; h < halves; ++h) vaddps(acc(h, i), acc(h, i), sum(h, i));
+        L(plain);
+        for (int i = 0; i < ur; ++i)
+            for (int h = 0; h < halves; ++h) vmovaps(sum(h, i), acc(h, i));
         vzeroupper();
         ret();
     }

@@ -11,6 +11,11 @@
 // (two loads and an address per step), and with one vector the broadcast
 // register (the FMA broadcasts from memory). The products are added in the
 // order the compiled tile adds them, so both give the same bits.
+//
+// AVX2 (`ymm`): each vector of 16 channels is two ymm halves, as in the
+// compiled tile_avx2, in 16 registers. Its tiles run on across rows
+// (tiles_wrap): positions [0, wrap) are read from x + i, positions
+// [wrap, ur) from x2 + i (x2: the next row, less `wrap` elements).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,8 @@ namespace conv::cpu::jit {
 // What a tile's code is made for; elements are floats.
 struct DirectTileSpec {
     int nv = 0, ur = 0;        // vectors of 16 channels, positions
+    bool ymm = false;          // AVX2: two ymm halves a vector, 16 registers
+    int wrap = 0;              // ymm: positions before the next row's (ur: none)
     int64_t channel_x = 0;     // elements from one source channel's plane to the next
     int64_t channel_w = 0;     // elements from one channel's packed weights to the next
     int64_t vector_w = 0;      // elements from one weight vector to the next
@@ -34,8 +41,9 @@ struct DirectTileSpec {
 // How the tile meets `out` (sums [position][NV * 16], 64-byte aligned):
 // 0 overwrites it, 1 adds to it in registers (a running sum), 2 sums from
 // zero and then adds (two-level summation under CONV_MATH_STRICT).
+// `x2`: positions from `wrap` on (ymm; else unused).
 using DirectTileFn = void (*)(const float *x, const float *w, int64_t channels, float *out,
-                              int64_t mode);
+                              int64_t mode, const float *x2);
 
 using DirectTileKernel = Kernel<DirectTileFn>;
 

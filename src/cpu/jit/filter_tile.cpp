@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <functional>
 
+#include "cpu/isa.h"
 #include "cpu/jit/cache.h"
 #include "cpu/jit/jit.h"
 
@@ -130,7 +131,8 @@ struct SpecHash {
 }  // namespace
 
 std::shared_ptr<const FilterTileKernel> filter_tile(const FilterTileSpec &spec) {
-    if (!enabled() || !fits(spec)) return nullptr;
+    // zmm code only: on AVX2 the compiled tile runs.
+    if (!enabled() || cpu_isa() != Isa::avx512 || !fits(spec)) return nullptr;
     // Never destroyed: plans may outlive static destructors.
     static auto *cache = new KernelCache<FilterTileSpec, FilterTileKernel, SpecHash>;
     return cache->get(spec, [](const FilterTileSpec &s) { return std::make_shared<const FilterTileCode>(s); });

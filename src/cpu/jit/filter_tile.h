@@ -41,7 +41,8 @@ using FilterTileFn = void (*)(const float *dy, const float *x, int64_t rows, int
 using FilterTileKernel = Kernel<FilterTileFn>;
 
 // The tile's kernel, generated or from the cache; null where jit::enabled()
-// is false or the spec is beyond the generator (the compiled tile runs).
+// is false, the CPU has no AVX-512 (zmm code only), or the spec is beyond
+// the generator (the compiled tile runs).
 std::shared_ptr<const FilterTileKernel> filter_tile(const FilterTileSpec &spec);
 
 }  // namespace conv::cpu::jit

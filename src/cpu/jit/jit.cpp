@@ -12,7 +12,7 @@ bool enabled() {
 #if CONV_HAVE_XBYAK
         const char *env = std::getenv("CONV_CPU_JIT");
         if (env && std::strcmp(env, "0") == 0) return false;
-        return cpu_isa() == Isa::avx512;
+        return cpu_isa() == Isa::avx512 || cpu_isa() == Isa::avx2;
 #else
         return false;
 #endif

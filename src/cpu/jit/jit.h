@@ -14,7 +14,8 @@
 namespace conv::cpu::jit {
 
 // Whether kernels are generated in this process: libconv built with Xbyak,
-// a CPU with AVX-512 (cpu_isa()), and CONV_CPU_JIT not set to 0 (which
+// a CPU with AVX-512 or AVX2 (cpu_isa(); each generator says which forms
+// it makes), and CONV_CPU_JIT not set to 0 (which
 // keeps the compiled kernels; the tests run both). Decided once.
 bool enabled();
 
