@@ -1486,7 +1486,9 @@ public:
         // alternated calls; batch 1 unless said): forward from x's images of
         // 1.6-6.4 MB (512->512 28x28 1.21-1.23x, batch 8 too; 256->256 56x56
         // 1.11x; 128->128 112x112 1.03-1.2x), not 12.8 MB (64->64 224x224
-        // 0.87x); backward-data from and onto 256+ channels 1.16-1.24x
+        // 0.87x); strided forward onto rows under 8 (512->512 14x14 1.11x,
+        // batch 8 1.16x; 1024->1024 1.05x; 64->64 16x16 at batch 32 1.55x);
+        // backward-data from and onto 256+ channels 1.16-1.24x
         // (256->256 and 512->512 14x14, batch 8 1.16x), from dy's images up
         // to 1.6 MB (512->512 28x28 1.21x; 3.2-6.4 MB even, 0.98-1.00x);
         // strided backward-data from and onto 256+ channels from dy's planes
@@ -1500,7 +1502,7 @@ public:
         };
         if (op == CONV_OP_FORWARD) {
             if (g.cg() <= 4 || g.kg() < 16) return true;
-            if (strided) return g.out[2] >= 8 && g.out_size() <= 32 * 32;
+            if (strided) return (generated || g.out[2] >= 8) && g.out_size() <= 32 * 32;
             return g.out_size() <= 32 * 32 || image_fits(g.c, g.in_size());
         }
         const bool wide = g.c >= 256 && g.k >= 256;  // from and onto 256+ channels
