@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <type_traits>
 
 #include "cpu/jit/cache.h"
 #include "cpu/jit/jit.h"
@@ -102,22 +103,13 @@ private:
             }
         };
 
-        Label running, summing, loop, summed, plain;
-        cmp(mode, 1);
-        je(running, T_NEAR);
-        for (int a = 0; a < nv * ur; ++a) vpxord(Zmm(a), Zmm(a), Zmm(a));
-        jmp(summing, T_NEAR);
-        L(running);
-        for (int i = 0; i < ur; ++i)
-            for (int v = 0; v < nv; ++v) vmovaps(acc(v, i), sum(v, i));
-        L(summing);
+        // Sum a: position a / nv, vector a % nv.
+        auto reg = [&](int a) { return acc(a % nv, a / nv); };
+        auto slot = [&](int a) { return sum(a % nv, a / nv); };
+        Label loop, summed;
         mov(vec, s.vector_w * 4);
         lea(vec3, ptr[vec + vec * 2]);
-        test(channels, channels);
-        jle(summed, T_NEAR);
-        if (s.tap_x.empty()) jmp(summed, T_NEAR);  // a phase no tap reaches: zeros
-        align(16);
-        L(loop);
+        enter(nv * ur, mode, reg, slot, channels, s.tap_x.empty(), loop, summed);
         for (size_t t = 0; t < s.tap_x.size(); ++t) {
             for (int v = 0; v < nv; ++v) vmovaps(wreg(v), weights(v, s.tap_w[t]));
             for (int i = 0; i < ur; ++i) {
@@ -138,15 +130,7 @@ private:
         dec(channels);
         jnz(loop, T_NEAR);
         L(summed);
-        cmp(mode, 2);
-        jne(plain, T_NEAR);
-        for (int i = 0; i < ur; ++i)
-            for (int v = 0; v < nv; ++v) vaddps(acc(v, i), acc(v, i), sum(v, i));
-        L(plain);
-        for (int i = 0; i < ur; ++i)
-            for (int v = 0; v < nv; ++v) vmovaps(sum(v, i), acc(v, i));
-        vzeroupper();
-        ret();
+        leave(nv * ur, mode, reg, slot);
     }
 
     // The AVX2 tile: as above with each vector two ymm halves (the packed
@@ -177,21 +161,11 @@ private:
             return i < s.wrap ? ptr[x + disp] : ptr[x2 + disp];
         };
 
-        Label running, summing, loop, summed, plain;
-        cmp(mode, 1);
-        je(running, T_NEAR);
-        for (int a = 0; a < halves * ur; ++a) vxorps(Ymm(a), Ymm(a), Ymm(a));
-        jmp(summing, T_NEAR);
-        L(running);
-        for (int i = 0; i < ur; ++i)
-            for (int h = 0; h < halves; ++h) vmovaps(acc(h, i), sum(h, i));
-        L(summing);
+        auto reg = [&](int a) { return acc(a % halves, a / halves); };
+        auto slot = [&](int a) { return sum(a % halves, a / halves); };
+        Label loop, summed;
         mov(vec, s.vector_w * 4);
-        test(channels, channels);
-        jle(summed, T_NEAR);
-        if (s.tap_x.empty()) jmp(summed, T_NEAR);  // a phase no tap reaches: zeros
-        align(16);
-        L(loop);
+        enter(halves * ur, mode, reg, slot, channels, s.tap_x.empty(), loop, summed);
         for (size_t t = 0; t < s.tap_x.size(); ++t) {
             for (int h = 0; h < halves; ++h) vmovaps(wreg(h), weights(h, s.tap_w[t]));
             for (int i = 0; i < ur; ++i) {
@@ -205,13 +179,46 @@ private:
         dec(channels);
         jnz(loop, T_NEAR);
         L(summed);
+        leave(halves * ur, mode, reg, slot);
+    }
+
+    // The tile's entry, by `mode`: its `count` accumulators reg(a) zeroed
+    // (0, 2) or loaded from their sums slot(a) (1, a running sum); then the
+    // top of the loop over channels, to `summed` where there is none (or no
+    // tap: a phase no tap reaches sums zeros).
+    template <class Reg, class Slot>
+    void enter(int count, const Xbyak::Reg64 &mode, Reg reg, Slot slot, const Xbyak::Reg64 &channels,
+               bool no_taps, Xbyak::Label &loop, Xbyak::Label &summed) {
+        Xbyak::Label running, summing;
+        cmp(mode, 1);
+        je(running, T_NEAR);
+        for (int a = 0; a < count; ++a) {
+            if constexpr (std::is_same_v<decltype(reg(0)), Xbyak::Zmm>)
+                vpxord(reg(a), reg(a), reg(a));
+            else
+                vxorps(reg(a), reg(a), reg(a));
+        }
+        jmp(summing, T_NEAR);
+        L(running);
+        for (int a = 0; a < count; ++a) vmovaps(reg(a), slot(a));
+        L(summing);
+        test(channels, channels);
+        jle(summed, T_NEAR);
+        if (no_taps) jmp(summed, T_NEAR);
+        align(16);
+        L(loop);
+    }
+
+    // Its exit: the sums added to slot(a) (mode 2, two-level summation) or
+    // stored there.
+    template <class Reg, class Slot>
+    void leave(int count, const Xbyak::Reg64 &mode, Reg reg, Slot slot) {
+        Xbyak::Label plain;
         cmp(mode, 2);
         jne(plain, T_NEAR);
-        for (int i = 0; i < ur; ++i)
-            for (int h = 0; h < halves; ++h) vaddps(acc(h, i), acc(h, i), sum(h, i));
+        for (int a = 0; a < count; ++a) vaddps(reg(a), reg(a), slot(a));
         L(plain);
-        for (int i = 0; i < ur; ++i)
-            for (int h = 0; h < halves; ++h) vmovaps(sum(h, i), acc(h, i));
+        for (int a = 0; a < count; ++a) vmovaps(slot(a), reg(a));
         vzeroupper();
         ret();
     }
