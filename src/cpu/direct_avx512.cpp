@@ -1179,8 +1179,8 @@ private:
                         if (ur) shapes.push_back({(int)ur, (int)ur});
                     continue;
                 }
-                const int64_t last = hj - (ceil_div(hj, std::min(rows, hj)) - 1) * std::min(rows, hj);
-                for (int64_t r : {std::min(rows, hj), last}) {
+                const int64_t full = std::min(rows, hj), last = hj - (ceil_div(hj, full) - 1) * full;
+                for (int64_t r : {full, last}) {
                     const int64_t total = r * len;
                     for (int64_t q = 0; q < total; q += s.ur) {
                         const int ur = (int)std::min<int64_t>(s.ur, total - q);
@@ -1279,15 +1279,14 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 const int64_t total = it.rows * it.len;
                 for (int64_t q = 0, r = 0, j = 0; q < total; q += s.ur) {
                     const int ur = (int)std::min<int64_t>(s.ur, total - q);
-                    int wrap = ur, breaks = 0;  // positions before the next row's; rows met
+                    const int wrap = (int)std::min<int64_t>(ur, it.len - j);  // positions before the next row's
                     for (int i = 0; i < ur; ++i) {
                         t.at[i] = block + r * s.rstep + j;
-                        if (++j < it.len) continue;
-                        j = 0, ++r;
-                        if (i + 1 < ur) ++breaks, wrap = std::min(wrap, i + 1);
+                        if (++j == it.len) j = 0, ++r;
                     }
                     t.out = sums + q * it.width;
-                    jit::DirectTileFn fn = breaks <= 1 ? generated.get(p, nv, ur, wrap) : nullptr;
+                    // A tile that reaches a third row (rows narrower than it) runs compiled.
+                    jit::DirectTileFn fn = ur - wrap <= it.len ? generated.get(p, nv, ur, wrap) : nullptr;
                     if (fn) {
                         const float *first = reinterpret_cast<const float *>(t.at[0]);
                         const float *next = wrap < ur ? reinterpret_cast<const float *>(t.at[wrap]) - wrap : first;

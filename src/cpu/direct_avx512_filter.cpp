@@ -354,8 +354,7 @@ public:
 
     GeneratedFilterTiles(const FilterShape &s, const int64_t *columns, int64_t item_cols,
                          int64_t cblocks) {
-        // zmm code only (jit/filter_tile.h): on AVX2 nothing to look up.
-        if (!jit::enabled() || cpu_isa() != Isa::avx512 || s.nv != 1 || s.ck <= 0) return;
+        if (!jit::filter_tiles_generated() || s.nv != 1 || s.ck <= 0) return;
         try {
             look_up(s, columns, item_cols, cblocks);
         } catch (...) {

@@ -14,6 +14,8 @@
 
 namespace conv::cpu::jit {
 
+bool filter_tiles_generated() { return enabled() && cpu_isa() == Isa::avx512; }
+
 bool FilterTileSpec::operator==(const FilterTileSpec &o) const {
     return nv == o.nv && nc == o.nc && dy_vec == o.dy_vec && wo == o.wo && offsets == o.offsets;
 }
@@ -131,8 +133,7 @@ struct SpecHash {
 }  // namespace
 
 std::shared_ptr<const FilterTileKernel> filter_tile(const FilterTileSpec &spec) {
-    // zmm code only: on AVX2 the compiled tile runs.
-    if (!enabled() || cpu_isa() != Isa::avx512 || !fits(spec)) return nullptr;
+    if (!filter_tiles_generated() || !fits(spec)) return nullptr;
     // Never destroyed: plans may outlive static destructors.
     static auto *cache = new KernelCache<FilterTileSpec, FilterTileKernel, SpecHash>;
     return cache->get(spec, [](const FilterTileSpec &s) { return std::make_shared<const FilterTileCode>(s); });

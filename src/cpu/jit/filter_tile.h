@@ -40,9 +40,14 @@ using FilterTileFn = void (*)(const float *dy, const float *x, int64_t rows, int
 
 using FilterTileKernel = Kernel<FilterTileFn>;
 
-// The tile's kernel, generated or from the cache; null where jit::enabled()
-// is false, the CPU has no AVX-512 (zmm code only), or the spec is beyond
-// the generator (the compiled tile runs).
+// Whether these tiles are generated in this process: jit::enabled() and a
+// CPU with AVX-512 (the generator makes zmm code only; on AVX2 the
+// compiled tile runs).
+bool filter_tiles_generated();
+
+// The tile's kernel, generated or from the cache; null where
+// filter_tiles_generated() is false or the spec is beyond the generator
+// (the compiled tile runs).
 std::shared_ptr<const FilterTileKernel> filter_tile(const FilterTileSpec &spec);
 
 }  // namespace conv::cpu::jit
