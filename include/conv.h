@@ -467,7 +467,8 @@ CONV_API conv_status_t conv_context_get_device_name(conv_context_t ctx, char *na
  *   y=1x64x56x56,s=1x1,d=1x1,p=1x1:1x1,g=1,bias,relu,solver=winograd_4x4_3x3,
  *   plan=hit,0.412
  * (the last field is milliseconds of host time: on a GPU the time to
- * enqueue). Level 2 also prints, when a plan is made, each solver that was
+ * enqueue; cudnn_graph adds impl=<cuDNN's engine configuration> after the
+ * solver). Level 2 also prints, when a plan is made, each solver that was
  * passed over and why (conv_verbose,skip,...). 0 (the default) prints
  * nothing. A new context starts at the level in the environment variable
  * CONV_VERBOSE, read when the context is created. */

@@ -42,6 +42,9 @@ public:
     virtual ~EnginePlan() = default;
     virtual const Solver &solver() const = 0;
     virtual size_t workspace_bytes() const = 0;  // before the 64 bytes of slack
+    // What the solver runs inside, where it picks among engines of its own
+    // (cudnn_graph: cuDNN's engine and knobs); "" otherwise. For the trace.
+    virtual const char *detail() const { return ""; }
     virtual void run(const Operands &o, const ExecEnv &env) const = 0;
     // Prepared weights (conv_plan_prepare_weights): bytes of host memory the
     // prepared copy takes, 0 when the solver has nothing to prepare.

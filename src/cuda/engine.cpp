@@ -24,6 +24,7 @@
 #include <climits>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "core/dtype.h"
 #include "cuda/cuda_check.h"
@@ -138,7 +139,8 @@ struct Plan {
     bool pad = false;
     int64_t x_sp[3] = {1, 1, 1}, xp_sp[3] = {1, 1, 1}, offset[3] = {0, 0, 0};
     size_t pad_bytes = 0;     // x as cuDNN sees it, when padded or relaid out
-    size_t w_bytes = 0, y_bytes = 0;  // w and y channels-first (relayout only)
+    size_t w_bytes = 0, y_bytes = 0;  // w and y channels-first (relayout), dw's scratch (w_scratch)
+    bool w_scratch = false;   // dw written in the workspace, then copied (wgrad_scratch_bytes)
 
     // Epilogues: bias/relu on the user's output, or the bias gradient.
     bool bias_act = false, relu = false;
@@ -291,6 +293,10 @@ std::shared_ptr<Plan> build(const Call &c, const Settings &s, bool channels_firs
     if (p->relayout) {
         p->w_bytes = (size_t)kernel_el * dtype_size(c.dtype);
         p->y_bytes = (size_t)y_el * dtype_size(c.dtype);
+    }
+    if (size_t scratch = wgrad_scratch_bytes(g, c.op, c.dtype)) {
+        p->w_scratch = !p->relayout;  // relayout already has cuDNN write r.w
+        p->w_bytes = std::max(p->w_bytes, scratch);
     }
 
     int nb = g.spatial == 3 ? 5 : 4;
@@ -706,7 +712,7 @@ void run(DeviceRuntime &rt, const Call &c, const Prepared &prep, void *ws) {
     }
     default: {
         const void *x = c.x, *dy = c.y;
-        void *dw = p.relayout ? r.w : c.w;
+        void *dw = p.relayout || p.w_scratch ? r.w : c.w;
         if (p.pad || p.relayout) {
             pad_input(p, c, st, r.pad);
             x = r.pad;
@@ -720,6 +726,9 @@ void run(DeviceRuntime &rt, const Call &c, const Prepared &prep, void *ws) {
                                                    r.cudnn, p.cudnn_ws, zero, p.w, dw),
                     "cudnnConvolutionBackwardFilter");
         if (p.relayout) relayout_w(c, st, r.w, c.w, false);
+        if (p.w_scratch)
+            check_cuda(cudaMemcpyAsync(c.w, r.w, filter_bytes(*c.g, c.dtype), cudaMemcpyDeviceToDevice, st),
+                       "cudaMemcpyAsync");
         break;
     }
     }
@@ -759,7 +768,7 @@ std::vector<Trial> find(DeviceRuntime &rt, const Call &c, const Settings &s, Wor
     // The operands as cuDNN sees them (padded, channels-first), as run() does.
     const void *x = c.x, *w = c.w, *y = c.y;
     void *out_x = p->pad || p->relayout ? r.pad : c.x;
-    void *out_w = p->relayout ? r.w : c.w, *out_y = p->relayout ? r.y : c.y;
+    void *out_w = p->relayout || p->w_scratch ? r.w : c.w, *out_y = p->relayout ? r.y : c.y;
     if (c.op != CONV_OP_BACKWARD_DATA && (p->pad || p->relayout)) {
         pad_input(*p, c, st, r.pad);
         x = r.pad;
@@ -822,6 +831,49 @@ std::vector<Trial> find(DeviceRuntime &rt, const Call &c, const Settings &s, Wor
     std::stable_sort(trials.begin(), trials.end(),
                      [](const Trial &a, const Trial &b) { return a.ms < b.ms; });
     return trials;
+}
+
+size_t filter_bytes(const ConvGeometry &g, conv_dtype_t dtype) {
+    return (size_t)(g.k * g.cg() * g.kernel[0] * g.kernel[1] * g.kernel[2]) * dtype_size(dtype);
+}
+
+size_t wgrad_scratch_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
+    if (op != CONV_OP_BACKWARD_FILTER || g.groups < 2) return 0;
+    const size_t w = filter_bytes(g, dtype);
+    return w + std::max<size_t>(w, 64 << 10);
+}
+
+double time_launches(DeviceRuntime &rt, const std::function<void()> &launch, int runs) {
+    Device &d = device_of(rt);
+    DeviceGuard guard(d.index());
+    cudaStream_t st = d.stream();
+    cudaEvent_t start = nullptr, stop = nullptr;
+    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+    if (cudaError_t e = cudaEventCreate(&stop)) {
+        cudaEventDestroy(start);
+        check_cuda(e, "cudaEventCreate");
+    }
+    std::vector<float> ms;
+    try {
+        launch();  // warm-up: first-use costs out of the figure
+        for (int i = 0; i < runs; ++i) {
+            check_cuda(cudaEventRecord(start, st), "cudaEventRecord");
+            launch();
+            check_cuda(cudaEventRecord(stop, st), "cudaEventRecord");
+            check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+            float t = 0;
+            check_cuda(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+            ms.push_back(t);
+        }
+    } catch (...) {
+        cudaEventDestroy(start);
+        cudaEventDestroy(stop);
+        throw;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::sort(ms.begin(), ms.end());
+    return ms.empty() ? 0.0 : ms[ms.size() / 2];
 }
 
 }  // namespace conv::cuda

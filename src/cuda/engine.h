@@ -97,6 +97,24 @@ struct Trial {
 // forced) so that the output holds its result. UNSUPPORTED when none ran.
 std::vector<Trial> find(DeviceRuntime &rt, const Call &c, const Settings &s, Workspace &ws);
 
+// Bytes of workspace a backward-filter pass writes dw into before copying
+// it to the caller's, 0 where cuDNN may write the caller's dw directly.
+// cuDNN 9.19's grouped weight-gradient kernels (e.g.
+// sm80_xmma_wgrad_implicit_gemm_indexed_..._g16) write past the end of dw
+// (compute-sanitizer on an H200, 2026-11-30: up to ~140 bytes after an
+// 864-byte dw, into the next allocation -- there dy, so the bias gradient
+// summed afterwards was wrong), on the legacy and the graph path alike. So
+// grouped backward-filter passes get dw in the workspace with room behind it
+// (the filter's bytes again, at least 64 KiB) and a copy.
+size_t wgrad_scratch_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype);
+// The filter's own bytes (what the copy moves).
+size_t filter_bytes(const ConvGeometry &g, conv_dtype_t dtype);
+
+// GPU time in ms of what `launch` enqueues on the context's stream: the
+// median of `runs` timed launches (CUDA events) after one untimed. For
+// candidates that cudnnFind*Ex does not time (cudnn_graph's plan).
+double time_launches(DeviceRuntime &rt, const std::function<void()> &launch, int runs);
+
 // The reducer's fused SGD step on device memory (comm::DeviceSgd, cuda/sgd.cu):
 // comm/kernels.h's sgd_update over n elements of GPU `device`, enqueued on
 // `stream`; fp16/bf16 weights kept in the fp32 `master` copy when given

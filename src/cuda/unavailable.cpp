@@ -43,6 +43,11 @@ void run(DeviceRuntime &, const Call &, const Prepared &, void *) {
 std::vector<Trial> find(DeviceRuntime &, const Call &, const Settings &, Workspace &) {
     fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda);
 }
+size_t wgrad_scratch_bytes(const ConvGeometry &, conv_op_t, conv_dtype_t) { return 0; }
+size_t filter_bytes(const ConvGeometry &, conv_dtype_t) { return 0; }
+double time_launches(DeviceRuntime &, const std::function<void()> &, int) {
+    fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda);
+}
 void sgd_update(conv_dtype_t, void *, const void *, void *, float *, int64_t, double, double, double,
                 void *, int) {
     fail(CONV_STATUS_NOT_AVAILABLE, "%s", kNoCuda);

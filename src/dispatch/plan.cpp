@@ -226,8 +226,10 @@ void execute(const Plan &plan, const Pass &pass, Workspace *user_ws, const char 
     }
     if (trace) {
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr, "conv_verbose,exec,%s,%s,solver=%s,plan=%s,%.4f\n", ctx.engine().name(),
-                     plan.description.c_str(), plan.engine_plan->solver().name(), cache, ms);
+        const char *impl = plan.engine_plan->detail();
+        std::fprintf(stderr, "conv_verbose,exec,%s,%s,solver=%s%s%s,plan=%s,%.4f\n", ctx.engine().name(),
+                     plan.description.c_str(), plan.engine_plan->solver().name(), *impl ? ",impl=" : "",
+                     impl, cache, ms);
     }
     if (ctx.check_numerics()) check_outputs(pass);
 }
