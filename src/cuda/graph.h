@@ -5,10 +5,10 @@
 // one execute. Plain C++ like cuda/engine.h: only graph.cpp includes the
 // frontend (its headers cost ~30 s of compile time per file).
 //
-// Unmeasured: the legacy families stay the engine's choice. The solver runs
-// only when forced by name or when CONV_CUDNN_GRAPH=1 opts a process in
-// (then AUTO tries it first and falls back to the legacy choice where it
-// does not apply).
+// AUTO's first choice (measured 1.4-6x the legacy families on an H200,
+// docs/performance.md), falling back to the legacy choice where it does not
+// apply; conv_find_algorithms times it beside them. CONV_CUDNN_GRAPH=0 in
+// the environment leaves it to forcing by name.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +29,9 @@ bool built() noexcept;
 // The solver, in every build (cuda/graph_solver.cpp).
 const Solver &solver();
 
-// CONV_CUDNN_GRAPH=1 in the environment (read once): AUTO tries the solver.
-bool opted_in();
+// Whether AUTO and conv_find_algorithms use the solver: built with
+// cudnn-frontend and not turned off by CONV_CUDNN_GRAPH=0 (read once).
+bool enabled();
 
 // Why the graph API cannot express the problem at all (null: it may; only
 // cuDNN's engines can say whether one runs it, and they need a GPU).

@@ -29,10 +29,10 @@ const Solver &solver() {
     return s;
 }
 
-bool opted_in() {
+bool enabled() {
     static const bool on = [] {
         const char *v = std::getenv("CONV_CUDNN_GRAPH");
-        return v && std::strcmp(v, "1") == 0;
+        return built() && !(v && std::strcmp(v, "0") == 0);
     }();
     return on;
 }

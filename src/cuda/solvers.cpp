@@ -6,7 +6,9 @@
 // Unlike the CPU's, this list has no order of preference: cuDNN's heuristic
 // ranks the families per problem (engine.cpp, `choose`), and only cuDNN
 // knows their workspaces, which it reports when the plan is made.
+#include <algorithm>
 #include <memory>
+#include <string>
 
 #include "core/error.h"
 #include "cuda/engine.h"
@@ -96,7 +98,8 @@ public:
     CudaEngine() { solvers(); }  // numbers the solvers before any id is read
     const char *name() const override { return "cuda"; }
     const std::vector<const Solver *> &solvers() const override {
-        // The graph solver last: never AUTO's choice unless opted in (cuda/graph.h).
+        // The graph solver last: AUTO tries it before cuDNN's heuristic ranks
+        // the families (plan(), cuda/graph.h).
         static const SolverList list({&kFamilies[0], &kFamilies[1], &kFamilies[2], &kFamilies[3],
                                       &kFamilies[4], &kFamilies[5], &kFamilies[6], &kFamilies[7],
                                       &graph::solver()},
@@ -120,7 +123,11 @@ public:
                                            const SkipReport &) const override {
         if (!rt) fail(CONV_STATUS_INTERNAL_ERROR, "a CUDA plan without its device");
         if (forced == &graph::solver()) return graph::plan(p, *rt, nullptr);
-        if (!forced && graph::opted_in() && !graph::why_not(p)) {
+        // AUTO: the graph first, or where a search chose it; a search's
+        // legacy family otherwise. Where no engine runs the graph, the legacy
+        // choice.
+        const bool tuned_graph = tuned == &graph::solver();
+        if (!forced && (tuned_graph || (!tuned && graph::enabled())) && !graph::why_not(p)) {
             try {
                 return graph::plan(p, *rt, nullptr);
             } catch (const Error &e) {
@@ -130,7 +137,7 @@ public:
         if (forced && !is_cuda_algo(forced->id()))
             fail(CONV_STATUS_UNSUPPORTED, "algorithm %s (%d) is not available on a CUDA device",
                  forced->name(), (int)forced->id());
-        const conv_algo_t tuned_id = tuned && is_cuda_algo(tuned->id()) ? tuned->id() : CONV_ALGO_AUTO;
+        const conv_algo_t tuned_id = tuned && !tuned_graph && is_cuda_algo(tuned->id()) ? tuned->id() : CONV_ALGO_AUTO;
         Call c = call_of(p, nullptr);
         Prepared prep = prepare(*rt, c, settings_of(p, tuned), forced ? forced->id() : CONV_ALGO_AUTO,
                                 [tuned_id] { return tuned_id; });
@@ -141,14 +148,48 @@ public:
         if (!rt) fail(CONV_STATUS_INTERNAL_ERROR, "a CUDA search without its device");
         Call c = call_of(p, &o);
         Settings s = settings_of(p, nullptr);
-        std::vector<cuda::Trial> found = cuda::find(*rt, c, s, ws);
         std::vector<conv::Trial> trials;
-        trials.reserve(found.size());
-        for (const cuda::Trial &t : found) trials.push_back({t.algo, t.ms, t.workspace_bytes});
+        std::string legacy_failed;
+        try {
+            for (const cuda::Trial &t : cuda::find(*rt, c, s, ws)) trials.push_back({t.algo, t.ms, t.workspace_bytes});
+        } catch (const Error &e) {
+            if (e.status() != CONV_STATUS_UNSUPPORTED) throw;
+            legacy_failed = e.what();
+        }
+        std::shared_ptr<const EnginePlan> graph_plan = time_graph(p, o, ws, *rt, &trials);
+        if (trials.empty()) fail(CONV_STATUS_UNSUPPORTED, "%s", legacy_failed.c_str());
+        std::stable_sort(trials.begin(), trials.end(),
+                         [](const conv::Trial &a, const conv::Trial &b) { return a.ms < b.ms; });
         // Leave the output as the winner computes it, epilogue included.
-        Prepared prep = prepare(*rt, c, s, trials.front().algo, {});
-        cuda::run(*rt, c, prep, ws.reserve(prep.workspace_bytes));
+        if (trials.front().algo == graph::solver().id()) {
+            graph_plan->run(o, {ws.reserve(graph_plan->workspace_bytes()), nullptr, rt});
+        } else {
+            Prepared prep = prepare(*rt, c, s, trials.front().algo, {});
+            cuda::run(*rt, c, prep, ws.reserve(prep.workspace_bytes));
+        }
         return trials;
+    }
+
+private:
+    // The graph solver's plan timed on the caller's operands and added to
+    // `trials`, where it applies and its workspace fits a wrapped workspace
+    // (the context's limit is the plan's own filter); null where not.
+    static std::shared_ptr<const EnginePlan> time_graph(const Problem &p, const Operands &o, Workspace &ws,
+                                                        DeviceRuntime &rt, std::vector<conv::Trial> *trials) {
+        if (!graph::enabled() || graph::why_not(p)) return nullptr;
+        std::shared_ptr<const EnginePlan> plan;
+        try {
+            plan = graph::plan(p, rt, nullptr);
+        } catch (const Error &e) {
+            if (e.status() == CONV_STATUS_UNSUPPORTED) return nullptr;
+            throw;
+        }
+        const size_t need = plan->workspace_bytes();
+        if (!ws.owned() && ws.size() < need + 64) return nullptr;
+        void *scratch = ws.reserve(need);
+        const double ms = time_launches(rt, [&] { plan->run(o, {scratch, nullptr, &rt}); }, 5);
+        trials->push_back({graph::solver().id(), ms, need + 64});
+        return plan;
     }
 };
 

@@ -9,6 +9,7 @@
 // Links libconv's static archive for the engine's internals. Exit 77
 // (skipped) when cuDNN's library cannot be loaded on this machine.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -138,8 +139,8 @@ static void test_legacy_only_cases() {
            "the solver accepts a zero batch");
 }
 
-// The CUDA engine lists it, by a stable name; AUTO never plans it unless
-// CONV_CUDNN_GRAPH=1 (solvers.cpp; run on a GPU by tests/gpu).
+// The CUDA engine lists it, by a stable name; AUTO tries it first unless
+// CONV_CUDNN_GRAPH=0 (solvers.cpp; run on a GPU by tests/gpu).
 static void test_listed_by_name() {
     bool listed = false;
     for (const Solver *s : cuda::engine().solvers()) listed = listed || s == &cuda::graph::solver();
@@ -151,6 +152,11 @@ static void test_listed_by_name() {
     EXPECT(std::strcmp(conv_algo_name(id), "cudnn_graph") == 0, "conv_algo_name(%d) = %s", (int)id,
            conv_algo_name(id));
     EXPECT(cuda::is_cuda_algo(id), "cudnn_graph is not a CUDA algorithm");
+    const char *env = std::getenv("CONV_CUDNN_GRAPH");
+    const bool off = env && std::strcmp(env, "0") == 0;
+    EXPECT(cuda::graph::enabled() == (cuda::graph::built() && !off),
+           "enabled() is %d with built() %d and CONV_CUDNN_GRAPH=%s", (int)cuda::graph::enabled(),
+           (int)cuda::graph::built(), env ? env : "(unset)");
 }
 
 static void test_engine_config_strings() {
