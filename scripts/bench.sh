@@ -8,8 +8,8 @@
 #   scripts/bench.sh --verify                  the README's first command
 #   scripts/bench.sh --suite all --peer onednn
 # Environment: CONV_BENCH_BUILD_DIR (default build-bench/), CONV_CUDNN_GRAPH=1
-# (also build the opt-in cuDNN graph-API solver, which needs cudnn-frontend's
-# headers from PyPI and minutes more of compiling). OPENBLAS_CORETYPE is
+# (build the cuDNN graph-API solver even where no GPU is seen; it needs
+# cudnn-frontend's headers from PyPI and minutes more of compiling). OPENBLAS_CORETYPE is
 # unset for the run: some environments set an older core, which halves
 # OpenBLAS's speed on AVX-512 machines.
 set -euo pipefail
@@ -21,14 +21,16 @@ start=$(date +%s)
 say "[1/3] packages for the build (only what is missing)"
 "$root/scripts/deps.sh" build
 
-# The CUDA engine is built where its toolkit is; its graph-API solver only
-# when asked for (it runs only when CONV_CUDNN_GRAPH=1 anyway, docs/gpu.md).
+# The CUDA engine is built where its toolkit is; its graph-API solver (AUTO's
+# first choice on a GPU, docs/gpu.md) where a GPU is seen or when asked for:
+# without a GPU the suite runs on the CPU, and the minutes are saved.
 cuda=(-DCONV_WITH_CUDA=OFF -DCONV_WITH_NCCL=OFF)
 what="the CPU engine"
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   cuda=(-DCONV_WITH_CUDA=AUTO -DCONV_WITH_NCCL=OFF)
   what="the CPU engine and the CUDA engine"
-  if [ "${CONV_CUDNN_GRAPH:-0}" = 1 ] && dir="$("$root/scripts/cudnn_frontend.sh")"; then
+  if { [ "${CONV_CUDNN_GRAPH:-0}" = 1 ] || nvidia-smi -L >/dev/null 2>&1; } &&
+     dir="$("$root/scripts/cudnn_frontend.sh")"; then
     cuda+=("-DCONV_CUDNN_FRONTEND_DIR=$dir")
     what="$what with its graph-API solver"
   else

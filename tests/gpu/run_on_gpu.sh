@@ -8,8 +8,8 @@
 #   4. the same layers through PyTorch (cudnn.benchmark = True):
 #      tools/convbench/torch_peer.py, ratios in gpu_vs_torch.md,
 #   5. with GRAPH=1 (a libconv built with cudnn-frontend), the graph-API
-#      solver cudnn_graph (issue 16, unmeasured so far): test_gpu_conv with
-#      it forced and with CONV_CUDNN_GRAPH=1, convbench --algo cudnn_graph in
+#      solver cudnn_graph (AUTO's first choice): test_gpu_conv with it forced
+#      and with CONV_CUDNN_GRAPH=0 (legacy only), convbench --algo cudnn_graph in
 #      both layouts, its host time per call, and torch_peer on those rows
 #      (graph_vs_torch.md).
 # Binaries come from $STAGE (tests/gpu/stage_for_gpu.sh) or, without one,
@@ -78,8 +78,8 @@ TAIL=12 step torch_peer ${TORCH_LIMIT:-240} python3 tools/convbench/torch_peer.p
 if [ "${GRAPH:-0}" = 1 ]; then
     step test_gpu_conv_graph ${CONV_GPU_TEST_LIMIT:-200} env CONV_TEST_COUNT=${CONV_TEST_COUNT:-500} \
         CONV_TEST_GPU_ALGO=cudnn_graph "$BIN/test_gpu_conv"
-    step test_gpu_conv_graph_auto ${CONV_GPU_TEST_LIMIT:-200} env CONV_TEST_COUNT=${CONV_TEST_COUNT:-500} \
-        CONV_CUDNN_GRAPH=1 "$BIN/test_gpu_conv"
+    step test_gpu_conv_legacy ${CONV_GPU_TEST_LIMIT:-200} env CONV_TEST_COUNT=${CONV_TEST_COUNT:-500} \
+        CONV_CUDNN_GRAPH=0 "$BIN/test_gpu_conv"
     CBG="$BIN/convbench --device cuda --suite resnet50 --verify --warmup 3 --repeats ${REPEATS:-20} --algo cudnn_graph"
     for b in 1 32; do
         for l in nchw nhwc; do
@@ -90,7 +90,7 @@ if [ "${GRAPH:-0}" = 1 ]; then
         done
     done
     TAIL=10 step cbg_overhead 60 "$BIN/convbench" --device cuda --overhead --algo cudnn_graph
-    TAIL=10 step cb_overhead 60 "$BIN/convbench" --device cuda --overhead
+    TAIL=10 step cb_overhead 60 env CONV_CUDNN_GRAPH=0 "$BIN/convbench" --device cuda --overhead
     TAIL=12 step torch_peer_graph ${TORCH_LIMIT:-240} python3 tools/convbench/torch_peer.py --warmup 3 \
         --repeats ${REPEATS:-20} --markdown "$LOGS/graph_vs_torch.md" --json "$LOGS/graph_vs_torch.json" \
         "$LOGS"/cbg_*.json
