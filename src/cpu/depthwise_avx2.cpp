@@ -354,9 +354,9 @@ CONV_TARGET_AVX2 void filter_item(const Shape &b, const ConvArgs &a, int64_t c0,
 }  // namespace
 
 bool dw_avx2_covers(const ConvGeometry &g, conv_op_t op) {
-    (void)op;
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx2) return false;
-    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.k != g.c || g.groups != g.c) return false;
+    if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return dw_avx2_nhwc_covers(g, op);
+    if (g.k != g.c || g.groups != g.c) return false;
     if (!g.is_planar() || g.in_size() == 0 || g.out_size() == 0) return false;
     if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
     if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
@@ -365,12 +365,14 @@ bool dw_avx2_covers(const ConvGeometry &g, conv_op_t op) {
 }
 
 size_t dw_avx2_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return dw_avx2_nhwc_workspace_bytes(g, op, threads);
     if (dw_rows_covers(g, op)) return dw_rows_workspace_bytes(g, op, threads);
     return (size_t)checked_mul(checked_mul(slot_floats(g, op), threads, "workspace"),
                                (int64_t)sizeof(float), "workspace");
 }
 
 void dw_avx2_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
+    if (a.g->layout == CONV_LAYOUT_CHANNELS_LAST) return dw_avx2_nhwc_run(a, ws, pool, threads);
     if (dw_rows_covers(*a.g, a.op)) return dw_rows_run(a, ws, pool, threads);
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *a.g;
