@@ -13,45 +13,24 @@
 // overhang the image take the same code with per-tap checks. The last
 // channel vector, when C is not a multiple of 8, goes through a buffer:
 // AVX2 has no load that leaves the lanes past a tensor unread.
-//
-// Backward-data at stride 1 is the forward pass over dy with the flipped
-// window (padding 3 - 1 - pad); at stride 2 each dx pixel gathers its one
-// to four taps. Backward-filter keeps each thread's partial 9 x C sums in
-// its scratch and adds them up at the end, as the AVX-512 form does.
+// The passes' frame (shapes, repacking, the driver) is depthwise_nhwc.h's.
 #include <algorithm>
 #include <cstdint>
 
 #include "core/checked.h"
 #include "cpu/avx2.h"
 #include "cpu/depthwise_avx2.h"
-#include "cpu/epilogue.h"
+#include "cpu/depthwise_nhwc.h"
 
 namespace conv::cpu {
 namespace {
 
-constexpr int kK = 3, kTaps = kK * kK;
+using dw_nhwc::ImageJob;
+using dw_nhwc::ImageShape;
+using dw_nhwc::kK;
+using dw_nhwc::kTaps;
 constexpr int kVec = 8;     // channels per ymm
 constexpr int kPixels = 4;  // output pixels per block
-
-// out[oh][ow][c] = init[c] + sum w[kh][kw][c] * in[oh*s - pt + kh][ow*s - pl + kw][c]
-struct ImageShape {
-    int64_t ih, iw, oh, ow, pt, pl, c;
-    int s;
-    // Output columns whose whole window lies inside the input row.
-    int64_t inner_begin() const { return std::min(ow, ceil_div(std::max<int64_t>(pl, 0), s)); }
-    int64_t inner_end() const {
-        int64_t e = iw - kK + pl < 0 ? 0 : floor_div(iw - kK + pl, s) + 1;
-        return std::clamp(e, inner_begin(), ow);
-    }
-};
-
-struct ImageJob {
-    const float *in;    // one image
-    float *out;         // one image
-    const float *wt;    // kTaps x c, tap-major
-    const float *bias;  // c values or null
-    bool relu;
-};
 
 #if CONV_HAVE_AVX512_KERNELS
 
@@ -218,108 +197,17 @@ CONV_TARGET_AVX2 void backward_data_s2_row(const ImageShape &p, const float *dy,
 
 #endif  // CONV_HAVE_AVX512_KERNELS
 
-ImageShape forward_shape(const ConvGeometry &g) {
-    return {g.in[1], g.in[2], g.out[1], g.out[2], g.pad_begin[1], g.pad_begin[2], g.c, (int)g.stride[1]};
-}
-
-// dx[i][j] = sum w[kh][kw] dy[i + pt - kh][j + pl - kw]: flipped window.
-ImageShape backward_data_shape(const ConvGeometry &g) {
-    return {g.out[1], g.out[2], g.in[1], g.in[2], kK - 1 - g.pad_begin[1], kK - 1 - g.pad_begin[2], g.c, 1};
-}
-
-// Tap-major weights, optionally with the window flipped.
-void repack(const float *w, int64_t c, bool flip, float *wt) {
-    for (int64_t ch = 0; ch < c; ++ch)
-        for (int t = 0; t < kTaps; ++t) wt[(flip ? kTaps - 1 - t : t) * c + ch] = w[ch * kTaps + t];
-}
-
 }  // namespace
 
-bool dw_avx2_nhwc_covers(const ConvGeometry &g, conv_op_t op) {
-    (void)op;
-    if (g.layout != CONV_LAYOUT_CHANNELS_LAST || g.k != g.c || g.groups != g.c) return false;
-    if (!g.is_planar() || g.in_size() == 0 || g.out_size() == 0) return false;
-    if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
-    if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
-    return g.stride[1] == g.stride[2] && g.stride[1] >= 1 && g.stride[1] <= 2;
-}
+bool dw_avx2_nhwc_covers(const ConvGeometry &g, conv_op_t) { return g.groups == g.c && dw_nhwc::covers(g); }
 
-// Forward and backward-data: the repacked weights. Backward-filter: each
-// thread's 9 x C partial sums.
 size_t dw_avx2_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
-    int64_t floats = checked_mul(kTaps, g.c, "workspace");
-    if (op == CONV_OP_BACKWARD_FILTER) floats = checked_mul(floats, threads, "workspace");
-    return (size_t)checked_mul(floats, (int64_t)sizeof(float), "workspace");
+    return dw_nhwc::workspace_bytes(g, op, threads);
 }
 
 void dw_avx2_nhwc_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
-    const ConvGeometry &g = *a.g;
-    const int64_t N = g.n, C = g.c;
-    float *x = static_cast<float *>(a.x), *w = static_cast<float *>(a.w);
-    float *y = static_cast<float *>(a.y), *bias = static_cast<float *>(a.bias);
-    float *scratch = static_cast<float *>(ws);
-    const int64_t in_image = g.in_size() * C, out_image = g.out_size() * C;
-    switch (a.op) {
-    case CONV_OP_BACKWARD_DATA:
-        if (g.stride[1] == 2) {
-            const ImageShape p = forward_shape(g);
-            repack(w, C, false, scratch);
-            pool.parallel_for(
-                N * p.ih,
-                [&](int64_t item, int) {
-                    const int64_t n = item / p.ih;
-                    backward_data_s2_row(p, y + n * out_image, scratch, x + n * in_image, item % p.ih);
-                },
-                threads);
-            return;
-        }
-        [[fallthrough]];
-    case CONV_OP_FORWARD: {
-        const bool fwd = a.op == CONV_OP_FORWARD;
-        const ImageShape p = fwd ? forward_shape(g) : backward_data_shape(g);
-        repack(w, C, !fwd, scratch);
-        const float *src = fwd ? x : y;
-        float *dst = fwd ? y : x;
-        const int64_t src_image = fwd ? in_image : out_image, dst_image = fwd ? out_image : in_image;
-        const bool relu = fwd && g.activation == CONV_ACTIVATION_RELU;
-        pool.parallel_for(
-            N * p.oh,
-            [&](int64_t item, int) {
-                const int64_t n = item / p.oh;
-                const ImageJob job{src + n * src_image, dst + n * dst_image, scratch, fwd ? bias : nullptr, relu};
-                forward_row_any(p, job, item % p.oh);
-            },
-            threads);
-        return;
-    }
-    case CONV_OP_BACKWARD_FILTER: {
-        // A fixed split of the rows into `parts`, each summed in its own
-        // slot and the slots added in order: the same bits on every run
-        // with the same thread count.
-        const ImageShape p = forward_shape(g);
-        const int64_t slot = kTaps * C, rows = N * p.oh;
-        const int parts = (int)std::min<int64_t>(threads, std::max<int64_t>(rows, 1));
-        std::fill(scratch, scratch + parts * slot, 0.0f);
-        pool.parallel_for(
-            parts,
-            [&](int64_t part, int) {
-                for (int64_t r = rows * part / parts; r < rows * (part + 1) / parts; ++r)
-                    filter_row_any(p, x + r / p.oh * in_image, y + r / p.oh * out_image, r % p.oh,
-                                   scratch + part * slot);
-            },
-            threads);
-        for (int64_t ch = 0; ch < C; ++ch)
-            for (int t = 0; t < kTaps; ++t) {
-                float sum = 0;
-                for (int s = 0; s < parts; ++s) sum += scratch[s * slot + t * C + ch];
-                w[ch * kTaps + t] = sum;
-            }
-        if (bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool, threads);
-        return;
-    }
-    default: return;
-    }
+    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_row_any, backward_data_s2_row});
 #else
     (void)a, (void)ws, (void)pool, (void)threads;
 #endif

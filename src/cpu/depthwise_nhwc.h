@@ -1,0 +1,64 @@
+// The frame the channels-last depthwise 3x3 kernels share (multiplier 1,
+// fp32; depthwise_avx512_nhwc.cpp and depthwise_avx2_nhwc.cpp): the image
+// shape, the weights repacked tap-major, what they cover, their workspace,
+// and the driver that splits each pass into output rows for an ISA's row
+// kernels. Plain C++: only the row kernels use vector instructions.
+//
+// Backward-data at stride 1 is the forward pass over dy with the flipped
+// window (padding 3 - 1 - pad); at stride 2 each dx row gathers its taps.
+// Backward-filter keeps each thread's partial 9 x C sums in its scratch and
+// adds them up at the end: a fixed split of the rows, so the same bits on
+// every run with the same thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/checked.h"
+#include "cpu/algorithm.h"
+
+namespace conv::cpu::dw_nhwc {
+
+constexpr int kK = 3, kTaps = kK * kK;
+
+// out[oh][ow][c] = init[c] + sum w[kh][kw][c] * in[oh*s - pt + kh][ow*s - pl + kw][c]
+struct ImageShape {
+    int64_t ih, iw, oh, ow, pt, pl, c;
+    int s;
+    // Output columns whose whole window lies inside the input row.
+    int64_t inner_begin() const { return std::min(ow, ceil_div(std::max<int64_t>(pl, 0), s)); }
+    int64_t inner_end() const {
+        int64_t e = iw - kK + pl < 0 ? 0 : floor_div(iw - kK + pl, s) + 1;
+        return std::clamp(e, inner_begin(), ow);
+    }
+};
+
+struct ImageJob {
+    const float *in;    // one image
+    float *out;         // one image
+    const float *wt;    // kTaps x c, tap-major
+    const float *bias;  // c values or null
+    bool relu;
+};
+
+// An ISA's row kernels.
+struct RowKernels {
+    // Output row oh of one image (forward, and stride-1 backward-data).
+    void (*forward_row)(const ImageShape &p, const ImageJob &job, int64_t oh);
+    // sums[t * c + ch] += dy(oh, ow, ch) * x(tap t of (oh, ow), ch) over the row.
+    void (*filter_row)(const ImageShape &p, const float *x, const float *dy, int64_t oh, float *sums);
+    // dx row ih of one image at stride 2 (p: the forward shape, wt not flipped).
+    void (*backward_data_s2_row)(const ImageShape &p, const float *dy, const float *wt, float *dx, int64_t ih);
+};
+
+// The geometries the kernels compute (channels-last, 2-D 3x3, stride 1 or
+// 2, no dilation, multiplier 1); the ISA is the caller's to check.
+bool covers(const ConvGeometry &g);
+// Forward and backward-data: the repacked weights. Backward-filter: each
+// thread's 9 x C partial sums.
+size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+// A covered pass through `rows`; `ws` holds workspace_bytes().
+void run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads, const RowKernels &rows);
+
+}  // namespace conv::cpu::dw_nhwc
