@@ -238,8 +238,7 @@ CONV_TARGET_AVX2 void backward_data_s2_row(const ImageShape &p, const float *dy,
     else if (row_count == 1)
         backward_data_s2_rows<1>(p, dy, wt, dx, ih, rows);
     else  // no dy row reaches it: zeros
-        for (int64_t i = 0; i < p.iw * p.c; i += kVec)
-            store_channels<true>(dx + ih * p.iw * p.c + i, _mm256_setzero_ps(), std::min<int64_t>(kVec, p.iw * p.c - i));
+        std::fill(dx + ih * p.iw * p.c, dx + (ih + 1) * p.iw * p.c, 0.0f);
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS

@@ -291,7 +291,7 @@ std::shared_ptr<Plan> build(const Call &c, const Settings &s, bool channels_firs
         p->pad_bytes = (size_t)xp_el * dtype_size(c.dtype);
     }
     if (p->relayout) {
-        p->w_bytes = (size_t)kernel_el * dtype_size(c.dtype);
+        p->w_bytes = filter_bytes(g, c.dtype);
         p->y_bytes = (size_t)y_el * dtype_size(c.dtype);
     }
     if (size_t scratch = wgrad_scratch_bytes(g, c.op, c.dtype)) {
@@ -847,31 +847,26 @@ double time_launches(DeviceRuntime &rt, const std::function<void()> &launch, int
     Device &d = device_of(rt);
     DeviceGuard guard(d.index());
     cudaStream_t st = d.stream();
-    cudaEvent_t start = nullptr, stop = nullptr;
-    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-    if (cudaError_t e = cudaEventCreate(&stop)) {
-        cudaEventDestroy(start);
-        check_cuda(e, "cudaEventCreate");
-    }
-    std::vector<float> ms;
-    try {
-        launch();  // warm-up: first-use costs out of the figure
-        for (int i = 0; i < runs; ++i) {
-            check_cuda(cudaEventRecord(start, st), "cudaEventRecord");
-            launch();
-            check_cuda(cudaEventRecord(stop, st), "cudaEventRecord");
-            check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
-            float t = 0;
-            check_cuda(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
-            ms.push_back(t);
+    struct Events {  // destroyed on every way out
+        cudaEvent_t start = nullptr, stop = nullptr;
+        ~Events() {
+            if (start) cudaEventDestroy(start);
+            if (stop) cudaEventDestroy(stop);
         }
-    } catch (...) {
-        cudaEventDestroy(start);
-        cudaEventDestroy(stop);
-        throw;
+    } ev;
+    check_cuda(cudaEventCreate(&ev.start), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&ev.stop), "cudaEventCreate");
+    launch();  // warm-up: first-use costs out of the figure
+    std::vector<float> ms;
+    for (int i = 0; i < runs; ++i) {
+        check_cuda(cudaEventRecord(ev.start, st), "cudaEventRecord");
+        launch();
+        check_cuda(cudaEventRecord(ev.stop, st), "cudaEventRecord");
+        check_cuda(cudaEventSynchronize(ev.stop), "cudaEventSynchronize");
+        float t = 0;
+        check_cuda(cudaEventElapsedTime(&t, ev.start, ev.stop), "cudaEventElapsedTime");
+        ms.push_back(t);
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     std::sort(ms.begin(), ms.end());
     return ms.empty() ? 0.0 : ms[ms.size() / 2];
 }
