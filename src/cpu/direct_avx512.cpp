@@ -1438,6 +1438,21 @@ public:
         const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
         return positions >= 392 || (unit_stride && positions >= 196);
     }
+    // Channels-last with AVX2 (generated tiles), against AUTO's choice
+    // before (im2col over libconv's SGEMM), ResNet-50 at batch 1, 1 thread,
+    // strict, 3 alternated runs, ms: conv1 (3->64 7x7 s2) forward 5.3 vs
+    // 9.3 and backward-filter 5.9 vs 10.0 (MobileNet's 3->32 3x3 s2: 0.85
+    // vs 1.71 and 0.84 vs 1.86), 64->64 56x56 forward 3.5 vs 4.6 and
+    // backward-data 4.0 vs 4.8; but conv1's backward-data 21.7 vs 13.6, and
+    // every layer from 128 channels or on 28x28 and smaller planes lost
+    // (0.40-0.84x; 128->128 28x28 backward-data 1.06x, noise).
+    static bool channels_last_competitive_avx2(const ConvGeometry &g, conv_op_t op) {
+        const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
+        if (op == CONV_OP_BACKWARD_FILTER) return filter_competitive(g);
+        if (op == CONV_OP_FORWARD && g.cg() <= 4) return true;
+        const int64_t plane = op == CONV_OP_FORWARD ? g.out_size() : g.in_size();
+        return !strided && g.cg() >= 16 && g.kg() >= 16 && plane >= 56 * 56 && g.c <= 64 && g.k <= 64;
+    }
     // With AVX2 (two ymm halves a vector, compiled tiles), against AUTO's
     // choice before (im2col over OpenBLAS's Zen kernels, depthwise_direct's
     // portable loops for one source channel); AMD EPYC (Zen 3), 1 thread,
@@ -1459,7 +1474,8 @@ public:
     //   channels 6.7 vs 4.8. (Single runs on a noisy host; the backward-data
     //   exceptions below were measured again interleaved.)
     static bool competitive_avx2(const ConvGeometry &g, conv_op_t op) {
-        if (g.kernel_size() == 1 || g.layout != CONV_LAYOUT_CHANNELS_FIRST) return false;
+        if (g.kernel_size() == 1) return false;
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return channels_last_competitive_avx2(g, op);
         // Backward-data onto at most 8 channels: positions in the vector
         // over a padded copy of dy (direct_narrow_avx512.cpp), against AUTO's
         // choice before, 3 interleaved rounds: the digits example's 1->16
