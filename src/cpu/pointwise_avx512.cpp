@@ -334,19 +334,25 @@ constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kRows>{});
 // tiles of at most `tile_rows` rows and one `panel`-column panel each:
 // tile(i, q0, rows, cols). With rows_inner the panel stays while the tiles
 // walk down the rows (A in L2 is the stream); otherwise a row tile stays
-// while the panels pass. Row tiles of even height: 49 rows as 7 x 7, not
-// 6 x 8 and a 1-row tile that loads a panel for a sixteenth of the FMAs.
+// while the panels pass. Row tiles as even as they come, heights one apart
+// at most: 49 rows as 7 x 7 in 8-row tiles and as 4 x 6 + 5 x 5 in 6-row
+// ones, not 8 x 6 and a 1-row tile that loads a panel for a sixteenth of
+// the FMAs.
 template <class Tile>
 void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner, int64_t tile_rows,
                 int64_t panel, Tile &&tile) {
-    const int64_t mr = ceil_div(i1 - i0, ceil_div(i1 - i0, tile_rows));
-    auto one = [&](int64_t i, int64_t q0) { tile(i, q0, std::min(mr, i1 - i), std::min(panel, j1 - q0)); };
+    if (i1 <= i0) return;
+    const int64_t count = ceil_div(i1 - i0, tile_rows), low = (i1 - i0) / count, high = (i1 - i0) % count;
+    // Row tile t starts at i0 + t * low + min(t, high) and has low + (t < high) rows.
+    auto one = [&](int64_t t, int64_t q0) {
+        tile(i0 + t * low + std::min(t, high), q0, low + (t < high ? 1 : 0), std::min(panel, j1 - q0));
+    };
     if (rows_inner) {
         for (int64_t q0 = j0; q0 < j1; q0 += panel)
-            for (int64_t i = i0; i < i1; i += mr) one(i, q0);
+            for (int64_t t = 0; t < count; ++t) one(t, q0);
     } else {
-        for (int64_t i = i0; i < i1; i += mr)
-            for (int64_t q0 = j0; q0 < j1; q0 += panel) one(i, q0);
+        for (int64_t t = 0; t < count; ++t)
+            for (int64_t q0 = j0; q0 < j1; q0 += panel) one(t, q0);
     }
 }
 
@@ -361,11 +367,25 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
 // ---- AVX2: the same passes in 6 x 16 tiles over 16-column panels. Partial
 // vectors load and store through buffers (avx2.h), never past a tensor.
 
+// A last panel of at most kDotColumns columns, where A's rows are
+// contiguous along the reduction, is computed as dot products (dot_tile):
+// as a 16-column panel each of its steps took a panel load and six
+// broadcasts for one to four useful lanes (a 7x7 plane's 49th position cost
+// 15% of 512->2048's forward). Its columns are then packed whole, one after
+// the other, instead of as panel steps.
+constexpr int64_t kDotColumns = 4;
+bool dot_tail(const Gemm &m, int64_t width) { return width <= kDotColumns && m.a_red == 1; }
+
 // pack_panels_avx512 at 16 columns a panel.
 CONV_TARGET_AVX2 void pack_panels_avx2(const Gemm &m, int64_t j0, int64_t j1, float *dst) {
     for (int64_t q0 = j0; q0 < j1; q0 += kPanelAvx2) {
         const int64_t width = std::min(kPanelAvx2, j1 - q0);
         float *panel = dst + (q0 - j0) * m.R;
+        if (dot_tail(m, width)) {  // column jj at panel + jj * R
+            for (int64_t jj = 0; jj < width; ++jj)
+                for (int64_t r = 0; r < m.R; ++r) panel[jj * m.R + r] = m.b[r * m.b_red + (q0 + jj) * m.b_col];
+            continue;
+        }
         if (m.b_col == 1) {
             for (int64_t r = 0; r < m.R; ++r) {
                 const float *src = m.b + r * m.b_red + q0;
@@ -473,12 +493,70 @@ constexpr std::array<std::array<TileAvx2Fn, kVecsAvx2>, kRowsAvx2> tile_table_av
 }
 constexpr auto kTilesAvx2 = tile_table_avx2(std::make_integer_sequence<int, kRowsAvx2>{});
 
+// Rows [i0, i0 + MR) x columns [j0, j0 + T) of the output as dot products
+// of A's rows with the T columns at `cols` (R floats each): 8 steps of the
+// reduction a vector, MR * T sums, added across their lanes at the end.
+// One vector of reduction steps [r, r + lanes) into dot_tile's sums.
+template <int MR, int T, bool Whole>
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void dot_step(const float *a, int64_t a_row, const float *cols,
+                                                                     int64_t R, int64_t r, int64_t lanes, __m256 *acc) {
+    __m256 b[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) b[t] = Whole ? _mm256_loadu_ps(cols + t * R + r) : load_first_avx2(cols + t * R + r, lanes);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+        const __m256 ai = Whole ? _mm256_loadu_ps(a + i * a_row + r) : load_first_avx2(a + i * a_row + r, lanes);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) acc[i * T + t] = _mm256_fmadd_ps(ai, b[t], acc[i * T + t]);
+    }
+}
+
+template <int MR, int T>
+CONV_TARGET_AVX2 void dot_tile(const Gemm &m, int64_t i0, int64_t j0, const float *cols) {
+    __m256 acc[MR * T];
+#pragma GCC unroll 12
+    for (int a = 0; a < MR * T; ++a) acc[a] = _mm256_setzero_ps();
+    const float *a = m.a + i0 * m.a_row;
+    const int64_t a_row = m.a_row, R = m.R;
+    int64_t r = 0;
+    for (; r + 8 <= R; r += 8) dot_step<MR, T, true>(a, a_row, cols, R, r, 8, acc);
+    if (r < R) dot_step<MR, T, false>(a, a_row, cols, R, r, R - r, acc);  // no load past A's or the columns' end
+    for (int i = 0; i < MR; ++i)
+        for (int t = 0; t < T; ++t) {
+            __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[i * T + t]), _mm256_extractf128_ps(acc[i * T + t], 1));
+            h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+            float sum = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+            const int64_t row = i0 + i, col = j0 + t;
+            if (m.bias) sum += m.bias_rows ? m.bias[row] : m.bias[col];
+            if (m.relu) sum = sum < 0.f ? 0.f : sum;  // NaN stays NaN
+            float &o = m.out_cols ? m.out[col * m.ldo + row] : m.out[row * m.ldo + col];
+            o = m.accumulate ? o + sum : sum;
+        }
+}
+
+using DotTileFn = void (*)(const Gemm &, int64_t, int64_t, const float *);
+template <int T, int... Rows>
+constexpr std::array<DotTileFn, sizeof...(Rows)> dot_row(std::integer_sequence<int, Rows...>) {
+    return {{dot_tile<Rows + 1, T>...}};
+}
+// kDotTiles[T - 1][MR - 1], MR * T <= 12: up to 6 rows for 1-2 columns, 3 for 3-4.
+const std::array<DotTileFn, 6> kDotTiles[kDotColumns] = {
+    dot_row<1>(std::make_integer_sequence<int, 6>{}), dot_row<2>(std::make_integer_sequence<int, 6>{}),
+    {dot_tile<1, 3>, dot_tile<2, 3>, dot_tile<3, 3>}, {dot_tile<1, 4>, dot_tile<2, 4>, dot_tile<3, 4>}};
+
 // run_block_avx512 with the AVX2 tiles.
 void run_block_avx2(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1, const float *panels,
                     bool rows_inner) {
     walk_block(i0, i1, j0, j1, rows_inner, kRowsAvx2, kPanelAvx2, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
+        const float *panel = panels + (q0 - j0) * m.R;
+        if (dot_tail(m, cols)) {
+            const int64_t most = cols <= 2 ? 6 : 3;
+            for (int64_t at = i; at < i + rows; at += most)
+                kDotTiles[cols - 1][std::min(most, i + rows - at) - 1](m, at, q0, panel);
+            return;
+        }
         const int64_t vecs = ceil_div(cols, 8);
-        kTilesAvx2[rows - 1][vecs - 1](m, i, q0, panels + (q0 - j0) * m.R, (int)(cols - 8 * (vecs - 1)));
+        kTilesAvx2[rows - 1][vecs - 1](m, i, q0, panel, (int)(cols - 8 * (vecs - 1)));
     });
 }
 
