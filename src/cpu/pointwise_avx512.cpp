@@ -76,6 +76,10 @@ constexpr int64_t kTransposedChannels = 256;
 // Rows ahead that pack_panels prefetches of a source read across its rows.
 constexpr int64_t kAhead = 16;
 
+// Channels-last forward and backward-data on AVX2 read A (x or dy) in place
+// from this many positions (pw_avx512_covers).
+constexpr int64_t kInPlaceRows = 784;
+
 // One pass as a GEMM, in element offsets from the tensors' pointers.
 struct Gemm {
     const float *a;  // A(i, r) = a[i * a_row + r * a_red]
@@ -95,6 +99,7 @@ struct Gemm {
 struct Plan {
     bool last;          // channels-last: one GEMM over all images, B packed once
     bool transposed;    // channels-first backward-data on a small plane: dx^T = dy^T W
+    bool last_by_image;  // channels-last forward on small planes (AVX2): y^T = W x^T per image
     int64_t cols;       // columns (B panels) per item
     int64_t rows;       // rows per item
     int64_t col_blocks, row_blocks, items;
@@ -174,6 +179,15 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.slot_bytes = (size_t)checked_mul(R, p.cols * 4, "workspace");
         return p;
     }
+    // Channels-last forward onto few positions (AVX2) as the channels-first
+    // one: W read in place, x's positions as packed columns (a transposed
+    // copy of a small image), y written across (out_cols). The in-place
+    // form below packs all of W per call, transposed. 1 thread, 6
+    // alternated runs, against the SGEMM path (OpenBLAS under 97 rows),
+    // ratio to oneDNN: 7x7 0.65-0.69 -> 0.86-0.92 (512->2048, 2048->512,
+    // 1024->1024, 512->1024); 14x14 0.97-1.07x. Backward-data so (W read
+    // across its rows, C floats apart) lost 0.34-0.79x.
+    if (p.last && fwd && cpu_isa() == Isa::avx2 && g.n * P < kInPlaceRows) p.last = false, p.last_by_image = true;
     if (!p.last) {
         // Per image: rows are channels, columns positions. An item packs
         // `cols` positions of the image (an L2 share) and runs its tiles.
@@ -472,16 +486,27 @@ CONV_TARGET_AVX2 void tile_avx2(const Gemm &m, int64_t i0, int64_t j0, const flo
                 s = _mm256_add_ps(s, bias_rows ? _mm256_broadcast_ss(bias + i0 + i)
                                                : load_first_avx2(bias + j0 + 8 * v, lanes));
             if (relu) s = _mm256_max_ps(_mm256_setzero_ps(), s);  // NaN stays NaN
-            if (out_cols) {  // no bias, no accumulation (backward-data): one lane a row of out
-                alignas(32) float lane[8];
-                _mm256_store_ps(lane, s);
-                for (int l = 0; l < lanes; ++l) out[(j0 + 8 * v + l) * ldo + i0 + i] = lane[l];
+            if (out_cols) {  // stored below, column by column
+                acc[i * NV + v] = s;
                 continue;
             }
             float *o = out + (i0 + i) * ldo + j0 + 8 * v;
             if (accumulate) s = _mm256_add_ps(s, load_first_avx2(o, lanes));
             store_first_avx2(o, s, lanes);
         }
+    if (!out_cols) return;
+    // No accumulation: column j of the tile is out's row j, its MR values
+    // consecutive. Transposed 8 x 8 in registers, a row written per column
+    // (one lane per store cost 0.57x on 256->1024 14x14 channels-last).
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) {
+        __m256 t[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) t[i] = i < MR ? acc[i * NV + v] : _mm256_setzero_ps();
+        transpose8(t);
+        const int lanes = v == NV - 1 ? tail : 8;
+        for (int l = 0; l < lanes; ++l) store_first_avx2(out + (j0 + 8 * v + l) * ldo + i0, t[l], MR);
+    }
 }
 
 using TileAvx2Fn = void (*)(const Gemm &, int64_t, int64_t, const float *, int);
@@ -573,13 +598,15 @@ void run_block(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1, co
 
 // The GEMM of image n (channels-first; `transposed`: dx^T = dy^T W) or of
 // all images (channels-last).
-Gemm pass_gemm(const ConvArgs &args, int64_t n, bool transposed) {
+Gemm pass_gemm(const ConvArgs &args, int64_t n, bool transposed, bool last_by_image = false) {
     const ConvGeometry &g = *args.g;
     const int64_t C = g.c, K = g.k, P = g.out_size();
     float *x = static_cast<float *>(args.x), *w = static_cast<float *>(args.w);
     float *y = static_cast<float *>(args.y);
     const bool fwd = args.op == CONV_OP_FORWARD, relu = fwd && g.activation == CONV_ACTIVATION_RELU;
     const float *bias = fwd ? static_cast<const float *>(args.bias) : nullptr;
+    if (last_by_image)  // forward: y^T (K x P) = W (K x C) x^T (C x P), image n
+        return {w, C, 1, x + n * P * C, 1, C, y + n * P * K, K, true, K, P, C, bias, true, relu, false};
     if (g.layout != CONV_LAYOUT_CHANNELS_LAST) {
         if (fwd)
             return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, false, K, P, C, bias, true, relu, false};
@@ -648,8 +675,9 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
         // 64->64 56x56 1.25x, 256->64 1.39x, 512->128 28x28 1.19x), two of
         // 17 at 0.96-0.98x; on 14x14 even (0.91-1.05x); on 7x7 backward-data
         // 0.59x (the rows read across K, for one image's 49 positions).
+        // Forward on fewer positions: per image, transposed (make_plan).
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
-            return op != CONV_OP_BACKWARD_FILTER && g.n * g.out_size() >= 784;
+            return op == CONV_OP_FORWARD || (op == CONV_OP_BACKWARD_DATA && g.n * g.out_size() >= kInPlaceRows);
         return op == CONV_OP_FORWARD;
     }
     if (op == CONV_OP_BACKWARD_FILTER) return true;
@@ -754,7 +782,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         p.items,
         [&](int64_t item, int s) {
             const int64_t rb = item % p.row_blocks, cb = item / p.row_blocks % p.col_blocks;
-            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, false);
+            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, false, p.last_by_image);
             const int64_t j0 = cb * p.cols, j1 = std::min(m.N, j0 + p.cols);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
             float *panels = scratch + (size_t)s * slot_floats;
