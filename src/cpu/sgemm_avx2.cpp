@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "core/checked.h"
 #include "cpu/avx2.h"
 #include "cpu/sgemm_avx512.h"  // kSgemmKc: both SGEMMs sum in the same blocks
 #include "cpu/sgemm_shared.h"
@@ -98,6 +99,16 @@ constexpr auto kernel_table(std::index_sequence<I...>) {
 }
 constexpr auto kKernels = kernel_table(std::make_index_sequence<kMr>());
 
+// The row panels of an mc-row block: as even as they come, heights one
+// apart at most (49 rows as 4 x 6 + 5 x 5, not 8 x 6 and a 1-row panel
+// that runs the tile at a sixth of its rate). Panel t starts at start(t).
+struct RowPanels {
+    int64_t count, low, high;
+    explicit RowPanels(int64_t mc) : count(ceil_div(mc, kMr)), low(mc / count), high(mc % count) {}
+    int64_t start(int64_t t) const { return t * low + std::min(t, high); }
+    int64_t rows(int64_t t) const { return low + (t < high ? 1 : 0); }
+};
+
 // t[j] = column j of the rows x q block at s (rows `ld` apart; rows, q <=
 // 8), zeros past it: the rows loaded and transposed in registers.
 CONV_TARGET_AVX2 inline void load_columns(__m256 t[8], const float *s, int64_t ld, int64_t rows,
@@ -110,8 +121,8 @@ CONV_TARGET_AVX2 inline void load_columns(__m256 t[8], const float *s, int64_t l
     transpose8(t);
 }
 
-// Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of op(A) into panels of kMr
-// rows (the last one narrower), r values per step of k. Steps are stored as
+// Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of op(A) into RowPanels
+// (at most kMr rows), r values per step of k. Steps are stored as
 // whole vectors, the lanes past r overwritten by the panel's next step; a
 // panel's last step stores only its r values.
 CONV_TARGET_AVX2 void pack_a(bool trans, const float *a, int64_t lda, int64_t m, int64_t k,
@@ -123,12 +134,13 @@ CONV_TARGET_AVX2 void pack_a(bool trans, const float *a, int64_t lda, int64_t m,
         // A whole vector where its 8 values lie inside A, whose last element
         // is a[(k - 1) * lda + m - 1].
         const int64_t end = (k - 1) * lda + m;
+        const RowPanels panels(mc);
         for (int64_t p = 0; p < kc; ++p) {
             const float *row = a + (p0 + p) * lda + i0;
             if (p + kAhead < kc)
                 for (int64_t i = 0; i < mc; i += 16) _mm_prefetch((const char *)(row + kAhead * lda + i), _MM_HINT_T0);
-            for (int64_t ir = 0; ir < mc; ir += kMr) {
-                const int64_t r = std::min<int64_t>(kMr, mc - ir);
+            for (int64_t t = 0; t < panels.count; ++t) {
+                const int64_t ir = panels.start(t), r = panels.rows(t);
                 const float *at = row + ir;
                 const __m256 v = (at - a) + 8 <= end ? _mm256_loadu_ps(at) : load_first_avx2(at, r);
                 float *d = dst + ir * kc + p * r;
@@ -140,8 +152,9 @@ CONV_TARGET_AVX2 void pack_a(bool trans, const float *a, int64_t lda, int64_t m,
         }
         return;
     }
-    for (int64_t ir = 0; ir < mc; ir += kMr) {
-        const int64_t r = std::min<int64_t>(kMr, mc - ir);
+    const RowPanels panels(mc);
+    for (int64_t panel = 0; panel < panels.count; ++panel) {
+        const int64_t ir = panels.start(panel), r = panels.rows(panel);
         float *d = dst + ir * kc;
         // op(A)(i, p) = a[i * lda + p]: r rows transposed, 8 steps at a time
         const float *s = a + (i0 + ir) * lda + p0;
@@ -218,8 +231,9 @@ CONV_TARGET_AVX2 void sgemm_blocked(bool ta, bool tb, int64_t m, int64_t n, int6
                     const int64_t w = std::min<int64_t>(kNr, nc - jr);
                     const int v = w > 8 ? 2 : 1;
                     const float *bpanel = bp + jr * kc;
-                    for (int64_t ir = 0; ir < mc; ir += kMr) {
-                        const int64_t r = std::min<int64_t>(kMr, mc - ir);
+                    const RowPanels panels(mc);
+                    for (int64_t t = 0; t < panels.count; ++t) {
+                        const int64_t ir = panels.start(t), r = panels.rows(t);
                         kKernels.k[r - 1][v - 1](kc, ap + ir * kc, bpanel,
                                                  c + (ic + ir) * ldc + jc + jr, ldc, (int)w, alpha,
                                                  beta, how);
