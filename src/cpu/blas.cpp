@@ -170,8 +170,11 @@ static bool sgemm_own(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
     if (cpu_isa() == Isa::avx512)
         return sgemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, write_once);
     // AVX2: OpenBLAS where it measured faster, on C of 64 rows (1x1 layers
-    // onto or from 64 channels, 56x56, 1 thread, in one process: 0.91-0.97x).
-    if (m <= kSgemmAvx2OpenblasRows) return false;
+    // onto or from 64 channels, 56x56, 1 thread, in one process: 0.91-0.97x),
+    // but not where the own SGEMM packs B a panel at a time (a 7x7 plane's
+    // 49 rows of channels-last backward-data onto 256-512 channels:
+    // 1.09-1.23x, 6 alternated runs; from 32 rows: the tiles are 6 high).
+    if (m <= kSgemmAvx2OpenblasRows && !(m >= 32 && sgemm_avx2_few_rows(m, tb, ldb))) return false;
     return sgemm_avx2(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, write_once);
 }
 

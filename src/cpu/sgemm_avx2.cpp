@@ -319,6 +319,8 @@ bool transposed_pays(int64_t m, int64_t n) { return n <= kNarrow && n % kNr != 0
 
 }  // namespace
 
+bool sgemm_avx2_few_rows(int64_t m, bool trans_b, int64_t ldb) { return few_rows_pays(m, trans_b, ldb); }
+
 bool sgemm_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                 int64_t ldc, bool write_once) {
@@ -344,6 +346,8 @@ bool sgemm_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 }
 
 #else
+
+bool sgemm_avx2_few_rows(int64_t, bool, int64_t) { return false; }
 
 bool sgemm_avx2(bool, bool, int64_t, int64_t, int64_t, float, const float *, int64_t,
                 const float *, int64_t, float, float *, int64_t, bool) {

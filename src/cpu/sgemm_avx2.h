@@ -18,4 +18,9 @@ bool sgemm_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                 int64_t ldc, bool write_once = false);
 
+// Whether sgemm_avx2 takes C of m rows by packing B a panel at a time
+// (sgemm_avx2.cpp, sgemm_few_rows): few rows, B not transposed, its rows
+// less than a page apart.
+bool sgemm_avx2_few_rows(int64_t m, bool trans_b, int64_t ldb);
+
 }  // namespace conv::cpu
