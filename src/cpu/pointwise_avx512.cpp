@@ -518,9 +518,6 @@ constexpr std::array<std::array<TileAvx2Fn, kVecsAvx2>, kRowsAvx2> tile_table_av
 }
 constexpr auto kTilesAvx2 = tile_table_avx2(std::make_integer_sequence<int, kRowsAvx2>{});
 
-// Rows [i0, i0 + MR) x columns [j0, j0 + T) of the output as dot products
-// of A's rows with the T columns at `cols` (R floats each): 8 steps of the
-// reduction a vector, MR * T sums, added across their lanes at the end.
 // One vector of reduction steps [r, r + lanes) into dot_tile's sums.
 template <int MR, int T, bool Whole>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) void dot_step(const float *a, int64_t a_row, const float *cols,
@@ -536,6 +533,9 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void dot_step(const float
     }
 }
 
+// Rows [i0, i0 + MR) x columns [j0, j0 + T) of the output as dot products
+// of A's rows with the T columns at `cols` (R floats each): 8 steps of the
+// reduction a vector, MR * T sums, added across their lanes at the end.
 template <int MR, int T>
 CONV_TARGET_AVX2 void dot_tile(const Gemm &m, int64_t i0, int64_t j0, const float *cols) {
     __m256 acc[MR * T];
