@@ -108,10 +108,12 @@ public:
     // alternated runs, ms against im2col: 256->512 s2 onto 28x28 3.2 / 3.5 /
     // 3.5 vs 4.5 / 5.1 / 4.6 (forward / backward-data / backward-filter);
     // onto 14x14 and 7x7 even (0.99-1.09x) but 512->1024 backward-filter
-    // 0.85x: from 28x28 output planes.
-    bool competitive(const ConvGeometry &g, conv_op_t, conv_dtype_t) const override {
+    // 0.85x: from 28x28 output planes. Forward onto 7x7, once channels-last
+    // forward on few positions ran per image (pointwise_avx512.cpp), 1.45x
+    // (1024->2048 s2, 4 rounds), onto 14x14 0.97x: forward on every plane.
+    bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t) const override {
         if (g.is_pointwise() || g.layout == CONV_LAYOUT_CHANNELS_FIRST) return true;
-        return cpu_isa() == Isa::avx2 && g.out_size() >= 28 * 28;
+        return cpu_isa() == Isa::avx2 && (op == CONV_OP_FORWARD || g.out_size() >= 28 * 28);
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                            int threads) const override {
