@@ -596,21 +596,21 @@ void run_block(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1, co
     run_block_avx512(m, i0, i1, j0, j1, panels, rows_inner);
 }
 
-// The GEMM of image n (channels-first; `transposed`: dx^T = dy^T W) or of
-// all images (channels-last).
-Gemm pass_gemm(const ConvArgs &args, int64_t n, bool transposed, bool last_by_image = false) {
+// The GEMM of image n (channels-first, or channels-last forward per image;
+// plan.transposed: dx^T = dy^T W) or of all images (plan.last).
+Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan) {
     const ConvGeometry &g = *args.g;
     const int64_t C = g.c, K = g.k, P = g.out_size();
     float *x = static_cast<float *>(args.x), *w = static_cast<float *>(args.w);
     float *y = static_cast<float *>(args.y);
     const bool fwd = args.op == CONV_OP_FORWARD, relu = fwd && g.activation == CONV_ACTIVATION_RELU;
     const float *bias = fwd ? static_cast<const float *>(args.bias) : nullptr;
-    if (last_by_image)  // forward: y^T (K x P) = W (K x C) x^T (C x P), image n
+    if (plan.last_by_image)  // forward: y^T (K x P) = W (K x C) x^T (C x P), image n
         return {w, C, 1, x + n * P * C, 1, C, y + n * P * K, K, true, K, P, C, bias, true, relu, false};
     if (g.layout != CONV_LAYOUT_CHANNELS_LAST) {
         if (fwd)
             return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, false, K, P, C, bias, true, relu, false};
-        if (transposed)
+        if (plan.transposed)
             return {y + n * K * P, 1, P, w, C, 1, x + n * C * P, P, true, P, C, K, nullptr, false, false, false};
         return {w, 1, C, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false};
     }
@@ -750,15 +750,15 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             [&](int64_t item, int s) {
                 const int64_t j0 = item * p.cols, j1 = std::min(g.c, j0 + p.cols);
                 float *panels = scratch + (size_t)s * slot_floats;
-                pack_panels(pass_gemm(args, 0, true), j0, j1, panels);
+                pack_panels(pass_gemm(args, 0, p), j0, j1, panels);
                 for (int64_t n = 0; n < g.n; ++n)
-                    run_block(pass_gemm(args, n, true), 0, g.out_size(), j0, j1, panels, true);
+                    run_block(pass_gemm(args, n, p), 0, g.out_size(), j0, j1, panels, true);
             },
             threads);
         return;
     }
     if (p.last) {
-        const Gemm m = pass_gemm(args, 0, false);
+        const Gemm m = pass_gemm(args, 0, p);
         const int64_t panels = ceil_div(m.N, panel_width());
         pool.parallel_for(
             panels,
@@ -782,7 +782,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         p.items,
         [&](int64_t item, int s) {
             const int64_t rb = item % p.row_blocks, cb = item / p.row_blocks % p.col_blocks;
-            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, false, p.last_by_image);
+            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, p);
             const int64_t j0 = cb * p.cols, j1 = std::min(m.N, j0 + p.cols);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
             float *panels = scratch + (size_t)s * slot_floats;
