@@ -76,6 +76,7 @@ constexpr int64_t kL1Budget = 24 << 10; // bytes of source and weights a channel
 constexpr int64_t kStrictBlock = 32;   // source channels summed apart under CONV_MATH_STRICT
 constexpr int64_t kRotatedTaps = 64;   // the most taps backward-data's filters pack by transposes
 constexpr int64_t kPackAhead = 4;      // filters ahead that packing them rotated prefetches
+constexpr int64_t kFewChannels = 8;    // channels-last sources padded a pixel at a time
 
 // Per tile the accumulators, the NV weight vectors and one broadcast must
 // fit the 32 registers (4 x 7 spilled an accumulator in the inner loop).
@@ -376,6 +377,34 @@ void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
     }
 }
 
+// A few channels-last source channels [c0, c0 + count) into their padded
+// planes in one pass over the rows, every channel of a pixel at once: the
+// channel at a time walk (pad_channel) read each row once per channel, a
+// pixel apart -- 17% of MobileNet-v1's 3->32 224x224 forward.
+template <class T>
+void pad_few_channels_last(const Shape &s, const T *image, int64_t c0, int64_t count, T *out) {
+    for (int64_t p = 0; p < s.sw; ++p) {
+        const auto [first, lo, hi] = phase_columns(s, p);
+        for (int64_t i = 0; i < s.hp; ++i) {
+            T *row = out + (i * s.sw + p) * s.wq;
+            const int64_t sr = i - s.top;
+            if (sr < 0 || sr >= s.hs) {
+                for (int64_t c = 0; c < count; ++c) std::fill(row + c * s.plane, row + c * s.plane + s.wq, T(0));
+                continue;
+            }
+            for (int64_t c = 0; c < count; ++c) {
+                std::fill(row + c * s.plane, row + c * s.plane + lo, T(0));
+                std::fill(row + c * s.plane + hi, row + c * s.plane + s.wq, T(0));
+            }
+            const T *in = image + (sr * s.ws + first) * s.cs + c0;
+            for (int64_t j = lo; j < hi; ++j) {
+                const T *px = in + j * s.sw * s.cs;
+                for (int64_t c = 0; c < count; ++c) row[c * s.plane + j] = px[c];
+            }
+        }
+    }
+}
+
 #if CONV_HAVE_AVX512_KERNELS
 // Zeros `count` consecutive elements.
 CONV_TARGET_AVX512 inline void zero_span(float *at, int64_t count) {
@@ -669,6 +698,7 @@ void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, in
             return s.sw == 1 ? pad_planes_avx2(s, image + c0 * s.hs * s.ws, count, out)
                              : pad_planes_stride2_avx2(s, image + c0 * s.hs * s.ws, count, out);
 #endif
+    if (s.last && count <= kFewChannels) return pad_few_channels_last(s, image, c0, count, out);
     const int64_t cstride = s.last ? 1 : s.hs * s.ws, ps = s.last ? s.cs : 1;
     for (int64_t c = c0; c < c0 + count; ++c) pad_channel(s, image + c * cstride, ps, out + (c - c0) * s.plane);
 }
