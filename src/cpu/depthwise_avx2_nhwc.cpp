@@ -19,6 +19,8 @@
 // pixels' lines for one channel block fall into one or two L1 sets, so a
 // line swept for 8 channels was gone from L1 by the time the next 8 came
 // back for its other half: 1.2-1.7x on MobileNet's 14x14 and 7x7 layers.
+// Backward-filter keeps a chunk's sums in registers over a band of rows
+// (filter_rows), not just one row.
 // The passes' frame (shapes, repacking, the driver) is depthwise_nhwc.h's.
 #include <algorithm>
 #include <cstdint>
@@ -37,6 +39,7 @@ using dw_nhwc::kK;
 using dw_nhwc::kTaps;
 constexpr int kVec = 8;     // channels per ymm
 constexpr int kPixels = 4;  // output pixels per block
+constexpr int64_t kBandBytes = 192 << 10;  // x and dy rows of a backward-filter band: an L2 share
 
 #if CONV_HAVE_AVX512_KERNELS
 
@@ -193,14 +196,15 @@ CONV_TARGET_AVX2 inline void filter_pixel_checked(const ImageShape &p, const flo
 }
 
 // dW partial sums of channels [c0, c0 + rest) over output row oh of one
-// image: sums[t * c + ch] += sum over ow of dy[oh][ow][ch] * x[...tap t...][ch].
-// Pixel-major, all taps inside: nine independent sums in flight.
+// image: sums[t * tap_stride + ch - c0] += sum over ow of dy[oh][ow][ch] *
+// x[...tap t...][ch]. Pixel-major, all taps inside: nine independent sums
+// in flight.
 template <int S, bool Tail>
 CONV_TARGET_AVX2 void filter_channels(const ImageShape &p, const float *x, const float *dy, int64_t oh,
-                                      int64_t c0, int64_t rest, float *sums) {
+                                      int64_t c0, int64_t rest, float *sums, int64_t tap_stride) {
     const int64_t a = p.inner_begin(), b = p.inner_end();
     __m256 acc[kTaps];
-    for (int t = 0; t < kTaps; ++t) acc[t] = load_channels<Tail>(sums + t * p.c + c0, rest);
+    for (int t = 0; t < kTaps; ++t) acc[t] = load_channels<Tail>(sums + t * tap_stride, rest);
     const float *rows[kK];
     for (int kh = 0; kh < kK; ++kh) {
         const int64_t ih = oh * p.s - p.pt + kh;
@@ -224,13 +228,13 @@ CONV_TARGET_AVX2 void filter_channels(const ImageShape &p, const float *x, const
         }
     }
     for (; ow < p.ow; ++ow) filter_pixel_checked<S, Tail>(p, rows, g, ow, rest, acc);
-    for (int t = 0; t < kTaps; ++t) store_channels<Tail>(sums + t * p.c + c0, acc[t], rest);
+    for (int t = 0; t < kTaps; ++t) store_channels<Tail>(sums + t * tap_stride, acc[t], rest);
 }
 
-// One dy pixel's products into R tap rows' sums of 16 channels (rows[r]:
-// the input row of tap row kh[r], all inside the image). Edge: window
-// columns checked.
-template <int S, int R, bool Edge>
+// One dy pixel's products into the sums of 16 channels of R tap rows, of
+// which those in Use (a bit per row) lie inside the image (rows[r]: the
+// input row of tap row r). Edge: window columns checked.
+template <int S, int R, int Use, bool Edge>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_pixel16(const ImageShape &p,
                                                                            const float *const *rows,
                                                                            const float *g, int64_t ow,
@@ -238,7 +242,8 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_pixel16(const
     const __m256 d0 = _mm256_loadu_ps(g + ow * p.c), d1 = _mm256_loadu_ps(g + ow * p.c + 8);
     const int64_t iw0 = ow * S - p.pl;
 #pragma GCC unroll 2
-    for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r) {
+        if (!(Use >> r & 1)) continue;
 #pragma GCC unroll 3
         for (int kw = 0; kw < kK; ++kw) {
             if (Edge && (iw0 + kw < 0 || iw0 + kw >= p.iw)) continue;
@@ -246,60 +251,90 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_pixel16(const
             acc[r * kK + kw][0] = _mm256_fmadd_ps(d0, _mm256_loadu_ps(at), acc[r * kK + kw][0]);
             acc[r * kK + kw][1] = _mm256_fmadd_ps(d1, _mm256_loadu_ps(at + 8), acc[r * kK + kw][1]);
         }
-}
-
-// R (1 or 2) tap rows kh[] of 16 channels [c0, c0 + 16) over dy row g: a
-// sweep along the row with their 3R x 2 sums in registers.
-template <int S, int R>
-CONV_TARGET_AVX2 void filter_sweep16(const ImageShape &p, const float *const *rows, const int *kh, const float *g,
-                                     int64_t c0, float *sums) {
-    const int64_t a = p.inner_begin(), b = p.inner_end();
-    __m256 acc[R * kK][2];
-    for (int r = 0; r < R; ++r)
-        for (int kw = 0; kw < kK; ++kw)
-            for (int h = 0; h < 2; ++h) acc[r * kK + kw][h] = _mm256_loadu_ps(sums + (kh[r] * kK + kw) * p.c + c0 + 8 * h);
-    int64_t ow = 0;
-    for (; ow < a; ++ow) filter_pixel16<S, R, true>(p, rows, g, ow, acc);
-    for (; ow < b; ++ow) filter_pixel16<S, R, false>(p, rows, g, ow, acc);
-    for (; ow < p.ow; ++ow) filter_pixel16<S, R, true>(p, rows, g, ow, acc);
-    for (int r = 0; r < R; ++r)
-        for (int kw = 0; kw < kK; ++kw)
-            for (int h = 0; h < 2; ++h) _mm256_storeu_ps(sums + (kh[r] * kK + kw) * p.c + c0 + 8 * h, acc[r * kK + kw][h]);
-}
-
-// dW partial sums of 16 channels over output row oh: the 9 taps' 18 sums
-// do not fit in 16 registers, so the tap rows inside the image go in
-// sweeps of two and one, each reading whole 64-byte lines of x and dy.
-template <int S>
-CONV_TARGET_AVX2 void filter_channels16(const ImageShape &p, const float *x, const float *dy, int64_t oh,
-                                        int64_t c0, float *sums) {
-    const float *rows[kK];
-    int kh[kK], n = 0;
-    for (int k = 0; k < kK; ++k) {
-        const int64_t ih = oh * p.s - p.pt + k;
-        if (ih < 0 || ih >= p.ih) continue;
-        rows[n] = x + ih * p.iw * p.c + c0;
-        kh[n++] = k;
     }
-    const float *g = dy + oh * p.ow * p.c + c0;
-    if (n >= 2) filter_sweep16<S, 2>(p, rows, kh, g, c0, sums);
-    if (n % 2 == 1) filter_sweep16<S, 1>(p, rows + n - 1, kh + n - 1, g, c0, sums);
 }
 
+// One dy row g along the row, the tap rows in Use.
+template <int S, int R, int Use>
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_sweep16(const ImageShape &p,
+                                                                           const float *const *rows,
+                                                                           const float *g, __m256 (*acc)[2]) {
+    const int64_t a = p.inner_begin(), b = p.inner_end();
+    int64_t ow = 0;
+    for (; ow < a; ++ow) filter_pixel16<S, R, Use, true>(p, rows, g, ow, acc);
+    for (; ow < b; ++ow) filter_pixel16<S, R, Use, false>(p, rows, g, ow, acc);
+    for (; ow < p.ow; ++ow) filter_pixel16<S, R, Use, true>(p, rows, g, ow, acc);
+}
+
+// The sums of 16 channels [c0, c0 + 16) of R tap rows from K0 (rows 0-1, or
+// row 2) over dy rows [oh0, oh1) of one image; `block`: the chunk's 9 x 16
+// sums. Their 3R x 2 sums stay in registers over all the rows: the 9 taps'
+// 18 do not fit in 16 registers, so the tap rows go in two such passes.
+template <int S, int R, int K0>
+CONV_TARGET_AVX2 void filter_taps16(const ImageShape &p, const float *x, const float *dy, int64_t oh0, int64_t oh1,
+                                    int64_t c0, float *block) {
+    __m256 acc[R * kK][2];
+    for (int t = 0; t < R * kK; ++t)
+        for (int h = 0; h < 2; ++h) acc[t][h] = _mm256_loadu_ps(block + (K0 * kK + t) * 16 + 8 * h);
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
+        const float *rows[R];
+        int use = 0;
+        for (int r = 0; r < R; ++r) {
+            const int64_t ih = oh * S - p.pt + K0 + r;
+            const bool inside = ih >= 0 && ih < p.ih;
+            rows[r] = inside ? x + ih * p.iw * p.c + c0 : x;
+            use |= inside << r;
+        }
+        const float *g = dy + oh * p.ow * p.c + c0;
+        if (use == (1 << R) - 1)
+            filter_sweep16<S, R, (1 << R) - 1>(p, rows, g, acc);
+        else if (use & 1)
+            filter_sweep16<S, R, 1>(p, rows, g, acc);
+        else if (R == 2 && (use & 2))
+            filter_sweep16<S, R, 2>(p, rows, g, acc);
+    }
+    for (int t = 0; t < R * kK; ++t)
+        for (int h = 0; h < 2; ++h) _mm256_storeu_ps(block + (K0 * kK + t) * 16 + 8 * h, acc[t][h]);
+}
+
+// Rows [r0, r1) of the batch (row r: output row r % oh of image r / oh),
+// in bands of rows whose x and dy fit in L2 (kBandBytes): per band, each
+// whole 16-channel chunk's tap rows over all the band's rows, then the
+// channels left over row by row. The sums lie in dw_nhwc::chunked_index's
+// layout, a chunk's 9 x 16 on 9 consecutive lines. Row by row, with the
+// sums loaded and stored per row, 7x7 and 14x14 planes ran at half the
+// rate of larger ones; and tap-major sums put a chunk's 9 taps C floats
+// apart, in one or two L1 sets where C is a power of two.
 template <int S>
-CONV_TARGET_AVX2 void filter_row(const ImageShape &p, const float *x, const float *dy, int64_t oh, float *sums) {
-    int64_t c0 = 0;
-    for (; c0 + 2 * kVec <= p.c; c0 += 2 * kVec) filter_channels16<S>(p, x, dy, oh, c0, sums);
-    for (; c0 + kVec <= p.c; c0 += kVec) filter_channels<S, false>(p, x, dy, oh, c0, kVec, sums);
-    if (c0 < p.c) filter_channels<S, true>(p, x, dy, oh, c0, p.c - c0, sums);
+CONV_TARGET_AVX2 void filter_rows(const ImageShape &p, const float *x, const float *dy, int64_t r0, int64_t r1,
+                                  float *sums) {
+    const int64_t in_image = p.ih * p.iw * p.c, out_image = p.oh * p.ow * p.c;
+    const int64_t whole = p.c / dw_nhwc::kChunk * dw_nhwc::kChunk, left = p.c - whole;
+    const int64_t row_bytes = (p.ow + p.iw * S) * p.c * (int64_t)sizeof(float);
+    const int64_t band = std::max<int64_t>(1, kBandBytes / std::max<int64_t>(row_bytes, 1));
+    float *tail = sums + whole * kTaps;
+    for (int64_t r = r0; r < r1;) {
+        const int64_t n = r / p.oh, oh0 = r % p.oh, oh1 = std::min({p.oh, oh0 + band, oh0 + r1 - r});
+        const float *xi = x + n * in_image, *gi = dy + n * out_image;
+        for (int64_t c0 = 0; c0 < whole; c0 += dw_nhwc::kChunk) {
+            filter_taps16<S, 2, 0>(p, xi, gi, oh0, oh1, c0, sums + c0 * kTaps);
+            filter_taps16<S, 1, 2>(p, xi, gi, oh0, oh1, c0, sums + c0 * kTaps);
+        }
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+            int64_t c = whole;
+            if (c + kVec <= p.c) filter_channels<S, false>(p, xi, gi, oh, c, kVec, tail, left), c += kVec;
+            if (c < p.c) filter_channels<S, true>(p, xi, gi, oh, c, p.c - c, tail + (c - whole), left);
+        }
+        r += oh1 - oh0;
+    }
 }
 
-CONV_TARGET_AVX2 void filter_row_any(const ImageShape &p, const float *x, const float *dy, int64_t oh,
-                                     float *sums) {
+CONV_TARGET_AVX2 void filter_rows_any(const ImageShape &p, const float *x, const float *dy, int64_t r0, int64_t r1,
+                                      float *sums) {
     if (p.s == 1)
-        filter_row<1>(p, x, dy, oh, sums);
+        filter_rows<1>(p, x, dy, r0, r1, sums);
     else
-        filter_row<2>(p, x, dy, oh, sums);
+        filter_rows<2>(p, x, dy, r0, r1, sums);
 }
 
 // Backward-data at stride 2, dx row ih of one image, channels [c0, c0 +
@@ -378,7 +413,7 @@ size_t dw_avx2_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thr
 
 void dw_avx2_nhwc_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
-    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_row_any, backward_data_s2_row});
+    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row, true});
 #else
     (void)a, (void)ws, (void)pool, (void)threads;
 #endif

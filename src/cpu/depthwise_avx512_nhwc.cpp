@@ -130,12 +130,17 @@ CONV_TARGET_AVX512 void filter_row(const ImageShape &p, const float *x, const fl
     }
 }
 
-CONV_TARGET_AVX512 void filter_row_any(const ImageShape &p, const float *x, const float *dy,
-                                       int64_t oh, float *sums) {
-    if (p.s == 1)
-        filter_row<1>(p, x, dy, oh, sums);
-    else
-        filter_row<2>(p, x, dy, oh, sums);
+// Rows [r0, r1) of the batch, one at a time.
+CONV_TARGET_AVX512 void filter_rows_any(const ImageShape &p, const float *x, const float *dy, int64_t r0,
+                                        int64_t r1, float *sums) {
+    const int64_t in_image = p.ih * p.iw * p.c, out_image = p.oh * p.ow * p.c;
+    for (int64_t r = r0; r < r1; ++r) {
+        const float *xi = x + r / p.oh * in_image, *gi = dy + r / p.oh * out_image;
+        if (p.s == 1)
+            filter_row<1>(p, xi, gi, r % p.oh, sums);
+        else
+            filter_row<2>(p, xi, gi, r % p.oh, sums);
+    }
 }
 
 // Backward-data at stride 2, dx row ih of one image (p: the forward shape,
@@ -183,7 +188,7 @@ size_t dw_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads)
 
 void dw_nhwc_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
-    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_row_any, backward_data_s2_row});
+    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row});
 #else
     (void)a, (void)ws, (void)pool, (void)threads;
 #endif

@@ -87,15 +87,14 @@ void run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads, const RowKe
         pool.parallel_for(
             parts,
             [&](int64_t part, int) {
-                for (int64_t r = count * part / parts; r < count * (part + 1) / parts; ++r)
-                    rows.filter_row(p, x + r / p.oh * in_image, y + r / p.oh * out_image, r % p.oh,
-                                    scratch + part * slot);
+                rows.filter_rows(p, x, y, count * part / parts, count * (part + 1) / parts, scratch + part * slot);
             },
             threads);
         for (int64_t ch = 0; ch < C; ++ch)
             for (int t = 0; t < kTaps; ++t) {
                 float sum = 0;
-                for (int s = 0; s < parts; ++s) sum += scratch[s * slot + t * C + ch];
+                const int64_t at = rows.chunked_sums ? chunked_index(t, ch, C) : t * C + ch;
+                for (int s = 0; s < parts; ++s) sum += scratch[s * slot + at];
                 w[ch * kTaps + t] = sum;
             }
         if (bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, y, bias, pool, threads);

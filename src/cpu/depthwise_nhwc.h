@@ -46,11 +46,26 @@ struct ImageJob {
 struct RowKernels {
     // Output row oh of one image (forward, and stride-1 backward-data).
     void (*forward_row)(const ImageShape &p, const ImageJob &job, int64_t oh);
-    // sums[t * c + ch] += dy(oh, ow, ch) * x(tap t of (oh, ow), ch) over the row.
-    void (*filter_row)(const ImageShape &p, const float *x, const float *dy, int64_t oh, float *sums);
+    // sums[t * c + ch] += dy(oh, ow, ch) * x(tap t of (oh, ow), ch) over the
+    // batch's rows [r0, r1) (row r: output row r % oh of image r / oh).
+    void (*filter_rows)(const ImageShape &p, const float *x, const float *dy, int64_t r0, int64_t r1,
+                        float *sums);
     // dx row ih of one image at stride 2 (p: the forward shape, wt not flipped).
     void (*backward_data_s2_row)(const ImageShape &p, const float *dy, const float *wt, float *dx, int64_t ih);
+    // Whether filter_rows's sums lie as chunked_index says; else tap-major,
+    // sums[t * c + ch].
+    bool chunked_sums = false;
 };
+
+// Backward-filter sums by chunks of kChunk channels: chunk k's 9 x kChunk
+// sums (tap-major within it) start at k * 9 * kChunk, then the last c %
+// kChunk channels' 9 x (c % kChunk).
+constexpr int64_t kChunk = 16;
+inline int64_t chunked_index(int t, int64_t ch, int64_t c) {
+    const int64_t whole = c / kChunk * kChunk;
+    if (ch < whole) return ch / kChunk * kTaps * kChunk + t * kChunk + ch % kChunk;
+    return whole * kTaps + t * (c - whole) + (ch - whole);
+}
 
 // The geometries the kernels compute (channels-last, 2-D 3x3, stride 1 or
 // 2, no dilation, multiplier 1); the ISA is the caller's to check.
