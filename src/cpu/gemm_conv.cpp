@@ -84,6 +84,17 @@ GemmConvPlan plan_gemm_conv(const ConvGeometry &g, conv_op_t op, conv_dtype_t dt
         if (last && Cg < 16) p.ct = std::max<int64_t>(Cg, 1);
         p.pt = position_tile(P, p.ct * KK, es);
         p.items = g.n * G * ceil_div(Cg, p.ct);
+        if (last && unfold && g.is_planar() && p.items < threads) {
+            // Bands of at least `least` rows: band b's last row folds into
+            // dx rows below band b + 2's first.
+            const int64_t rows = g.out[1], least = std::max<int64_t>(1, floor_div((g.kernel[1] - 1) * g.dilation[1], g.stride[1]));
+            const int64_t bands = std::min<int64_t>(4 * threads, rows / least);
+            if (bands >= 2) {
+                p.band_rows = ceil_div(rows, bands);
+                p.bands = ceil_div(rows, p.band_rows);
+                p.pt = std::min(p.pt, p.band_rows * g.out[2]);
+            }
+        }
         slot_elems = p.ct * KK * p.pt;
         break;
     }
@@ -162,7 +173,9 @@ struct GemmConv {
             bias_act_cols(yb + r * K, 1, k1 - k0, bias ? bias + k0 : nullptr, relu);
     }
 
-    void backward_data(int64_t item, int s, T *dx, const T *w, const T *dy) const {
+    // `band`: the item's band of output rows (channels-last, GemmConvPlan::
+    // bands; dx zeroed before), or -1: all of them.
+    void backward_data(int64_t item, int s, T *dx, const T *w, const T *dy, int64_t band = -1) const {
         int64_t blocks = ceil_div(Cg, p.ct), cb = item % blocks;
         int64_t n = item / blocks / G, gi = item / blocks % G;
         int64_t c0 = cb * p.ct, c1 = std::min(Cg, c0 + p.ct), ct = c1 - c0;
@@ -189,9 +202,15 @@ struct GemmConv {
             gemm(false, false, P, ct, Kg, T(1), dyg, K, wg + c0, CK, T(0), dxg + c0, C);
             return;
         }
-        for (int64_t i = 0; i < I; ++i) std::fill(dxg + i * C + c0, dxg + i * C + c1, T(0));
-        for (int64_t p0 = 0; p0 < P; p0 += p.pt) {
-            int64_t p1 = std::min(P, p0 + p.pt), rows = p1 - p0;
+        int64_t first = 0, end = P;
+        if (band >= 0) {
+            first = std::min(P, band * p.band_rows * g.out[2]);
+            end = std::min(P, first + p.band_rows * g.out[2]);
+        } else {
+            for (int64_t i = 0; i < I; ++i) std::fill(dxg + i * C + c0, dxg + i * C + c1, T(0));
+        }
+        for (int64_t p0 = first; p0 < end; p0 += p.pt) {
+            int64_t p1 = std::min(end, p0 + p.pt), rows = p1 - p0;
             if (ct == Cg)
                 gemm(false, false, rows, CK, Kg, T(1), dyg + p0 * K, K, wg, CK, T(0), slot(s), CK);
             else  // a channel block is strided within each kernel tap: a GEMM per tap
@@ -273,6 +292,20 @@ void run_typed(const ConvArgs &a, bool unfold, void *ws, ThreadPool &pool, int t
                           threads);
         return;
     case CONV_OP_BACKWARD_DATA:
+        if (plan.bands > 1) {
+            const int64_t total = g.n * g.in_size() * g.c, parts = threads;
+            pool.parallel_for(
+                parts, [&](int64_t i, int) { std::fill(x + total * i / parts, x + total * (i + 1) / parts, T(0)); },
+                threads);
+            for (int64_t round = 0; round < 2; ++round) {
+                const int64_t half = (plan.bands + 1 - round) / 2;  // even bands, then odd
+                pool.parallel_for(
+                    plan.items * half,
+                    [&](int64_t i, int s) { conv.backward_data(i / half, s, x, w, y, i % half * 2 + round); },
+                    threads);
+            }
+            return;
+        }
         pool.parallel_for(plan.items, [&](int64_t i, int s) { conv.backward_data(i, s, x, w, y); },
                           threads);
         return;

@@ -6,7 +6,9 @@
 // Parallel work items are chosen so that no two threads ever write the same
 // output element: forward splits images x groups x output-position tiles,
 // backward-data splits images x groups x input-channel blocks (folding back
-// overlapping windows only ever touches the block's own channels), and
+// overlapping windows only ever touches the block's own channels; where
+// those are fewer than the threads, channels-last also splits output rows
+// into bands folded in two rounds, see GemmConvPlan::bands), and
 // backward-filter splits groups x channel blocks x filter blocks, each
 // accumulating over the whole batch in a fixed order -- so results are
 // identical from run to run with the same thread count.
@@ -24,6 +26,11 @@ struct GemmConvPlan {
     int64_t kt = 1;      // filters per block (backward-filter)
     int64_t items = 0;   // parallel work items
     size_t slot_bytes = 0;  // scratch per thread, 64-byte multiple
+    // Channels-last backward-data with fewer items than threads: each item's
+    // output rows in `bands` bands of `band_rows`, run in two rounds (even
+    // bands, then odd) -- far enough apart that no two bands of a round fold
+    // into the same dx rows. 1: none.
+    int64_t bands = 1, band_rows = 0;
 };
 
 // The block size splitting `total` (filters, channels) so that `work`
