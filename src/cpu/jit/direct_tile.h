@@ -3,7 +3,8 @@
 // summed over source channels and, per channel, a fixed list of taps.
 //
 //   for c < channels:                       (a loop; x, w advance per channel)
-//     for each tap t (unrolled):            (offsets are displacements)
+//     for each tap t (unrolled; from 25 taps a loop over the kernel's rows,
+//     each row's taps unrolled):            (offsets are displacements)
 //       w_v = load(w + t.w + v * vector)    v < NV
 //       acc[v][i] += w_v * broadcast(x[t.x + i])   i < UR
 //
