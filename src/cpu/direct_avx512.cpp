@@ -349,42 +349,20 @@ PhaseColumns phase_columns(const Shape &s, int64_t p) {
     return {first, lo, std::clamp(hi, lo, s.wq)};
 }
 
-// One source channel (first element at `src`, positions `ps` apart) into
-// its padded plane: row i, column phase p, column j holds source (i - top,
-// j * sw + p - left), zero outside. A phase's bounds are worked out once for
-// all its rows: small planes have many short rows, where a division per row
-// cost as much as the copy.
+// `count` source channels, adjacent (channels-last; first element at `src`,
+// positions `ps` apart), into their padded planes: row i, column phase p,
+// column j of channel c's holds source (i - top, j * sw + p - left), zero
+// outside. A phase's bounds are worked out once for all its rows: small
+// planes have many short rows, where a division per row cost as much as the
+// copy. Every channel of a pixel at once: a channels-last source a channel
+// at a time read each row once per channel, a pixel apart -- 17% of
+// MobileNet-v1's 3->32 224x224 forward -- so up to kFewChannels go in one
+// call (pad_source_channels).
 template <class T>
-void pad_channel(const Shape &s, const T *src, int64_t ps, T *out) {
+void pad_channels(const Shape &s, const T *src, int64_t ps, int64_t count, T *out) {
     for (int64_t p = 0; p < s.sw; ++p) {
         const auto [first, lo, hi] = phase_columns(s, p);
-        const bool dense = s.sw == 1 && ps == 1;
-        for (int64_t i = 0; i < s.hp; ++i) {
-            T *row = out + (i * s.sw + p) * s.wq;
-            const int64_t sr = i - s.top;
-            if (sr < 0 || sr >= s.hs) {
-                std::fill(row, row + s.wq, T(0));
-                continue;
-            }
-            const T *in = src + sr * s.ws * ps;
-            for (int64_t j = 0; j < lo; ++j) row[j] = T(0);
-            if (dense)
-                for (int64_t j = lo; j < hi; ++j) row[j] = in[first + j];
-            else
-                for (int64_t j = lo; j < hi; ++j) row[j] = in[(first + j * s.sw) * ps];
-            for (int64_t j = hi; j < s.wq; ++j) row[j] = T(0);
-        }
-    }
-}
-
-// A few channels-last source channels [c0, c0 + count) into their padded
-// planes in one pass over the rows, every channel of a pixel at once: the
-// channel at a time walk (pad_channel) read each row once per channel, a
-// pixel apart -- 17% of MobileNet-v1's 3->32 224x224 forward.
-template <class T>
-void pad_few_channels_last(const Shape &s, const T *image, int64_t c0, int64_t count, T *out) {
-    for (int64_t p = 0; p < s.sw; ++p) {
-        const auto [first, lo, hi] = phase_columns(s, p);
+        const bool dense = s.sw == 1 && ps == 1 && count == 1;
         for (int64_t i = 0; i < s.hp; ++i) {
             T *row = out + (i * s.sw + p) * s.wq;
             const int64_t sr = i - s.top;
@@ -396,9 +374,13 @@ void pad_few_channels_last(const Shape &s, const T *image, int64_t c0, int64_t c
                 std::fill(row + c * s.plane, row + c * s.plane + lo, T(0));
                 std::fill(row + c * s.plane + hi, row + c * s.plane + s.wq, T(0));
             }
-            const T *in = image + (sr * s.ws + first) * s.cs + c0;
+            const T *in = src + sr * s.ws * ps;
+            if (dense) {
+                std::copy(in + (first + lo), in + (first + hi), row + lo);
+                continue;
+            }
             for (int64_t j = lo; j < hi; ++j) {
-                const T *px = in + j * s.sw * s.cs;
+                const T *px = in + (first + j * s.sw) * ps;
                 for (int64_t c = 0; c < count; ++c) row[c * s.plane + j] = px[c];
             }
         }
@@ -646,7 +628,7 @@ CONV_TARGET_AVX2 void pad_planes_avx2(const Shape &s, const float *src, int64_t 
 #endif
 
 #if CONV_HAVE_AVX512_KERNELS
-// AVX2, channels-first at stride 2 (conv1): pad_channel's layout, each
+// AVX2, channels-first at stride 2 (conv1): pad_channels's layout, each
 // phase row's 8 columns from 16 source ones by one even-lane shuffle (the
 // scalar copy took 30% of MobileNet's 3->32 forward); a row's last source
 // vector through a buffer, never read past the row.
@@ -698,9 +680,9 @@ void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, in
             return s.sw == 1 ? pad_planes_avx2(s, image + c0 * s.hs * s.ws, count, out)
                              : pad_planes_stride2_avx2(s, image + c0 * s.hs * s.ws, count, out);
 #endif
-    if (s.last && count <= kFewChannels) return pad_few_channels_last(s, image, c0, count, out);
+    if (s.last && count <= kFewChannels) return pad_channels(s, image + c0, s.cs, count, out);
     const int64_t cstride = s.last ? 1 : s.hs * s.ws, ps = s.last ? s.cs : 1;
-    for (int64_t c = c0; c < c0 + count; ++c) pad_channel(s, image + c * cstride, ps, out + (c - c0) * s.plane);
+    for (int64_t c = c0; c < c0 + count; ++c) pad_channels(s, image + c * cstride, ps, 1, out + (c - c0) * s.plane);
 }
 
 // Every image's: channels-last 16 channels an item (a transpose's);
