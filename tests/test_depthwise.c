@@ -251,6 +251,42 @@ static void test_filter_unread_infinity(void **state)
     tu_case_free(&c);
 }
 
+/* An infinity in dy at a row's first column is read, past the previous
+ * row's end, by the vector kernels' last vector of that row (its lanes past
+ * the row are not outputs): it must count once, as +inf times x, and not
+ * meet a cleared x lane there as inf * 0 = NaN. */
+static void test_filter_infinity_in_dy(void **state)
+{
+    (void)state;
+    int64_t in[2] = {6, 20}, kernel[2] = {3, 3};
+    tu_problem tp;
+    tu_problem_init(&tp, 2, 2, 3, 3, in, kernel); /* no padding: dy is 4 x 18 */
+    tp.p.groups = 3;
+    tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+    assert_true(tu_resolve(&tp));
+    tu_rng r;
+    tu_seed(&r, 5151);
+    tu_case c;
+    conv_desc_t d;
+    assert_ok(tu_case_make(&c, tu_contexts[0], &tp, 0));
+    assert_ok(tu_make_desc(&tp, CONV_OP_BACKWARD_FILTER, &d));
+    tu_case_fill(&c, CONV_OP_BACKWARD_FILTER, &r, 0);
+    for (int64_t i = 0; i < c.x.elems; i++)
+        tu_set(&c.x, i, 1.0);
+    for (int64_t plane = 0; plane < 2 * 3; plane++)
+        tu_set(&c.y, plane * 4 * 18 + 1 * 18, INFINITY); /* row 1, column 0 */
+    if (tu_case_run(&c, tu_contexts[0], d, CONV_OP_BACKWARD_FILTER, NULL) != CONV_STATUS_SUCCESS)
+        fail_msg("%s", conv_last_error());
+    for (int64_t ch = 0; ch < 3; ch++)
+        for (int t = 0; t < 9; t++) {
+            double v = tu_get(&c.w, ch * 9 + t);
+            if (!(isinf(v) && v > 0))
+                fail_msg("channel %lld tap %d: dw = %g, expected +inf", (long long)ch, t, v);
+        }
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_channel_multiplier),
         cmocka_unit_test(test_filter_sums_by_threads),
         cmocka_unit_test(test_filter_unread_infinity),
+        cmocka_unit_test(test_filter_infinity_in_dy),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

@@ -19,7 +19,7 @@
 // - Backward-filter: dw(tap) = sum over the batch and positions of dy(p) *
 //   x(p * s + tap), the 9 tap sums of a channel block in registers over the
 //   whole batch: one work item per block, so the sums' order does not
-//   depend on the thread count. At stride 1 on planes 16 or more wide,
+//   depend on the thread count. On dy planes 16 or more columns wide,
 //   depthwise_avx2_rows.cpp takes it.
 // Every output is a plain sum of products (a dot product's bound).
 #include "cpu/depthwise_avx2.h"

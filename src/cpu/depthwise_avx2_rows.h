@@ -1,6 +1,6 @@
-// Channels-first depthwise 3x3 backward-filter at stride 1 on AVX2 CPUs,
-// vectors along a plane's rows (depthwise_avx2_rows.cpp): padding up to 2,
-// multiplier 1, planes 16 or more wide. dw_avx2_* of depthwise_avx2.cpp
+// Channels-first depthwise 3x3 backward-filter at stride 1 on AVX2
+// CPUs, vectors along a plane's rows read in place (depthwise_avx2_rows.cpp):
+// multiplier 1, dy planes 16 or more columns wide. dw_avx2_* of depthwise_avx2.cpp
 // hand it the passes it covers.
 #pragma once
 
