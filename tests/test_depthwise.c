@@ -219,9 +219,11 @@ static void test_filter_sums_by_threads(void **state)
  * taps stay finite (a vector kernel's lanes past the row must not multiply
  * it by a zero dy into a NaN). x is 6 x 20, no padding, so dy is 4 x 18:
  * tap column 0 reads x's columns 0-17, 1 reads 1-18, 2 reads 2-19. */
-static void test_filter_unread_infinity(void **state)
+/* Backward-filter of 2 images of 3 channels, 6 x 20 planes, 3x3 depthwise
+ * without padding (dy 4 x 18), inputs random from `seed`: the case the
+ * infinity tests below edit before running. */
+static void make_filter_case(tu_case *c, conv_desc_t *d, uint64_t seed)
 {
-    (void)state;
     int64_t in[2] = {6, 20}, kernel[2] = {3, 3};
     tu_problem tp;
     tu_problem_init(&tp, 2, 2, 3, 3, in, kernel);
@@ -229,12 +231,18 @@ static void test_filter_unread_infinity(void **state)
     tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
     assert_true(tu_resolve(&tp));
     tu_rng r;
-    tu_seed(&r, 5150);
+    tu_seed(&r, seed);
+    assert_ok(tu_case_make(c, tu_contexts[0], &tp, 0));
+    assert_ok(tu_make_desc(&tp, CONV_OP_BACKWARD_FILTER, d));
+    tu_case_fill(c, CONV_OP_BACKWARD_FILTER, &r, 0);
+}
+
+static void test_filter_unread_infinity(void **state)
+{
+    (void)state;
     tu_case c;
     conv_desc_t d;
-    assert_ok(tu_case_make(&c, tu_contexts[0], &tp, 0));
-    assert_ok(tu_make_desc(&tp, CONV_OP_BACKWARD_FILTER, &d));
-    tu_case_fill(&c, CONV_OP_BACKWARD_FILTER, &r, 0);
+    make_filter_case(&c, &d, 5150);
     for (int64_t i = 0; i < c.y.elems; i++)
         tu_set(&c.y, i, 1.0); /* every product counts */
     for (int64_t plane = 0; plane < 2 * 3; plane++)
@@ -258,19 +266,9 @@ static void test_filter_unread_infinity(void **state)
 static void test_filter_infinity_in_dy(void **state)
 {
     (void)state;
-    int64_t in[2] = {6, 20}, kernel[2] = {3, 3};
-    tu_problem tp;
-    tu_problem_init(&tp, 2, 2, 3, 3, in, kernel); /* no padding: dy is 4 x 18 */
-    tp.p.groups = 3;
-    tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
-    assert_true(tu_resolve(&tp));
-    tu_rng r;
-    tu_seed(&r, 5151);
     tu_case c;
     conv_desc_t d;
-    assert_ok(tu_case_make(&c, tu_contexts[0], &tp, 0));
-    assert_ok(tu_make_desc(&tp, CONV_OP_BACKWARD_FILTER, &d));
-    tu_case_fill(&c, CONV_OP_BACKWARD_FILTER, &r, 0);
+    make_filter_case(&c, &d, 5151);
     for (int64_t i = 0; i < c.x.elems; i++)
         tu_set(&c.x, i, 1.0);
     for (int64_t plane = 0; plane < 2 * 3; plane++)
