@@ -46,7 +46,7 @@ constexpr int kMaxEdges = 4;   // column vectors of a row that need masks
 constexpr int kRows = 4;       // dy rows per block
 
 // A column vector's lane masks (RowPlan::mask).
-using Masks = const int32_t (*)[8];
+using Masks = const int32_t (*)[kVec];
 
 // How a plane's rows are swept: the geometry, which column vectors are
 // interior (every lane's taps in the row, every lane an output) and the
@@ -63,7 +63,6 @@ struct RowPlan {
     // are outputs (all bits set or clear, for vandps).
     alignas(32) int32_t mask[kMaxEdges][kK + 1][kVec];
 
-    int64_t lane_col(int64_t v, int lane) const { return v * kVec + lane; }
     // The first float a column vector's loads read, relative to the row.
     int64_t first_read(int64_t v) const { return v * kVec - pl; }
     int64_t end_read(int64_t v) const { return first_read(v) + kVec + kK - 1; }
@@ -93,7 +92,7 @@ RowPlan make_plan(const ConvGeometry &g) {
         if (p.interior(v)) continue;
         int32_t(*m)[kVec] = p.mask[p.edge_slot(v)];
         for (int lane = 0; lane < kVec; ++lane) {
-            const int64_t col = p.lane_col(v, lane);
+            const int64_t col = v * kVec + lane;
             const bool out = col < p.ow;
             for (int kw = 0; kw < kK; ++kw) {
                 const int64_t in = col + kw - p.pl;
