@@ -76,6 +76,10 @@ constexpr int64_t kTransposedChannels = 256;
 // Rows ahead that pack_panels prefetches of a source read across its rows.
 constexpr int64_t kAhead = 16;
 
+// AVX2: source rows this many floats apart or more (a plane of 32x32 or
+// more, channels-first) are packed row by row (pack_panels_avx2).
+constexpr int64_t kFarRows = 1024;
+
 // Channels-last forward and backward-data on AVX2 read A (x or dy) in place
 // from this many positions (pw_avx512_covers).
 constexpr int64_t kInPlaceRows = 784;
@@ -390,9 +394,6 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
 constexpr int64_t kDotColumns = 4;
 bool dot_tail(const Gemm &m, int64_t width) { return width <= kDotColumns && m.a_red == 1; }
 
-// Source rows this many floats apart or more (a plane of 32x32 or more,
-// channels-first) are packed row by row (pack_panels_avx2).
-constexpr int64_t kFarRows = 1024;
 constexpr int64_t kRowsAhead = 2;  // rows ahead that pack_rows_dealt_avx2 prefetches
 
 // Columns [j0, j1) of B's rows, B(r, j) = b[r * b_red + j], into whole
@@ -717,7 +718,7 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     // channels with the sums carried through y it lost (0.86-0.99x).
     // Backward-data not (0.90-1.06x at 64-128 channels, 0.66-1.03x before:
     // its transposed and strided reads of W cost more at 16 columns a panel
-    // than at AVX-512's 48).
+    // than at AVX-512's 48), but see below for large planes.
     // Against libconv's own AVX2 SGEMM (sgemm_avx2.h; in one process, 21
     // alternated calls), once the tiles' reduction was unrolled: forward
     // these tiles on every plane, 1.02-1.11x (14x14 1.09-1.11x, 28x28
@@ -735,6 +736,15 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
         // Forward on fewer positions: per image, transposed (make_plan).
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
             return op == CONV_OP_FORWARD || (op == CONV_OP_BACKWARD_DATA && g.n * g.out_size() >= kInPlaceRows);
+        // Channels-first backward-data (W read transposed in place) on
+        // planes whose rows of dy are packed row by row (kFarRows), with W
+        // an L2 share or less; against the SGEMM (OpenBLAS under 97 rows),
+        // 1 thread, one process, 30 alternated calls: 16->16 112x112 1.49x,
+        // 32->64 1.34x, 64->64 32x32 1.28x (batch 8 1.36x), 64->128 56x56
+        // 1.07x, 64->256 1.09x, 128->128 1.03-1.05x, 256->256 1.02x; on 28x28
+        // and smaller 0.93-0.96x, and with W past L2 (512->512 28x28) 0.77x.
+        if (op == CONV_OP_BACKWARD_DATA)
+            return g.out_size() >= kFarRows && g.c * g.k * (int64_t)sizeof(float) <= kBlockBytes;
         return op == CONV_OP_FORWARD;
     }
     if (op == CONV_OP_BACKWARD_FILTER) return true;
