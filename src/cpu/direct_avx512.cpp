@@ -44,6 +44,7 @@
 // With AVX2 the same tiles run in two ymm halves a vector (tile_avx2), over
 // an item's positions in row order across its rows (tiles_wrap); without
 // either, or in float64, through portable C++.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -102,7 +103,13 @@ struct Shape {
     int64_t hd, wd;                        // the largest phase's rows and columns
     int64_t pt, pl;                        // the pass's padding (backward-data's phases)
     int64_t kr, ks, dh, dw, sh, sw, top, left, taps;
+    // Depth (3-D), as the rows: a 1-D or 2-D problem is one slice deep.
+    int64_t kz, dz, sz;      // kernel depth, dilation, stride (forward)
+    int64_t zs, zdst, fz, zd;  // source and destination depth; its phases (backward-data); the largest phase's
+    int64_t pz, front;       // the pass's depth padding (backward-data's phases); padded slices before the source's
     int64_t hp, wq, plane;   // padded rows; width of a row's column phase; elements per channel
+    int64_t dp, slice;       // padded slices a channel (plane = dp * slice); elements per slice
+    int64_t dst_plane;       // a destination channel's elements: zdst * hdst * wdst
     int64_t rstep;           // padded elements from one destination row (of a phase) to the next
     int64_t dvec;            // destination vectors per group: ceil(cdg / 16)
     int64_t wvec;            // packed weights of one vector: csg * taps * 16
@@ -176,7 +183,16 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     s.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
     s.n = g.n, s.groups = g.groups;
     s.kr = g.kernel[1], s.ks = g.kernel[2], s.dh = g.dilation[1], s.dw = g.dilation[2];
-    s.taps = s.kr * s.ks;
+    s.kz = g.kernel[0], s.dz = g.dilation[0];
+    s.taps = s.kz * s.kr * s.ks;
+    if (!s.backward) {
+        s.zs = g.in[0], s.zd = s.zdst = g.out[0], s.sz = g.stride[0], s.fz = 1, s.pz = 0, s.front = g.pad_begin[0];
+        s.dp = (s.zd - 1) * s.sz + (s.kz - 1) * s.dz + 1;
+    } else {  // as the rows below
+        s.zs = g.out[0], s.zdst = g.in[0], s.fz = g.stride[0], s.zd = ceil_div(s.zdst, s.fz), s.sz = 1;
+        s.pz = g.pad_begin[0], s.front = ceil_div((s.kz - 1) * s.dz, s.fz);
+        s.dp = s.zd + (s.fz - 1 + s.pz) / s.fz + s.front;
+    }
     if (!s.backward) {
         s.cs = g.c, s.cd = g.k, s.hs = g.in[1], s.ws = g.in[2], s.hd = g.out[1], s.wd = g.out[2];
         s.sh = g.stride[1], s.sw = g.stride[2], s.top = g.pad_begin[1], s.left = g.pad_begin[2];
@@ -198,7 +214,9 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
         s.rstep = s.wq;
     }
     s.csg = s.cs / s.groups, s.cdg = s.cd / s.groups;
-    s.plane = checked_mul(checked_mul(s.hp, s.sw, "workspace"), s.wq, "workspace");
+    s.slice = checked_mul(checked_mul(s.hp, s.sw, "workspace"), s.wq, "workspace");
+    s.plane = checked_mul(s.dp, s.slice, "workspace");
+    s.dst_plane = s.zdst * s.hdst * s.wdst;
     s.dvec = ceil_div(s.cdg, kLanes);
     s.wvec = checked_mul(checked_mul(s.csg, s.taps, "workspace"), kLanes, "workspace");
     s.wrap = tiles_wrap(es);
@@ -211,8 +229,9 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     // A phase of backward-data reads about taps / phases of them, and at
     // least 64 steps a pass keep a tile's entry and exit (its sums loaded
     // and stored) small beside its FMAs.
-    const int64_t phase_taps = std::max<int64_t>(1, s.taps / (s.fh * s.fw));
-    int64_t per_channel = (span * s.sw * s.wq + width * phase_taps) * (int64_t)es;
+    const int64_t phase_taps = std::max<int64_t>(1, s.taps / (s.fz * s.fh * s.fw));
+    const int64_t slices = std::max<int64_t>(1, s.kz / s.fz);  // the slices an item's channel reads
+    int64_t per_channel = (slices * span * s.sw * s.wq + width * phase_taps) * (int64_t)es;
     const int64_t most = strict ? std::min<int64_t>(s.csg, kStrictBlock) : s.csg;
     s.cblock = std::clamp<int64_t>(kL1Budget / per_channel, std::min(ceil_div(64, phase_taps), most),
                                    most);
@@ -222,7 +241,7 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     const int64_t source = checked_mul(s.n, s.image_bytes, "workspace");
     // Steps of each phase for the largest channel block either math mode takes.
     s.steps_at = 0;
-    s.source_at = align(checked_mul(checked_mul(s.fh * s.fw, s.csg * s.taps, "workspace"), 16,
+    s.source_at = align(checked_mul(checked_mul(s.fz * s.fh * s.fw, s.csg * s.taps, "workspace"), 16,
                                     "workspace"));
     s.packed_at = align(checked_add((int64_t)s.source_at, source, "workspace"));
     return s;
@@ -660,16 +679,16 @@ CONV_TARGET_AVX2 void pad_planes_stride2_avx2(const Shape &s, const float *src, 
 }
 #endif
 
-// Channels [c0, c0 + count) of image n of the source (x, or dy) into their
-// padded planes (channel c0's at `out`).
+// Channels [c0, c0 + count) of one slice of a source image (`image`: its
+// first channel's, channels-first channels `cstride` apart) into their
+// padded slices (channel c0's at `out`, each s.plane after the last).
 template <class T>
-void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, int64_t count, T *out) {
-    const T *image = src + n * s.cs * s.hs * s.ws;
+void pad_slice_channels(const Shape &s, const T *image, int64_t cstride, int64_t c0, int64_t count, T *out) {
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>)
         if (cpu_isa() == Isa::avx512) {
             if (s.last && s.sw == 1) return pad_channels_last_avx512(s, image, c0, count, out);
-            const float *first = image + c0 * s.hs * s.ws;
+            const float *first = image + c0 * cstride;
             if (!s.last)
                 return s.sw == 1   ? pad_planes_avx512(s, first, count, out)
                        : s.sw == 2 ? pad_planes_stride2_avx512(s, first, count, out)
@@ -677,12 +696,37 @@ void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, in
         }
     if constexpr (std::is_same_v<T, float>)
         if (cpu_isa() == Isa::avx2 && !s.last && s.sw <= 2)
-            return s.sw == 1 ? pad_planes_avx2(s, image + c0 * s.hs * s.ws, count, out)
-                             : pad_planes_stride2_avx2(s, image + c0 * s.hs * s.ws, count, out);
+            return s.sw == 1 ? pad_planes_avx2(s, image + c0 * cstride, count, out)
+                             : pad_planes_stride2_avx2(s, image + c0 * cstride, count, out);
 #endif
     if (s.last && count <= kFewChannels) return pad_channels(s, image + c0, s.cs, count, out);
-    const int64_t cstride = s.last ? 1 : s.hs * s.ws, ps = s.last ? s.cs : 1;
-    for (int64_t c = c0; c < c0 + count; ++c) pad_channels(s, image + c * cstride, ps, 1, out + (c - c0) * s.plane);
+    const int64_t ps = s.last ? s.cs : 1;
+    for (int64_t c = c0; c < c0 + count; ++c)
+        pad_channels(s, image + c * (s.last ? 1 : cstride), ps, 1, out + (c - c0) * s.plane);
+}
+
+// Channels [c0, c0 + count) of image n of the source (x, or dy) into their
+// padded planes (channel c0's at `out`): slice by slice, those before and
+// after the source's depth zeros. (The planar copies take several
+// channels-first planes at once with the planes hs * ws apart: in 3-D a
+// channel's slices are, so they go a channel at a time.)
+template <class T>
+void pad_source_channels(const Shape &s, const T *src, int64_t n, int64_t c0, int64_t count, T *out) {
+    const int64_t splane = s.hs * s.ws;
+    const T *image = src + n * s.cs * s.zs * splane;
+    if (s.dp == 1 && s.zs == 1 && s.front == 0) return pad_slice_channels(s, image, splane, c0, count, out);
+    for (int64_t z = 0; z < s.dp; ++z) {
+        const int64_t zsrc = z - s.front;
+        T *slice = out + z * s.slice;
+        if (zsrc < 0 || zsrc >= s.zs) {
+            for (int64_t c = 0; c < count; ++c) std::fill(slice + c * s.plane, slice + c * s.plane + s.slice, T(0));
+        } else if (s.last) {
+            pad_slice_channels(s, image + zsrc * splane * s.cs, 0, c0, count, slice);
+        } else {
+            for (int64_t c = c0; c < c0 + count; ++c)
+                pad_slice_channels(s, image + zsrc * splane, s.zs * splane, c, 1, slice + (c - c0) * s.plane);
+        }
+    }
 }
 
 // Every image's: channels-last 16 channels an item (a transpose's);
@@ -709,7 +753,7 @@ void pad_source(const Shape &s, const T *src, T *source, ThreadPool &pool, int t
 // tiles then read x itself and nothing is copied.
 bool source_is_padded(const Shape &s) {
     return !s.backward && !s.last && s.sw == 1 && s.top == 0 && s.left == 0 && s.hp == s.hs &&
-           s.wq == s.ws;
+           s.wq == s.ws && s.front == 0 && s.dp == s.zs;
 }
 
 // ---- the register tiles
@@ -727,12 +771,23 @@ bool reaches(int64_t phase, int64_t pad, int64_t tap, int64_t f) {
     return ((phase + pad - tap) % f + f) % f == 0;
 }
 
-int64_t phase_steps_count(const Shape &s, int64_t ph, int64_t pw) {
+// Phase p of the destination: its depth, row and column phase.
+struct Phase {
+    int64_t z, h, w;
+};
+Phase phase_of(const Shape &s, int64_t p) { return {p / (s.fh * s.fw), p / s.fw % s.fh, p % s.fw}; }
+
+// The positions of phase `phase` of an axis of `size` split into f phases.
+int64_t phase_extent(int64_t size, int64_t phase, int64_t f) { return size > phase ? ceil_div(size - phase, f) : 0; }
+
+int64_t phase_steps_count(const Shape &s, int64_t p) {
     if (!s.backward) return s.taps;
-    int64_t rows = 0, cols = 0;
-    for (int64_t r = 0; r < s.kr; ++r) rows += reaches(ph, s.pt, r * s.dh, s.fh);
-    for (int64_t q = 0; q < s.ks; ++q) cols += reaches(pw, s.pl, q * s.dw, s.fw);
-    return rows * cols;
+    const Phase ph = phase_of(s, p);
+    int64_t slices = 0, rows = 0, cols = 0;
+    for (int64_t z = 0; z < s.kz; ++z) slices += reaches(ph.z, s.pz, z * s.dz, s.fz);
+    for (int64_t r = 0; r < s.kr; ++r) rows += reaches(ph.h, s.pt, r * s.dh, s.fh);
+    for (int64_t q = 0; q < s.ks; ++q) cols += reaches(ph.w, s.pl, q * s.dw, s.fw);
+    return slices * rows * cols;
 }
 
 // Phase (ph, pw)'s steps for a channel block. Forward: the one phase,
@@ -741,21 +796,27 @@ int64_t phase_steps_count(const Shape &s, int64_t ph, int64_t pw) {
 // weights are packed rotated (tap taps - 1 - t). Backward-data walks the
 // taps last to first, so that both the weights and dy are read upward (the
 // other way the FMAs waited on the weights' loads: 0.85x on 256->256 13x13).
-void phase_steps(const Shape &s, int64_t ph, int64_t pw, Step *steps) {
+void phase_steps(const Shape &s, int64_t p, Step *steps) {
+    const Phase ph = phase_of(s, p);
     for (int64_t c = 0, i = 0; c < s.cblock; ++c)
-        for (int64_t rr = 0; rr < s.kr; ++rr)
-            for (int64_t qq = 0; qq < s.ks; ++qq) {
-                const int64_t r = s.backward ? s.kr - 1 - rr : rr, q = s.backward ? s.ks - 1 - qq : qq;
-                int64_t tr = r * s.dh, tc = q * s.dw, t = r * s.ks + q, x;
-                if (!s.backward) {
-                    x = (tr * s.sw + tc % s.sw) * s.wq + tc / s.sw;
-                } else {
-                    if (!reaches(ph, s.pt, tr, s.fh) || !reaches(pw, s.pl, tc, s.fw)) continue;
-                    x = ((ph + s.pt - tr) / s.fh + s.top) * s.wq + (pw + s.pl - tc) / s.fw + s.left;
-                    t = s.taps - 1 - t;
+        for (int64_t zz = 0; zz < s.kz; ++zz)
+            for (int64_t rr = 0; rr < s.kr; ++rr)
+                for (int64_t qq = 0; qq < s.ks; ++qq) {
+                    const int64_t z = s.backward ? s.kz - 1 - zz : zz;
+                    const int64_t r = s.backward ? s.kr - 1 - rr : rr, q = s.backward ? s.ks - 1 - qq : qq;
+                    int64_t tz = z * s.dz, tr = r * s.dh, tc = q * s.dw, t = (z * s.kr + r) * s.ks + q, x;
+                    if (!s.backward) {
+                        x = tz * s.slice + (tr * s.sw + tc % s.sw) * s.wq + tc / s.sw;
+                    } else {
+                        if (!reaches(ph.z, s.pz, tz, s.fz) || !reaches(ph.h, s.pt, tr, s.fh) ||
+                            !reaches(ph.w, s.pl, tc, s.fw))
+                            continue;
+                        x = ((ph.z + s.pz - tz) / s.fz + s.front) * s.slice +
+                            ((ph.h + s.pt - tr) / s.fh + s.top) * s.wq + (ph.w + s.pl - tc) / s.fw + s.left;
+                        t = s.taps - 1 - t;
+                    }
+                    steps[i++] = {c * s.plane + x, (c * s.taps + t) * kLanes};
                 }
-                steps[i++] = {c * s.plane + x, (c * s.taps + t) * kLanes};
-            }
 }
 
 // How a tile meets the sums of the channel blocks before it in `out`.
@@ -919,10 +980,11 @@ T bias_relu(T v, T b, bool relu) {
     return relu && v < T(0) ? T(0) : v;
 }
 
-// dst: the image's group's channel 0; bias: the group's (or null).
+// dst: the image's group's channel 0, at the item's depth slice; bias: the
+// group's (or null).
 template <class T>
 void store_portable(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
-    const int64_t plane = s.hdst * s.wdst;
+    const int64_t plane = s.dst_plane;
     for (int64_t r = 0; r < it.rows; ++r)
         for (int64_t j = 0; j < it.len; ++j) {
             const T *in = sums + (r * it.len + j) * it.width;
@@ -973,7 +1035,7 @@ CONV_TARGET_AVX512 inline void store_rows_with(const Shape &s, const Item &it, c
     // planes (small CNNs). Whole blocks without bias or ReLU, the common
     // case, run code without bounds or epilogue: with them a block cost
     // 300 cycles, 15% of ResNet-20's 16->16 32x32 layer.
-    const int64_t plane = s.hdst * s.wdst;
+    const int64_t plane = s.dst_plane;
     const bool epilogue = bias || relu;
     for (int64_t r = 0; r < it.rows; ++r) {
         float *rows = dst + (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + it.ow0 * s.fw;
@@ -1069,7 +1131,7 @@ CONV_TARGET_AVX2 inline __m256 epilogue_avx2(__m256 x, const float *bias, bool r
 // transposed in registers into a row store per channel.
 CONV_TARGET_AVX2 void store_rows_avx2(const Shape &s, const Item &it, const float *sums,
                                       float *dst, const float *bias, bool relu) {
-    const int64_t plane = s.hdst * s.wdst;
+    const int64_t plane = s.dst_plane;
     for (int64_t r = 0; r < it.rows; ++r) {
         float *rows = dst + (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + it.ow0;
         for (int64_t m0 = 0; m0 < it.valid; m0 += 8) {
@@ -1196,19 +1258,18 @@ public:
 
 private:
     void look_up(const Shape &s, const Step *steps, int64_t phase_len, int64_t rows) {
-        const int64_t phases = s.fh * s.fw;
+        const int64_t phases = s.fz * s.fh * s.fw;
         fn_.assign(phases * kMaxVectors * kMaxPositions * kMaxPositions, nullptr);
         const int64_t kblocks = ceil_div(s.dvec, s.nv);
         const int nvs[2] = {s.nv, (int)(s.dvec - (kblocks - 1) * s.nv)};
         for (int64_t p = 0; p < phases; ++p) {
-            const int64_t ph = p / s.fw, pw = p % s.fw;
-            const int64_t hj = s.hdst > ph ? ceil_div(s.hdst - ph, s.fh) : 0;
-            const int64_t wj = s.wdst > pw ? ceil_div(s.wdst - pw, s.fw) : 0;
-            if (hj == 0 || wj == 0) continue;
+            const Phase ph = phase_of(s, p);
+            const int64_t hj = phase_extent(s.hdst, ph.h, s.fh), wj = phase_extent(s.wdst, ph.w, s.fw);
+            if (hj == 0 || wj == 0 || phase_extent(s.zdst, ph.z, s.fz) == 0) continue;
             jit::DirectTileSpec spec;
             spec.ymm = s.wrap;
             spec.channel_x = s.plane, spec.channel_w = s.taps * kLanes, spec.vector_w = s.wvec;
-            const int64_t per_channel = phase_len ? phase_steps_count(s, ph, pw) : 0;
+            const int64_t per_channel = phase_len ? phase_steps_count(s, p) : 0;
             for (int64_t j = 0; j < per_channel; ++j) {
                 spec.tap_x.push_back(steps[p * phase_len + j].x);
                 spec.tap_w.push_back(steps[p * phase_len + j].w);
@@ -1269,9 +1330,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         packed = own;
     }
     T *slots = reinterpret_cast<T *>(base + s.packed_at);
-    const int64_t phases = s.fh * s.fw, phase_len = s.cblock * s.taps;
+    const int64_t phases = s.fz * s.fh * s.fw, phase_len = s.cblock * s.taps;
     Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
-    for (int64_t p = 0; p < phases; ++p) phase_steps(s, p / s.fw, p % s.fw, steps + p * phase_len);
+    for (int64_t p = 0; p < phases; ++p) phase_steps(s, p, steps + p * phase_len);
     // The padded source: copied image by image into the thread's slot, right
     // before that image's items (so that it is read from L2, where copying
     // the whole batch first wrote it out to memory and read it back: 7-15% of
@@ -1288,13 +1349,15 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     T *dst = static_cast<T *>(s.backward ? args.x : args.y);
     const T *bias = s.backward ? nullptr : static_cast<const T *>(args.bias);
     const bool relu = !s.backward && g.activation == CONV_ACTIVATION_RELU;
-    const int64_t plane = s.hdst * s.wdst, dst_image = s.cd * plane;
+    const int64_t dst_image = s.cd * s.dst_plane, dst_slice = s.hdst * s.wdst * (s.last ? s.cd : 1);
     const int64_t kblocks = ceil_div(s.dvec, s.nv), segs = ceil_div(s.wd, s.seg);
     // Fewer rows per item where the items would not keep every thread busy
     // (the sums' order does not depend on the items: same results).
     const int64_t others = s.n * s.groups * kblocks * phases * segs;
-    const int64_t rows = per_item || by_image ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others)));
-    const int64_t rgroups = ceil_div(s.hd, rows);
+    const int64_t rows =
+        per_item || by_image ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others * s.zd)));
+    // Row groups of every depth slice (of a phase), slice-major: rg / slice_groups is the slice.
+    const int64_t slice_groups = ceil_div(s.hd, rows), rgroups = s.zd * slice_groups;
     const GeneratedTiles generated(s, steps, phase_len, rows, std::is_same_v<T, float>);
     // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
     // block kb of group gi, whose packed vectors start at w.
@@ -1302,20 +1365,24 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t p, int64_t rg, int64_t sg,
                        const T *w, const T *image, Trickle &ahead) {
         const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+        const Phase ph = phase_of(s, p);
+        const int64_t oz = rg / slice_groups;  // the item's slice of the phase
+        if (oz >= phase_extent(s.zdst, ph.z, s.fz)) return;
         Item it;
-        it.ph = p / s.fw, it.pw = p % s.fw;
-        it.oh0 = rg * rows, it.ow0 = sg * s.seg;
+        it.ph = ph.h, it.pw = ph.w;
+        it.oh0 = rg % slice_groups * rows, it.ow0 = sg * s.seg;
         // The phase's rows and columns (all of them for one phase).
-        const int64_t hj = s.hdst > it.ph ? ceil_div(s.hdst - it.ph, s.fh) : 0;
-        const int64_t wj = s.wdst > it.pw ? ceil_div(s.wdst - it.pw, s.fw) : 0;
+        const int64_t hj = phase_extent(s.hdst, ph.h, s.fh), wj = phase_extent(s.wdst, ph.w, s.fw);
         it.rows = std::min(rows, hj - it.oh0), it.len = std::min(s.seg, wj - it.ow0);
         if (it.rows <= 0 || it.len <= 0) return;
         it.m0 = kb * s.nv * kLanes, it.width = nv * kLanes;
         it.valid = std::min(it.width, s.cdg - it.m0);
         alignas(64) T sums[kItemSums];
-        const T *x = image + gi * s.csg * s.plane;
+        // The slice the item's first tap reads: backward-data's taps carry
+        // their own offsets (phase_steps), as for the rows.
+        const T *x = image + gi * s.csg * s.plane + oz * (s.backward ? 1 : s.sz) * s.slice;
         const Step *phase = steps + p * phase_len;
-        const int64_t per_channel = phase_len ? phase_steps_count(s, it.ph, it.pw) : 0;
+        const int64_t per_channel = phase_len ? phase_steps_count(s, p) : 0;
         for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
             const int64_t channels = std::min(s.cblock, s.csg - c0);
             Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, phase, channels * per_channel, nullptr,
@@ -1358,15 +1425,15 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     ahead.step();
                 }
         }
-        store_item(s, it, sums, dst + n * dst_image + gi * s.cdg * (s.last ? 1 : plane),
+        store_item(s, it, sums, dst + n * dst_image + gi * s.cdg * (s.last ? 1 : s.dst_plane) + (ph.z + oz * s.fz) * dst_slice,
                    bias ? bias + gi * s.cdg : nullptr, relu);
     };
     auto image_at = [&](int64_t n) { return (in_place ? input : source) + n * image_source; };
     // An image of the source as the caller holds it, and about the tiles
     // an image's items run.
-    const int64_t input_image = s.cs * s.hs * s.ws;
+    const int64_t input_image = s.cs * s.zs * s.hs * s.ws;
     const int64_t tiles_per_image =
-        s.groups * kblocks * phases * ceil_div(s.csg, s.cblock) *
+        s.groups * kblocks * phases * s.zd * ceil_div(s.csg, s.cblock) *
         (s.wrap ? ceil_div(s.hd * s.wd, s.ur) : s.hd * ceil_div(s.wd, s.ur));
     if (by_image) {  // an item: one image, everywhere
         pool.parallel_for(
@@ -1428,7 +1495,7 @@ class DirectAvx512 final : public Algorithm {
 public:
     const char *name() const override { return "direct_avx512"; }
     const char *why_not(const ConvGeometry &g, conv_op_t op) const override {
-        if (!g.is_planar()) return "it computes 1-D and 2-D convolutions only";
+        if (!g.is_planar() && op == CONV_OP_BACKWARD_FILTER) return "its backward-filter computes 1-D and 2-D convolutions only";
         if (g.in_size() == 0 || g.out_size() == 0) return "it needs a non-empty input and output";
         return nullptr;
     }
@@ -1499,6 +1566,23 @@ public:
         const int64_t plane = op == CONV_OP_FORWARD ? g.out_size() : g.in_size();
         return !strided && g.cg() >= 16 && g.kg() >= 16 && plane >= 56 * 56 && g.c <= 64 && g.k <= 64;
     }
+    // 3-D layers (the depth taps a loop in the generated tiles, depth
+    // slices of the padded source walked as its rows), against AUTO's
+    // choice before (im2col over libconv's SGEMM), ResNet3D-18's layers at
+    // batch 1, 1 thread, strict, in one process (5-7 alternated calls):
+    // forward at unit stride 1.16-1.63x (64->64 16x56x56 1.31x, 128->128
+    // 8x28x28 1.16x, 256->256 4x14x14 1.63x, 512->512 2x7x7 1.25x), strided
+    // 0.96-1.16x (64->128 onto 8x28x28 0.96x), conv1 (3->64 3x7x7, 1x2x2)
+    // 1.2-1.8x; backward-data at unit stride 1.13-1.38x, strided onto 128+
+    // channels 1.05-1.12x but onto 64 0.75x, onto conv1's 3 channels
+    // 0.25x. Channels-last lost or broke even (0.75-1.3x, mixed), and the
+    // compiled tiles were not measured.
+    static bool competitive_3d_avx2(const ConvGeometry &g, conv_op_t op) {
+        if (!jit::enabled() || g.layout == CONV_LAYOUT_CHANNELS_LAST || op == CONV_OP_BACKWARD_FILTER) return false;
+        if (op == CONV_OP_FORWARD) return true;
+        const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
+        return g.cg() >= (strided ? 128 : 16);
+    }
     // With AVX2 (two ymm halves a vector, compiled tiles), against AUTO's
     // choice before (im2col over OpenBLAS's Zen kernels, depthwise_direct's
     // portable loops for one source channel); AMD EPYC (Zen 3), 1 thread,
@@ -1521,6 +1605,7 @@ public:
     //   exceptions below were measured again interleaved.)
     static bool competitive_avx2(const ConvGeometry &g, conv_op_t op) {
         if (g.kernel_size() == 1) return false;
+        if (!g.is_planar()) return competitive_3d_avx2(g, op);
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return channels_last_competitive_avx2(g, op);
         // Backward-data onto at most 8 channels: positions in the vector
         // over a padded copy of dy (direct_narrow_avx512.cpp), against AUTO's
@@ -1590,7 +1675,7 @@ public:
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32) return false;
         if (cpu_isa() == Isa::avx2) return competitive_avx2(g, op);
-        if (cpu_isa() != Isa::avx512) return false;
+        if (cpu_isa() != Isa::avx512 || !g.is_planar()) return false;  // 3-D measured with AVX2 only
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
         if (g.kernel_size() == 1) return false;
         // Backward-data onto at most 8 channels at stride 1, positions in the
