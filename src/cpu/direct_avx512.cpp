@@ -231,6 +231,14 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     // and stored) small beside its FMAs.
     const int64_t phase_taps = std::max<int64_t>(1, s.taps / (s.fz * s.fh * s.fw));
     const int64_t slices = std::max<int64_t>(1, s.kz / s.fz);  // the slices an item's channel reads
+    // In 3-D on rows of up to 32 columns, only the rows one output row's
+    // taps read (and the next one's) count, in each slice: the item's rows
+    // pass through L1 a window at a time. Counting its whole span left 3-5
+    // channels a block; 1 thread, one process, 7 alternated calls, ResNet3D's
+    // 256->256 4x14x14 forward 1.08x, backward-data 1.19x, 128->128
+    // 8x28x28 1.03x / 1.07x, 512->512 2x7x7 even; on 56x56 0.93-1.03x, so
+    // not there.
+    if (slices > 1 && s.wq <= 32) span = std::min(span, s.backward ? s.top + 2 : (s.kr - 1) * s.dh + 1 + s.sh);
     int64_t per_channel = (slices * span * s.sw * s.wq + width * phase_taps) * (int64_t)es;
     const int64_t most = strict ? std::min<int64_t>(s.csg, kStrictBlock) : s.csg;
     s.cblock = std::clamp<int64_t>(kL1Budget / per_channel, std::min(ceil_div(64, phase_taps), most),
