@@ -1,6 +1,6 @@
-// direct_avx512: 1-D and 2-D convolutions (forward and backward-data) as
-// direct register tiles with the OUTPUT CHANNELS in the vector -- the shape
-// of oneDNN's jit_avx512_common / brgemm forward kernels, the design
+// direct_avx512: 1-D, 2-D and 3-D convolutions (forward and backward-data)
+// as direct register tiles with the OUTPUT CHANNELS in the vector -- the
+// shape of oneDNN's jit_avx512_common / brgemm forward kernels, the design
 // opposite to implicit_gemm's (positions in the vector).
 //
 // A register tile is NV vectors of 16 consecutive destination channels x UR
@@ -37,6 +37,11 @@
 //   block and through the item's tile buffer between blocks -- one running
 //   sum, or under CONV_MATH_STRICT blocks of at most 32 channels summed from
 //   zero and then added (two-level summation, as implicit_gemm's kStrictBlock).
+// - 3-D: the padded source holds each channel's depth slices one after the
+//   other, and a (channel, tap) step's offset includes its slice; work
+//   items are rows of one destination slice, so the tiles, stores and
+//   phases are the 2-D ones with a slice's offset added (backward-data's
+//   depth stride: more phases). Its backward-filter stays 2-D.
 // - Finished sums get bias + ReLU and are written out: transposed into
 //   channels-first rows, straight for channels-last.
 // Every output is a plain dot product, in an order that does not depend on
