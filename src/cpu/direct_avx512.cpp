@@ -115,6 +115,7 @@ struct Shape {
     int64_t hp, wq, plane;   // padded rows; width of a row's column phase; elements per channel
     int64_t dp, slice;       // padded slices a channel (plane = dp * slice); elements per slice
     int64_t dst_plane;       // a destination channel's elements: zdst * hdst * wdst
+    int64_t variants;        // step lists a phase may need (depth_mask): 1 in 1-D and 2-D
     int64_t rstep;           // padded elements from one destination row (of a phase) to the next
     int64_t dvec;            // destination vectors per group: ceil(cdg / 16)
     int64_t wvec;            // packed weights of one vector: csg * taps * 16
@@ -222,6 +223,7 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     s.slice = checked_mul(checked_mul(s.hp, s.sw, "workspace"), s.wq, "workspace");
     s.plane = checked_mul(s.dp, s.slice, "workspace");
     s.dst_plane = s.zdst * s.hdst * s.wdst;
+    s.variants = s.kz > 1 ? 2 * s.kz + 1 : 1;
     s.dvec = ceil_div(s.cdg, kLanes);
     s.wvec = checked_mul(checked_mul(s.csg, s.taps, "workspace"), kLanes, "workspace");
     s.wrap = tiles_wrap(es);
@@ -254,8 +256,8 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     const int64_t source = checked_mul(s.n, s.image_bytes, "workspace");
     // Steps of each phase for the largest channel block either math mode takes.
     s.steps_at = 0;
-    s.source_at = align(checked_mul(checked_mul(s.fz * s.fh * s.fw, s.csg * s.taps, "workspace"), 16,
-                                    "workspace"));
+    s.source_at = align(checked_mul(checked_mul(s.fz * s.fh * s.fw * s.variants, s.csg * s.taps, "workspace"),
+                                    16, "workspace"));
     s.packed_at = align(checked_add((int64_t)s.source_at, source, "workspace"));
     return s;
 }
@@ -793,29 +795,60 @@ Phase phase_of(const Shape &s, int64_t p) { return {p / (s.fh * s.fw), p / s.fw 
 // The positions of phase `phase` of an axis of `size` split into f phases.
 int64_t phase_extent(int64_t size, int64_t phase, int64_t f) { return size > phase ? ceil_div(size - phase, f) : 0; }
 
-int64_t phase_steps_count(const Shape &s, int64_t p) {
-    if (!s.backward) return s.taps;
+// The depth taps a step list takes: bit z for tap z (every tap past 31).
+bool takes(uint32_t mask, int64_t z) { return z >= 32 || ((mask >> z) & 1u); }
+uint32_t all_slices(const Shape &s) { return s.kz >= 32 ? ~0u : (uint32_t)((uint64_t(1) << s.kz) - 1); }
+
+// The depth taps of phase p's slice oz that read the source, not its
+// padding: a 3-D layer's first and last slices skip the others (on 2x7x7
+// at 3x3x3 a third of the products, on 4x14x14 a sixth), as oneDNN's
+// kernels do. All of them where none does (the padding's zeros are summed
+// then, as before) or the kernel is deeper than 31.
+uint32_t depth_mask(const Shape &s, int64_t p, int64_t oz) {
+    if (s.kz > 31) return all_slices(s);
+    const Phase ph = phase_of(s, p);
+    uint32_t mask = 0;
+    bool any = false;
+    for (int64_t z = 0; z < s.kz; ++z) {
+        const int64_t tz = z * s.dz;
+        int64_t src;  // the source slice tap z reads for slice oz
+        if (!s.backward) {
+            src = oz * s.sz + tz - s.front;
+        } else if (!reaches(ph.z, s.pz, tz, s.fz)) {  // not in the phase's steps: either way
+            mask |= 1u << z;
+            continue;
+        } else {
+            src = oz + (ph.z + s.pz - tz) / s.fz;
+        }
+        if (src >= 0 && src < s.zs) mask |= 1u << z, any = true;
+    }
+    return any ? mask : all_slices(s);
+}
+
+int64_t phase_steps_count(const Shape &s, int64_t p, uint32_t mask) {
     const Phase ph = phase_of(s, p);
     int64_t slices = 0, rows = 0, cols = 0;
-    for (int64_t z = 0; z < s.kz; ++z) slices += reaches(ph.z, s.pz, z * s.dz, s.fz);
+    for (int64_t z = 0; z < s.kz; ++z) slices += takes(mask, z) && (!s.backward || reaches(ph.z, s.pz, z * s.dz, s.fz));
+    if (!s.backward) return slices * s.kr * s.ks;
     for (int64_t r = 0; r < s.kr; ++r) rows += reaches(ph.h, s.pt, r * s.dh, s.fh);
     for (int64_t q = 0; q < s.ks; ++q) cols += reaches(ph.w, s.pl, q * s.dw, s.fw);
     return slices * rows * cols;
 }
 
-// Phase (ph, pw)'s steps for a channel block. Forward: the one phase,
-// every tap. Backward-data: dx row ih = ph + j * fh meets tap r where fh
+// Phase p's steps for a channel block. Forward: the one phase, every tap.
+// Backward-data: dx row ih = ph + j * fh meets tap r where fh
 // divides ih + pt - r * dh, reading dy row j + (ph + pt - r * dh) / fh; the
 // weights are packed rotated (tap taps - 1 - t). Backward-data walks the
 // taps last to first, so that both the weights and dy are read upward (the
 // other way the FMAs waited on the weights' loads: 0.85x on 256->256 13x13).
-void phase_steps(const Shape &s, int64_t p, Step *steps) {
+void phase_steps(const Shape &s, int64_t p, uint32_t mask, Step *steps) {
     const Phase ph = phase_of(s, p);
     for (int64_t c = 0, i = 0; c < s.cblock; ++c)
         for (int64_t zz = 0; zz < s.kz; ++zz)
             for (int64_t rr = 0; rr < s.kr; ++rr)
                 for (int64_t qq = 0; qq < s.ks; ++qq) {
                     const int64_t z = s.backward ? s.kz - 1 - zz : zz;
+                    if (!takes(mask, z)) continue;
                     const int64_t r = s.backward ? s.kr - 1 - rr : rr, q = s.backward ? s.ks - 1 - qq : qq;
                     int64_t tz = z * s.dz, tr = r * s.dh, tc = q * s.dw, t = (z * s.kr + r) * s.ks + q, x;
                     if (!s.backward) {
@@ -830,6 +863,41 @@ void phase_steps(const Shape &s, int64_t p, Step *steps) {
                     }
                     steps[i++] = {c * s.plane + x, (c * s.taps + t) * kLanes};
                 }
+}
+
+// The step lists of a call: up to s.variants a phase (list p * variants +
+// v), each one depth_mask's set of taps, the first every tap; and the list
+// each slice of each phase takes.
+struct StepLists {
+    std::vector<uint32_t> mask;  // per list, 0 where unused
+    std::vector<int64_t> count;  // steps a source channel, per list
+    std::vector<int64_t> of;     // per (phase, slice): its list
+    int64_t list(const Shape &s, int64_t p, int64_t oz) const { return of[p * s.zd + oz]; }
+};
+
+StepLists step_lists(const Shape &s) {
+    const int64_t phases = s.fz * s.fh * s.fw;
+    StepLists l;
+    l.mask.assign(phases * s.variants, 0), l.count.assign(phases * s.variants, 0), l.of.assign(phases * s.zd, 0);
+    for (int64_t p = 0; p < phases; ++p) {
+        uint32_t *mask = l.mask.data() + p * s.variants;
+        int64_t used = 1;
+        mask[0] = all_slices(s);
+        for (int64_t oz = 0; oz < s.zd; ++oz) {
+            const uint32_t m = depth_mask(s, p, oz);
+            int64_t v = 0;
+            while (v < used && mask[v] != m) ++v;
+            if (v == used) {
+                if (used < s.variants)
+                    mask[used++] = m;
+                else
+                    v = 0;  // (not reached: depth_mask's sets are at most 2 kz + 1)
+            }
+            l.of[p * s.zd + oz] = p * s.variants + v;
+        }
+        for (int64_t v = 0; v < used; ++v) l.count[p * s.variants + v] = phase_steps_count(s, p, mask[v]);
+    }
+    return l;
 }
 
 // How a tile meets the sums of the channel blocks before it in `out`.
@@ -1255,37 +1323,41 @@ bool packs_per_item(const Shape &s, int threads) {
 class GeneratedTiles {
 public:
     // `rows`: the rows of the call's items (the last of a phase may have fewer).
-    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len, int64_t rows, bool floats) {
+    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len, const StepLists &lists, int64_t rows,
+                   bool floats) {
         if (!floats || !jit::enabled()) return;
         try {
-            look_up(s, steps, phase_len, rows);
+            look_up(s, steps, phase_len, lists, rows);
         } catch (...) {
             fn_.clear();
             held_.clear();
         }
     }
     // `wrap`: the tile's positions before the next row's (tiles_wrap; else ur).
-    jit::DirectTileFn get(int64_t p, int nv, int ur, int wrap) const {
-        return fn_.empty() ? nullptr : fn_[at(p, nv, ur, wrap)];
+    // `list`: the step list's (StepLists).
+    jit::DirectTileFn get(int64_t list, int nv, int ur, int wrap) const {
+        return fn_.empty() ? nullptr : fn_[at(list, nv, ur, wrap)];
     }
 
 private:
-    void look_up(const Shape &s, const Step *steps, int64_t phase_len, int64_t rows) {
+    void look_up(const Shape &s, const Step *steps, int64_t phase_len, const StepLists &lists, int64_t rows) {
         const int64_t phases = s.fz * s.fh * s.fw;
-        fn_.assign(phases * kMaxVectors * kMaxPositions * kMaxPositions, nullptr);
+        fn_.assign(phases * s.variants * kMaxVectors * kMaxPositions * kMaxPositions, nullptr);
         const int64_t kblocks = ceil_div(s.dvec, s.nv);
         const int nvs[2] = {s.nv, (int)(s.dvec - (kblocks - 1) * s.nv)};
-        for (int64_t p = 0; p < phases; ++p) {
+        for (int64_t list = 0; list < phases * s.variants; ++list) {
+            if (!lists.mask[list]) continue;
+            const int64_t p = list / s.variants;
             const Phase ph = phase_of(s, p);
             const int64_t hj = phase_extent(s.hdst, ph.h, s.fh), wj = phase_extent(s.wdst, ph.w, s.fw);
             if (hj == 0 || wj == 0 || phase_extent(s.zdst, ph.z, s.fz) == 0) continue;
             jit::DirectTileSpec spec;
             spec.ymm = s.wrap;
             spec.channel_x = s.plane, spec.channel_w = s.taps * kLanes, spec.vector_w = s.wvec;
-            const int64_t per_channel = phase_len ? phase_steps_count(s, p) : 0;
+            const int64_t per_channel = phase_len ? lists.count[list] : 0;
             for (int64_t j = 0; j < per_channel; ++j) {
-                spec.tap_x.push_back(steps[p * phase_len + j].x);
-                spec.tap_w.push_back(steps[p * phase_len + j].w);
+                spec.tap_x.push_back(steps[list * phase_len + j].x);
+                spec.tap_w.push_back(steps[list * phase_len + j].w);
             }
             // Row segments of seg positions and the last one.
             const int64_t lens[2] = {std::min(s.seg, wj), wj - (ceil_div(wj, s.seg) - 1) * s.seg};
@@ -1312,7 +1384,7 @@ private:
             }
             for (int nv : nvs)
                 for (auto [ur, wrap] : shapes) {
-                    auto &slot = fn_[at(p, nv, ur, wrap)];
+                    auto &slot = fn_[at(list, nv, ur, wrap)];
                     if (slot) continue;
                     spec.nv = nv, spec.ur = ur, spec.wrap = wrap;
                     if (auto k = jit::direct_tile(spec)) {
@@ -1322,8 +1394,8 @@ private:
                 }
         }
     }
-    size_t at(int64_t p, int nv, int ur, int wrap) const {
-        return (size_t)(((p * kMaxVectors + nv - 1) * kMaxPositions + ur - 1) * kMaxPositions + wrap - 1);
+    size_t at(int64_t list, int nv, int ur, int wrap) const {
+        return (size_t)(((list * kMaxVectors + nv - 1) * kMaxPositions + ur - 1) * kMaxPositions + wrap - 1);
     }
     std::vector<jit::DirectTileFn> fn_;
     std::vector<std::shared_ptr<const jit::DirectTileKernel>> held_;  // alive for the call
@@ -1345,7 +1417,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     T *slots = reinterpret_cast<T *>(base + s.packed_at);
     const int64_t phases = s.fz * s.fh * s.fw, phase_len = s.cblock * s.taps;
     Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
-    for (int64_t p = 0; p < phases; ++p) phase_steps(s, p, steps + p * phase_len);
+    const StepLists lists = step_lists(s);
+    for (int64_t list = 0; list < phases * s.variants; ++list)
+        if (lists.mask[list]) phase_steps(s, list / s.variants, lists.mask[list], steps + list * phase_len);
     // The padded source: copied image by image into the thread's slot, right
     // before that image's items (so that it is read from L2, where copying
     // the whole batch first wrote it out to memory and read it back: 7-15% of
@@ -1371,7 +1445,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         per_item || by_image ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others * s.zd)));
     // Row groups of every depth slice (of a phase), slice-major: rg / slice_groups is the slice.
     const int64_t slice_groups = ceil_div(s.hd, rows), rgroups = s.zd * slice_groups;
-    const GeneratedTiles generated(s, steps, phase_len, rows, std::is_same_v<T, float>);
+    const GeneratedTiles generated(s, steps, phase_len, lists, rows, std::is_same_v<T, float>);
     // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
     // block kb of group gi, whose packed vectors start at w.
     // `image`: image n's padded source planes.
@@ -1394,8 +1468,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         // The slice the item's first tap reads: backward-data's taps carry
         // their own offsets (phase_steps), as for the rows.
         const T *x = image + gi * s.csg * s.plane + oz * (s.backward ? 1 : s.sz) * s.slice;
-        const Step *phase = steps + p * phase_len;
-        const int64_t per_channel = phase_len ? phase_steps_count(s, p) : 0;
+        const int64_t list = lists.list(s, p, oz);
+        const Step *phase = steps + list * phase_len;
+        const int64_t per_channel = phase_len ? lists.count[list] : 0;
         for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
             const int64_t channels = std::min(s.cblock, s.csg - c0);
             Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, phase, channels * per_channel, nullptr,
@@ -1412,7 +1487,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     }
                     t.out = sums + q * it.width;
                     // A tile that reaches a third row (rows narrower than it) runs compiled.
-                    jit::DirectTileFn fn = ur - wrap <= it.len ? generated.get(p, nv, ur, wrap) : nullptr;
+                    jit::DirectTileFn fn = ur - wrap <= it.len ? generated.get(list, nv, ur, wrap) : nullptr;
                     if (fn) {
                         const float *first = reinterpret_cast<const float *>(t.at[0]);
                         const float *next = wrap < ur ? reinterpret_cast<const float *>(t.at[wrap]) - wrap : first;
@@ -1430,7 +1505,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     t.x = block + r * s.rstep + j;
                     t.out = sums + (r * it.len + j) * it.width;
                     const int ur = (int)std::min<int64_t>(s.ur, it.len - j);
-                    if (jit::DirectTileFn fn = generated.get(p, nv, ur, ur))
+                    if (jit::DirectTileFn fn = generated.get(list, nv, ur, ur))
                         fn(reinterpret_cast<const float *>(t.x), reinterpret_cast<const float *>(t.w),
                            channels, reinterpret_cast<float *>(t.out), (int64_t)t.mode, nullptr);
                     else
