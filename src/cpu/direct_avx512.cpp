@@ -41,7 +41,8 @@
 //   other, and a (channel, tap) step's offset includes its slice; work
 //   items are rows of one destination slice, so the tiles, stores and
 //   phases are the 2-D ones with a slice's offset added (backward-data's
-//   depth stride: more phases). Its backward-filter stays 2-D.
+//   depth stride: more phases). A slice's depth taps that read only the
+//   padding are left out (depth_mask). Its backward-filter stays 2-D.
 // - Finished sums get bias + ReLU and are written out: transposed into
 //   channels-first rows, straight for channels-last.
 // Every output is a plain dot product, in an order that does not depend on
