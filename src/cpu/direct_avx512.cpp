@@ -124,9 +124,10 @@ struct Shape {
     bool wrap;               // tiles run on from a row into the next (tiles_wrap)
     int64_t seg, rows;       // a work item: up to `rows` rows of `seg` positions
     int64_t cblock;          // source channels summed per pass over an item
-    // Workspace, bytes: the steps, the padded source, then the packed
-    // weights (`packed` bytes) or the threads' slots for them.
-    size_t steps_at, source_at, packed_at;
+    // Workspace, bytes: the steps, the step lists' tables, the padded
+    // source, then the packed weights (`packed` bytes) or the threads'
+    // slots for them.
+    size_t steps_at, lists_at, source_at, packed_at;
     int64_t packed;
     int64_t image_bytes;     // one image's padded source
 };
@@ -256,9 +257,13 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     s.image_bytes = checked_mul(checked_mul(s.cs, s.plane, "workspace"), (int64_t)es, "workspace");
     const int64_t source = checked_mul(s.n, s.image_bytes, "workspace");
     // Steps of each phase for the largest channel block either math mode takes.
+    // Then the step lists' tables (StepLists): nothing a pass allocates.
+    const int64_t lists = s.fz * s.fh * s.fw * s.variants;
     s.steps_at = 0;
-    s.source_at = align(checked_mul(checked_mul(s.fz * s.fh * s.fw * s.variants, s.csg * s.taps, "workspace"),
-                                    16, "workspace"));
+    s.lists_at = align(checked_mul(checked_mul(lists, s.csg * s.taps, "workspace"), 16, "workspace"));
+    const int64_t tables = checked_add(checked_mul(lists, 12, "workspace"),
+                                       checked_mul(s.fz * s.fh * s.fw, s.zd * 8, "workspace"), "workspace");
+    s.source_at = align(checked_add((int64_t)s.lists_at, tables, "workspace"));
     s.packed_at = align(checked_add((int64_t)s.source_at, source, "workspace"));
     return s;
 }
@@ -868,20 +873,25 @@ void phase_steps(const Shape &s, int64_t p, uint32_t mask, Step *steps) {
 
 // The step lists of a call: up to s.variants a phase (list p * variants +
 // v), each one depth_mask's set of taps, the first every tap; and the list
-// each slice of each phase takes.
+// each slice of each phase takes. Its tables lie in the workspace (at
+// s.lists_at): a pass allocates nothing, so it cannot fail half-done.
 struct StepLists {
-    std::vector<uint32_t> mask;  // per list, 0 where unused
-    std::vector<int64_t> count;  // steps a source channel, per list
-    std::vector<int64_t> of;     // per (phase, slice): its list
+    int64_t *count;  // steps a source channel, per list
+    int64_t *of;     // per (phase, slice): its list
+    uint32_t *mask;  // per list, 0 where unused
     int64_t list(const Shape &s, int64_t p, int64_t oz) const { return of[p * s.zd + oz]; }
 };
 
-StepLists step_lists(const Shape &s) {
-    const int64_t phases = s.fz * s.fh * s.fw;
+StepLists step_lists(const Shape &s, char *tables) {
+    const int64_t phases = s.fz * s.fh * s.fw, lists = phases * s.variants;
     StepLists l;
-    l.mask.assign(phases * s.variants, 0), l.count.assign(phases * s.variants, 0), l.of.assign(phases * s.zd, 0);
+    l.count = reinterpret_cast<int64_t *>(tables);
+    l.of = l.count + lists;
+    l.mask = reinterpret_cast<uint32_t *>(l.of + phases * s.zd);
+    std::fill(l.count, l.count + lists, int64_t(0));
+    std::fill(l.mask, l.mask + lists, 0u);
     for (int64_t p = 0; p < phases; ++p) {
-        uint32_t *mask = l.mask.data() + p * s.variants;
+        uint32_t *mask = l.mask + p * s.variants;
         int64_t used = 1;
         mask[0] = all_slices(s);
         for (int64_t oz = 0; oz < s.zd; ++oz) {
@@ -1418,7 +1428,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     T *slots = reinterpret_cast<T *>(base + s.packed_at);
     const int64_t phases = s.fz * s.fh * s.fw, phase_len = s.cblock * s.taps;
     Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
-    const StepLists lists = step_lists(s);
+    const StepLists lists = step_lists(s, base + s.lists_at);
     for (int64_t list = 0; list < phases * s.variants; ++list)
         if (lists.mask[list]) phase_steps(s, list / s.variants, lists.mask[list], steps + list * phase_len);
     // The padded source: copied image by image into the thread's slot, right
