@@ -214,11 +214,6 @@ static void test_filter_sums_by_threads(void **state)
     }
 }
 
-/* Backward-filter where a row's last vector is ragged (18 of 24 lanes) and
- * x holds an infinity in a column that only some taps read: dw's other
- * taps stay finite (a vector kernel's lanes past the row must not multiply
- * it by a zero dy into a NaN). x is 6 x 20, no padding, so dy is 4 x 18:
- * tap column 0 reads x's columns 0-17, 1 reads 1-18, 2 reads 2-19. */
 /* Backward-filter of 2 images of 3 channels, 6 x 20 planes, 3x3 depthwise
  * without padding (dy 4 x 18), inputs random from `seed`: the case the
  * infinity tests below edit before running. */
@@ -237,6 +232,11 @@ static void make_filter_case(tu_case *c, conv_desc_t *d, uint64_t seed)
     tu_case_fill(c, CONV_OP_BACKWARD_FILTER, &r, 0);
 }
 
+/* Backward-filter where a row's last vector is ragged (18 of 24 lanes) and
+ * x holds an infinity in a column that only some taps read: dw's other
+ * taps stay finite (a vector kernel's lanes past the row must not multiply
+ * it by a zero dy into a NaN). x is 6 x 20, no padding, so dy is 4 x 18:
+ * tap column 0 reads x's columns 0-17, 1 reads 1-18, 2 reads 2-19. */
 static void test_filter_unread_infinity(void **state)
 {
     (void)state;

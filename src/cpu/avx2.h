@@ -51,16 +51,19 @@ CONV_TARGET_AVX2 inline __m256 load_first_avx2(const float *at, int64_t n) {
     return _mm256_load_ps(buffer);
 }
 
-// dst[j] = src[2 * j] for j < n, 8 a step from 16 loaded source elements
-// (one even-lane shuffle), the last ones one by one: nothing past src[2n-2]
-// is read.
+// The even elements of the 16 floats a:b (a's first), in order: one
+// in-lane shuffle and one cross-lane permute.
+CONV_TARGET_AVX2 inline __m256 even_lanes_avx2(__m256 a, __m256 b) {
+    const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // 0 2 8 10 | 4 6 12 14
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+// dst[j] = src[2 * j] for j < n, 8 a step from 16 loaded source elements,
+// the last ones one by one: nothing past src[2n-2] is read.
 CONV_TARGET_AVX2 inline void copy_even_avx2(float *dst, const float *src, int64_t n) {
     int64_t j = 0;
-    for (; j + 8 < n; j += 8) {  // src[2j .. 2j + 15] all within the 2n - 1 read
-        const __m256 a = _mm256_loadu_ps(src + 2 * j), b = _mm256_loadu_ps(src + 2 * j + 8);
-        const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-        _mm256_storeu_ps(dst + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0))));
-    }
+    for (; j + 8 < n; j += 8)  // src[2j .. 2j + 15] all within the 2n - 1 read
+        _mm256_storeu_ps(dst + j, even_lanes_avx2(_mm256_loadu_ps(src + 2 * j), _mm256_loadu_ps(src + 2 * j + 8)));
     for (; j < n; ++j) dst[j] = src[2 * j];
 }
 

@@ -688,9 +688,8 @@ CONV_TARGET_AVX2 void pad_planes_stride2_avx2(const Shape &s, const float *src, 
                     // Source columns first + 2j .. first + 2j + 15, of which
                     // those before the row's end are read.
                     const int64_t at = first + 2 * j, left = s.ws - at;
-                    const __m256 a = load_first_avx2(in + at, left), b = load_first_avx2(in + at + 8, left - 8);
-                    const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-                    _mm256_storeu_ps(row + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0))));
+                    _mm256_storeu_ps(row + j, even_lanes_avx2(load_first_avx2(in + at, left),
+                                                              load_first_avx2(in + at + 8, left - 8)));
                 }
                 for (; j < stop; ++j) row[j] = in[first + 2 * j];
                 for (; j + 8 <= s.wq; j += 8) _mm256_storeu_ps(row + j, zero);

@@ -89,12 +89,11 @@ void copy_planes(const ConvGeometry &g, T *x, T *xc, bool gather, ThreadPool &po
                             // may): the gather waited on each row's lines.
                             const char *next = (const char *)(i + kRowsAhead * g.stride[1] * row);
                             for (int64_t b = 0; b < row * (int64_t)sizeof(T); b += 64) __builtin_prefetch(next + b);
-                        }
-                        if (unit == 1 && gather && even)
-                            copy_even(o, i, g.out[2]);
-                        else if (unit == 1 && gather)
-                            for (int64_t w = 0; w < g.out[2]; ++w) o[w] = i[w * step];
-                        else if (unit == 1)
+                            if (even)
+                                copy_even(o, i, g.out[2]);
+                            else
+                                for (int64_t w = 0; w < g.out[2]; ++w) o[w] = i[w * step];
+                        } else if (unit == 1)
                             for (int64_t w = 0; w < g.out[2]; ++w) i[w * step] = o[w];
                         else
                             for (int64_t w = 0; w < g.out[2]; ++w) {

@@ -415,8 +415,8 @@ CONV_TARGET_AVX2 void pack_rows_dealt_avx2(const Gemm &m, int64_t j0, int64_t j1
 CONV_TARGET_AVX2 void pack_panels_avx2(const Gemm &m, int64_t j0, int64_t j1, float *dst) {
     if (m.b_col == 1 && m.b_red >= kFarRows) {
         // All but a last panel packed as dot_tile's columns.
-        int64_t whole = j1;
-        if (dot_tail(m, (j1 - j0) % kPanelAvx2)) whole = j1 - (j1 - j0) % kPanelAvx2;
+        const int64_t rest = (j1 - j0) % kPanelAvx2;
+        const int64_t whole = rest && dot_tail(m, rest) ? j1 - rest : j1;
         pack_rows_dealt_avx2(m, j0, whole, dst);
         dst += (whole - j0) * m.R;
         j0 = whole;
