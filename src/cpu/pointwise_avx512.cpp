@@ -244,6 +244,21 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
 
 #if CONV_HAVE_AVX512_KERNELS
 
+// A last panel of at most kDotColumns columns, where A's rows are
+// contiguous along the reduction, is computed as dot products (dot_tile):
+// as a panel each of its steps took a panel load and a broadcast per row for
+// one to four useful lanes (a 7x7 plane's 49th position: a quarter of
+// 512->2048's forward on AVX-512, 15% on AVX2). Its columns are then packed
+// whole, one after the other, instead of as panel steps.
+constexpr int64_t kDotColumns = 4;
+bool dot_tail(const Gemm &m, int64_t width) { return width <= kDotColumns && m.a_red == 1; }
+
+// B's columns [q0, q0 + width) as dot_tile's: column jj at dst + jj * R.
+void pack_dot_columns(const Gemm &m, int64_t q0, int64_t width, float *dst) {
+    for (int64_t jj = 0; jj < width; ++jj)
+        for (int64_t r = 0; r < m.R; ++r) dst[jj * m.R + r] = m.b[r * m.b_red + (q0 + jj) * m.b_col];
+}
+
 // Packs columns [j0, j1) of B into panels of kPanel columns at dst
 // (panel q, reduction step r, column jj at dst[(q * R + r) * kPanel + jj]),
 // the columns past j1 zero.
@@ -251,6 +266,10 @@ CONV_TARGET_AVX512 void pack_panels_avx512(const Gemm &m, int64_t j0, int64_t j1
     for (int64_t q0 = j0; q0 < j1; q0 += kPanel) {
         const int64_t width = std::min(kPanel, j1 - q0);
         float *panel = dst + (q0 - j0) * m.R;
+        if (dot_tail(m, width)) {
+            pack_dot_columns(m, q0, width, panel);
+            continue;
+        }
         if (m.b_col == 1) {
             // Rows b_red apart (2 KiB at 512 channels) and a panel's width of
             // each: too far apart for the hardware prefetcher, which left
@@ -348,6 +367,65 @@ constexpr std::array<std::array<TileFn, kVecs>, kRows> tile_table(
 }
 constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kRows>{});
 
+// The sums of one dot-product tile's output (row, col) written with its
+// bias, ReLU and accumulation.
+inline void put_dot(const Gemm &m, int64_t row, int64_t col, float sum) {
+    if (m.bias) sum += m.bias_rows ? m.bias[row] : m.bias[col];
+    if (m.relu) sum = sum < 0.f ? 0.f : sum;  // NaN stays NaN
+    float &o = m.out_cols ? m.out[col * m.ldo + row] : m.out[row * m.ldo + col];
+    o = m.accumulate ? o + sum : sum;
+}
+
+// Rows [i0, i0 + MR) x columns [j0, j0 + T) of the output as dot products
+// of A's rows with the T columns at `cols` (R floats each): 16 steps of the
+// reduction a vector (the last under a mask), MR * T sums, added across
+// their lanes at the end.
+template <int MR, int T>
+CONV_TARGET_AVX512 void dot_tile_avx512(const Gemm &m, int64_t i0, int64_t j0, const float *cols) {
+    __m512 acc[MR * T];
+#pragma GCC unroll 24
+    for (int a = 0; a < MR * T; ++a) acc[a] = _mm512_setzero_ps();
+    const float *a = m.a + i0 * m.a_row;
+    const int64_t a_row = m.a_row, R = m.R;
+    for (int64_t r = 0; r < R; r += 16) {
+        const __mmask16 lanes = first_lanes(R - r);
+        __m512 b[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) b[t] = _mm512_maskz_loadu_ps(lanes, cols + t * R + r);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+            const __m512 ai = _mm512_maskz_loadu_ps(lanes, a + i * a_row + r);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t) acc[i * T + t] = _mm512_fmadd_ps(ai, b[t], acc[i * T + t]);
+        }
+    }
+    for (int i = 0; i < MR; ++i)
+        for (int t = 0; t < T; ++t) put_dot(m, i0 + i, j0 + t, _mm512_reduce_add_ps(acc[i * T + t]));
+}
+
+using DotTileFn = void (*)(const Gemm &, int64_t, int64_t, const float *);
+template <int T, int... Rows>
+constexpr std::array<DotTileFn, kRows> dot_row_avx512(std::integer_sequence<int, Rows...>) {
+    return {{dot_tile_avx512<Rows + 1, T>...}};
+}
+// kDotTilesAvx512[T - 1][MR - 1]: up to 8 rows (MR * T <= 24 sums: 6 rows
+// for 4 columns, the entries past that unused).
+const std::array<DotTileFn, kRows> kDotTilesAvx512[kDotColumns] = {
+    dot_row_avx512<1>(std::make_integer_sequence<int, kRows>{}),
+    dot_row_avx512<2>(std::make_integer_sequence<int, kRows>{}),
+    dot_row_avx512<3>(std::make_integer_sequence<int, kRows>{}),
+    dot_row_avx512<4>(std::make_integer_sequence<int, 6>{})};
+
+// The dot-product tiles for rows [i, i + rows) x columns [q0, q0 + cols)
+// at `panel`, in as many tiles as their registers allow.
+// most[T - 1]: the rows of a tile of T columns.
+template <class Tiles>
+void run_dot_tail(const Gemm &m, int64_t i, int64_t rows, int64_t q0, int64_t cols, const float *panel,
+                  const Tiles &tiles, const int64_t (&most_rows)[kDotColumns]) {
+    const int64_t most = most_rows[cols - 1];
+    for (int64_t at = i; at < i + rows; at += most) tiles[cols - 1][std::min(most, i + rows - at) - 1](m, at, q0, panel);
+}
+
 // Output rows [i0, i1) x columns [j0, j1) from their packed panels, in
 // tiles of at most `tile_rows` rows and one `panel`-column panel each:
 // tile(i, q0, rows, cols). With rows_inner the panel stays while the tiles
@@ -377,22 +455,15 @@ void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner,
 CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                                          const float *panels, bool rows_inner) {
     walk_block(i0, i1, j0, j1, rows_inner, kRows, kPanel, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
+        const float *panel = panels + (q0 - j0) * m.R;
+        if (dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
         const int64_t vecs = ceil_div(cols, 16);
-        kTiles[rows - 1][vecs - 1](m, i, q0, panels + (q0 - j0) * m.R, first_lanes(cols - 16 * (vecs - 1)));
+        kTiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)));
     });
 }
 
 // ---- AVX2: the same passes in 6 x 16 tiles over 16-column panels. Partial
 // vectors load and store through buffers (avx2.h), never past a tensor.
-
-// A last panel of at most kDotColumns columns, where A's rows are
-// contiguous along the reduction, is computed as dot products (dot_tile):
-// as a 16-column panel each of its steps took a panel load and six
-// broadcasts for one to four useful lanes (a 7x7 plane's 49th position cost
-// 15% of 512->2048's forward). Its columns are then packed whole, one after
-// the other, instead of as panel steps.
-constexpr int64_t kDotColumns = 4;
-bool dot_tail(const Gemm &m, int64_t width) { return width <= kDotColumns && m.a_red == 1; }
 
 constexpr int64_t kRowsAhead = 2;  // rows ahead that pack_rows_dealt_avx2 prefetches
 
@@ -424,9 +495,8 @@ CONV_TARGET_AVX2 void pack_panels_avx2(const Gemm &m, int64_t j0, int64_t j1, fl
     for (int64_t q0 = j0; q0 < j1; q0 += kPanelAvx2) {
         const int64_t width = std::min(kPanelAvx2, j1 - q0);
         float *panel = dst + (q0 - j0) * m.R;
-        if (dot_tail(m, width)) {  // column jj at panel + jj * R
-            for (int64_t jj = 0; jj < width; ++jj)
-                for (int64_t r = 0; r < m.R; ++r) panel[jj * m.R + r] = m.b[r * m.b_red + (q0 + jj) * m.b_col];
+        if (dot_tail(m, width)) {
+            pack_dot_columns(m, q0, width, panel);
             continue;
         }
         if (m.b_col == 1) {
@@ -599,16 +669,10 @@ CONV_TARGET_AVX2 void dot_tile(const Gemm &m, int64_t i0, int64_t j0, const floa
         for (int t = 0; t < T; ++t) {
             __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[i * T + t]), _mm256_extractf128_ps(acc[i * T + t], 1));
             h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-            float sum = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
-            const int64_t row = i0 + i, col = j0 + t;
-            if (m.bias) sum += m.bias_rows ? m.bias[row] : m.bias[col];
-            if (m.relu) sum = sum < 0.f ? 0.f : sum;  // NaN stays NaN
-            float &o = m.out_cols ? m.out[col * m.ldo + row] : m.out[row * m.ldo + col];
-            o = m.accumulate ? o + sum : sum;
+            put_dot(m, i0 + i, j0 + t, _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h))));
         }
 }
 
-using DotTileFn = void (*)(const Gemm &, int64_t, int64_t, const float *);
 template <int T, int... Rows>
 constexpr std::array<DotTileFn, sizeof...(Rows)> dot_row(std::integer_sequence<int, Rows...>) {
     return {{dot_tile<Rows + 1, T>...}};
@@ -632,12 +696,7 @@ void run_block_avx2(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j
     }
     walk_block(i0, i1, j0, j1, rows_inner, kRowsAvx2, kPanelAvx2, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
         const float *panel = panels + (q0 - j0) * m.R;
-        if (dot_tail(m, cols)) {
-            const int64_t most = cols <= 2 ? 6 : 3;
-            for (int64_t at = i; at < i + rows; at += most)
-                kDotTiles[cols - 1][std::min(most, i + rows - at) - 1](m, at, q0, panel);
-            return;
-        }
+        if (dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTiles, {6, 6, 3, 3});
         const int64_t vecs = ceil_div(cols, 8);
         kTilesAvx2[rows - 1][vecs - 1](m, i, q0, panel, (int)(cols - 8 * (vecs - 1)));
     });
