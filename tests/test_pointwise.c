@@ -154,6 +154,41 @@ static void test_transposed_backward_data(void **state)
     }
 }
 
+/* Prepared weights: W's panels where a pass packs all of W per call
+ * (AVX-512: channels-first backward-data onto 256+ channels of a small
+ * plane, channels-last forward and backward-data, strided too, with a last
+ * panel of dot-product columns or a partial one); nothing to prepare where
+ * W is read in place (channels-first forward) or on other CPUs. */
+static void test_prepared_weights(void **state)
+{
+    (void)state;
+    static const struct {
+        int last;
+        conv_op_t op;
+        int64_t c, k, hw, stride;
+        int packs;  /* on AVX-512 */
+    } cases[] = {
+        {0, CONV_OP_BACKWARD_DATA, 300, 40, 7, 1, 1}, {0, CONV_OP_BACKWARD_DATA, 257, 64, 9, 1, 1},
+        {1, CONV_OP_FORWARD, 20, 50, 12, 1, 1},       {1, CONV_OP_FORWARD, 33, 101, 17, 2, 1},
+        {1, CONV_OP_BACKWARD_DATA, 70, 24, 12, 1, 1}, {0, CONV_OP_FORWARD, 24, 40, 7, 1, 0},
+    };
+    conv_context_t ctx = tu_contexts[1];
+    const int avx512 = tu_cpu_isa(ctx) == TU_ISA_AVX512;
+    tu_rng r;
+    tu_seed(&r, 0x1a1a);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].hw, cases[i].hw}, kernel[2] = {1, 1};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, 2, cases[i].c, cases[i].k, in, kernel);
+        tp.p.stride[0] = tp.p.stride[1] = cases[i].stride;
+        tp.p.channels_last = cases[i].last;
+        tp.bias = cases[i].op == CONV_OP_FORWARD;
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        tu_check_prepared_weights(ctx, &tp, cases[i].op, &r, "gemm_1x1", avx512 && cases[i].packs);
+    }
+}
+
 /* ReLU passes a NaN on (as the reference's "v < 0 ? 0 : v" does): one NaN
  * in x makes exactly the K outputs that read it NaN, in both layouts. */
 static void test_relu_keeps_nan(void **state)
@@ -194,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_transposed_backward_data),
+        cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_relu_keeps_nan),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);

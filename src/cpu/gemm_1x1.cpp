@@ -160,6 +160,17 @@ public:
         if (data) copy_compact(args, xc, false, pool, threads);
     }
 
+    // W's panels (pointwise_avx512.cpp), where a pass packs all of W per call.
+    size_t prepared_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
+        const ConvGeometry c = g.is_pointwise() ? g : compact_geometry(g);
+        return own_kernel(c, op, dtype) ? pw_avx512_prepared_bytes(c, op) : 0;
+    }
+    void prepare_weights(const ConvGeometry &g, conv_op_t op, conv_dtype_t, const void *w, void *out,
+                         ThreadPool &pool, int threads) const override {
+        const ConvGeometry c = g.is_pointwise() ? g : compact_geometry(g);
+        pw_avx512_prepare_weights(c, op, static_cast<const float *>(w), static_cast<float *>(out), pool, threads);
+    }
+
 private:
     static size_t pointwise_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                                   int threads) {

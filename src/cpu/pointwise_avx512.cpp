@@ -825,6 +825,48 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
            (g.out_size() < kTransposedBelow && g.c >= kTransposedChannels);
 }
 
+namespace {
+
+// Whether the pass packs all of W's panels per call (the transposed
+// backward-data, channels-last forward and backward-data): what a plan can
+// prepare once. AVX-512 only (AVX2's panels are packed in other forms).
+bool packs_whole_w(const ConvGeometry &g, conv_op_t op) {
+    if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512 || op == CONV_OP_BACKWARD_FILTER) return false;
+    if (!pw_avx512_covers(g, op)) return false;
+    const Plan p = make_plan(g, op, 1);
+    return p.transposed || p.last;
+}
+
+// W's panels: the reduction (W's rows of the pass) times its columns.
+size_t w_panel_bytes(const ConvGeometry &g, conv_op_t op) {
+    const bool fwd = op == CONV_OP_FORWARD;
+    const int64_t R = fwd ? g.c : g.k, outc = fwd ? g.k : g.c;
+    return (size_t)checked_mul(R, round_up(outc, kPanel) * 4, "prepared weights");
+}
+
+}  // namespace
+
+size_t pw_avx512_prepared_bytes(const ConvGeometry &g, conv_op_t op) {
+    return packs_whole_w(g, op) ? w_panel_bytes(g, op) : 0;
+}
+
+void pw_avx512_prepare_weights(const ConvGeometry &g, conv_op_t op, const float *w, float *out,
+                               ThreadPool &pool, int threads) {
+#if CONV_HAVE_AVX512_KERNELS
+    if (!packs_whole_w(g, op)) return;
+    ConvArgs args{};
+    args.op = op, args.g = &g, args.dtype = CONV_DTYPE_FLOAT32;
+    args.w = const_cast<float *>(w);
+    const Gemm m = pass_gemm(args, 0, make_plan(g, op, threads));
+    pool.parallel_for(
+        ceil_div(m.N, kPanel),
+        [&](int64_t q, int) { pack_panels(m, q * kPanel, std::min(m.N, (q + 1) * kPanel), out + q * kPanel * m.R); },
+        threads);
+#else
+    (void)g, (void)op, (void)w, (void)out, (void)pool, (void)threads;
+#endif
+}
+
 size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
     const Plan p = make_plan(g, op, threads);
     size_t bytes = p.shared_bytes + p.slot_bytes * (size_t)std::max(threads, 1);
@@ -869,14 +911,16 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
                          threads);
         return;
     }
+    // W's panels as a plan prepared them (pw_avx512_prepare_weights), if it did.
+    const float *prepared = static_cast<const float *>(args.prepared);
     if (p.transposed) {
         const size_t slot_floats = p.slot_bytes / sizeof(float);
         pool.parallel_for(
             p.items,
             [&](int64_t item, int s) {
                 const int64_t j0 = item * p.cols, j1 = std::min(g.c, j0 + p.cols);
-                float *panels = scratch + (size_t)s * slot_floats;
-                pack_panels(pass_gemm(args, 0, p), j0, j1, panels);
+                const float *panels = prepared ? prepared + j0 * g.k : scratch + (size_t)s * slot_floats;
+                if (!prepared) pack_panels(pass_gemm(args, 0, p), j0, j1, scratch + (size_t)s * slot_floats);
                 for (int64_t n = 0; n < g.n; ++n)
                     run_block(pass_gemm(args, n, p), 0, g.out_size(), j0, j1, panels, true);
             },
@@ -886,19 +930,21 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     if (p.last) {
         const Gemm m = pass_gemm(args, 0, p);
         const int64_t panels = ceil_div(m.N, panel_width());
-        pool.parallel_for(
-            panels,
-            [&](int64_t q, int) {
-                int64_t j0 = q * panel_width();
-                pack_panels(m, j0, std::min(m.N, j0 + panel_width()), scratch + j0 * m.R);
-            },
-            threads);
+        if (!prepared)
+            pool.parallel_for(
+                panels,
+                [&](int64_t q, int) {
+                    int64_t j0 = q * panel_width();
+                    pack_panels(m, j0, std::min(m.N, j0 + panel_width()), scratch + j0 * m.R);
+                },
+                threads);
+        const float *all = prepared ? prepared : scratch;
         pool.parallel_for(
             p.items,
             [&](int64_t item, int) {
                 int64_t i0 = item / p.col_blocks * p.rows, j0 = item % p.col_blocks * p.cols;
                 run_block(m, i0, std::min(m.M, i0 + p.rows), j0, std::min(m.N, j0 + p.cols),
-                          scratch + j0 * m.R, true);
+                          all + j0 * m.R, true);
             },
             threads);
         return;

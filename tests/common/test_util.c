@@ -874,6 +874,88 @@ void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_pr
         fail_msg("%s", failure);
 }
 
+static conv_status_t plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op,
+                             conv_plan_t *plan)
+{
+    conv_desc_t d;
+    conv_status_t s = tu_make_desc(tp, op, &d);
+    if (s != CONV_STATUS_SUCCESS)
+        return s;
+    int64_t xd[5], wd[5];
+    int ndim = tu_x_dims(tp, xd);
+    tu_w_dims(tp, wd);
+    s = conv_plan_create(ctx, d, op, tp->dtype,
+                         tp->p.channels_last ? CONV_LAYOUT_CHANNELS_LAST : CONV_LAYOUT_CHANNELS_FIRST,
+                         ndim, xd, wd, tp->bias && op == CONV_OP_FORWARD, plan);
+    conv_desc_destroy(d);
+    return s;
+}
+
+/* The pass's output (y forward, dx backward-data) from a one-shot call. */
+static tu_tensor *one_shot(conv_context_t ctx, tu_case *c, conv_op_t op)
+{
+    conv_desc_t d;
+    assert_ok(tu_make_desc(&c->tp, op, &d));
+    if (op == CONV_OP_FORWARD) {
+        assert_ok(conv_forward(ctx, d, c->x.t, c->w.t, c->b.t, c->y.t, NULL));
+    } else {
+        assert_ok(conv_backward_data(ctx, d, c->w.t, c->y.t, c->x.t, NULL));
+    }
+    conv_desc_destroy(d);
+    return op == CONV_OP_FORWARD ? &c->y : &c->x;
+}
+
+static void run_plan(conv_plan_t plan, tu_case *c, conv_op_t op)
+{
+    conv_tensor_t b = op == CONV_OP_FORWARD ? c->b.t : NULL;
+    tu_fill_nan(op == CONV_OP_FORWARD ? &c->y : &c->x);
+    assert_ok(conv_plan_execute(plan, c->x.t, c->w.t, b, c->y.t, NULL));
+}
+
+void tu_check_prepared_weights(conv_context_t ctx, const tu_problem *tp, conv_op_t op, tu_rng *r,
+                               const char *solver, int prepared)
+{
+    tu_case c;
+    assert_ok(tu_case_make(&c, ctx, tp, 0));
+    tu_case_fill(&c, op, r, 1);
+    tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : &c.x;
+    size_t bytes = out->bytes;
+    void *old_result = malloc(bytes), *new_result = malloc(bytes);
+    memcpy(old_result, one_shot(ctx, &c, op)->data, bytes);
+
+    conv_plan_t plan;
+    assert_ok(plan_of(ctx, tp, op, &plan));
+    const char *name = NULL;
+    assert_ok(conv_plan_get_solver_name(plan, &name));
+    assert_string_equal(name, solver);
+    int reported = -1;
+    assert_ok(conv_plan_prepare_weights(plan, c.w.t, &reported));
+    assert_int_equal(reported, prepared);
+    run_plan(plan, &c, op);
+    assert_memory_equal(out->data, old_result, bytes);
+
+    tu_fill_real(&c.w, r); /* new weights, not prepared: stale */
+    memcpy(new_result, one_shot(ctx, &c, op)->data, bytes);
+    assert_memory_not_equal(new_result, old_result, bytes);
+    run_plan(plan, &c, op);
+    assert_memory_equal(out->data, prepared ? old_result : new_result, bytes);
+
+    assert_ok(conv_plan_prepare_weights(plan, c.w.t, &reported)); /* fresh */
+    run_plan(plan, &c, op);
+    assert_memory_equal(out->data, new_result, bytes);
+
+    assert_ok(conv_plan_release_weights(plan)); /* reads w again */
+    tu_fill_real(&c.w, r);
+    memcpy(new_result, one_shot(ctx, &c, op)->data, bytes);
+    run_plan(plan, &c, op);
+    assert_memory_equal(out->data, new_result, bytes);
+
+    conv_plan_destroy(plan);
+    tu_case_free(&c);
+    free(old_result);
+    free(new_result);
+}
+
 int tu_check_declined(conv_context_t ctx, const tu_problem *tp, conv_op_t op, uint64_t seed,
                       const char *algo_name, char *failure, size_t size)
 {

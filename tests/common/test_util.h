@@ -220,6 +220,14 @@ int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp
 void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_problem *tp,
                           conv_op_t op, tu_rng *r, int real);
 
+/* Prepared weights on a plan of `op` (forward or backward-data) of tp,
+ * whose solver must be `solver`: the plan gives the one-shot result with
+ * them, keeps using them after w changes (stale, by the documented rule)
+ * until prepared again, and reads w again once released. `prepared` is
+ * what conv_plan_prepare_weights must report (1: the solver keeps a copy). */
+void tu_check_prepared_weights(conv_context_t ctx, const tu_problem *tp, conv_op_t op, tu_rng *r,
+                               const char *solver, int prepared);
+
 /* Runs `op` of tp (its forced algorithm named `algo_name`) expecting a
  * refusal: UNSUPPORTED, a message naming the algorithm, outputs unchanged.
  * Returns 0, or 1 with what differed written into `failure`. */
