@@ -157,8 +157,9 @@ static void test_transposed_backward_data(void **state)
 /* Prepared weights: W's panels where a pass packs all of W per call
  * (AVX-512: channels-first backward-data onto 256+ channels of a small
  * plane, channels-last forward and backward-data, strided too, with a last
- * panel of dot-product columns or a partial one); nothing to prepare where
- * W is read in place (channels-first forward) or on other CPUs. */
+ * panel of dot-product columns or a partial one), W^T for the other
+ * channels-first backward-data (strided too); nothing to prepare where W is
+ * read in place (channels-first forward) or on other CPUs. */
 static void test_prepared_weights(void **state)
 {
     (void)state;
@@ -170,7 +171,8 @@ static void test_prepared_weights(void **state)
     } cases[] = {
         {0, CONV_OP_BACKWARD_DATA, 300, 40, 7, 1, 1}, {0, CONV_OP_BACKWARD_DATA, 257, 64, 9, 1, 1},
         {1, CONV_OP_FORWARD, 20, 50, 12, 1, 1},       {1, CONV_OP_FORWARD, 33, 101, 17, 2, 1},
-        {1, CONV_OP_BACKWARD_DATA, 70, 24, 12, 1, 1}, {0, CONV_OP_FORWARD, 24, 40, 7, 1, 0},
+        {1, CONV_OP_BACKWARD_DATA, 70, 24, 12, 1, 1}, {0, CONV_OP_BACKWARD_DATA, 70, 50, 20, 1, 1},
+        {0, CONV_OP_BACKWARD_DATA, 65, 90, 32, 2, 1},  {0, CONV_OP_FORWARD, 24, 40, 7, 1, 0},
     };
     conv_context_t ctx = tu_contexts[1];
     const int avx512 = tu_cpu_isa(ctx) == TU_ISA_AVX512;

@@ -17,8 +17,10 @@
 //                             A (broadcast)            B (packed)
 //   forward, channels-first   W (K x C)                x of one image (C x P)
 //   forward, channels-last    x (N*P x C)              W transposed, once per call
-//   bwd-data, channels-first  W read transposed        dy of one image (K x P)
-//     on planes under 28x28   dy read transposed       W (K x C), once per call
+//   bwd-data, channels-first  W^T, once per call       dy of one image (K x P)
+//     (AVX2: W read transposed in place)
+//     on planes under 100     dy read transposed       W (K x C), once per call
+//     positions, 256+ channels
 //   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
 //   bwd-filter, channels-first  dy of one image (K x P)  x transposed, per chunk of positions
 //   bwd-filter, channels-last   dy read across (K apart) x (N*P x C), per chunk of positions
@@ -26,8 +28,9 @@
 // Channels-first backward-data on small planes computes dx transposed (rows
 // are positions, columns channels): W is then B, packed once per call as a
 // plain copy of its rows, and each tile's sums are scattered into dx's
-// channel rows. Otherwise a 7x7 plane's 49 positions make a full panel and
-// a one-column one, each reading all of W across its rows.
+// channel rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in
+// W's place. A plan may prepare what is made of W per call (W's panels, or
+// W^T) once: pw_avx512_prepare_weights.
 //
 // Backward-filter reduces over positions: chunks of them (an L2 share of
 // B, the same chunks for any thread count, so the sums' order is too) are
@@ -103,6 +106,7 @@ struct Gemm {
 struct Plan {
     bool last;          // channels-last: one GEMM over all images, B packed once
     bool transposed;    // channels-first backward-data on a small plane: dx^T = dy^T W
+    bool w_transposed;  // channels-first backward-data otherwise (AVX-512): dx = W^T dy, W^T made first
     bool last_by_image;  // channels-last forward on small planes (AVX2): y^T = W x^T per image
     int64_t cols;       // columns (B panels) per item
     int64_t rows;       // rows per item
@@ -220,6 +224,15 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.row_blocks = ceil_div(outc, p.rows);
         p.items = g.n * p.col_blocks * p.row_blocks;
         p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols, panel) * 4, "workspace");
+        // Backward-data as the forward is done, with W^T (C x K) in W's
+        // place: its rows are then contiguous along the reduction (read as W
+        // stands, C floats apart, every broadcast of a row tile fell into
+        // the same few L1 sets) and a last panel of 1-4 columns can be dot
+        // products. W^T is made once per call (or prepared once per plan).
+        if (!fwd && cpu_isa() == Isa::avx512) {
+            p.w_transposed = true;
+            p.shared_bytes = (size_t)round_up(checked_mul(checked_mul(g.c, g.k, "workspace"), 4, "workspace"), 64);
+        }
         return p;
     }
     // Channels-last: rows are the positions of all images, columns channels,
@@ -308,6 +321,24 @@ CONV_TARGET_AVX512 void pack_panels_avx512(const Gemm &m, int64_t j0, int64_t j1
                 const int64_t n = std::min<int64_t>(16, m.R - r0);
                 for (int64_t u = 0; u < n; ++u) _mm512_store_ps(panel + (r0 + u) * kPanel + jj0, v[u]);
             }
+        }
+    }
+}
+
+// Columns [c0, c1) of W (K x C) as rows of wt = W^T (C x K), 16 x 16
+// blocks through registers.
+CONV_TARGET_AVX512 void transpose_w_avx512(const float *w, int64_t K, int64_t C, int64_t c0, int64_t c1, float *wt) {
+    for (int64_t k0 = 0; k0 < K; k0 += 16) {
+        const __mmask16 ks = first_lanes(K - k0);
+        for (int64_t c = c0; c < c1; c += 16) {
+            const __mmask16 cs = first_lanes(c1 - c);
+            __m512 v[16];
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; ++t)
+                v[t] = k0 + t < K ? _mm512_maskz_loadu_ps(cs, w + (k0 + t) * C + c) : _mm512_setzero_ps();
+            transpose16(v);
+            const int64_t n = std::min<int64_t>(16, c1 - c);
+            for (int64_t u = 0; u < n; ++u) _mm512_mask_storeu_ps(wt + (c + u) * K + k0, ks, v[u]);
         }
     }
 }
@@ -717,8 +748,9 @@ void run_block(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1, co
 }
 
 // The GEMM of image n (channels-first, or channels-last forward per image;
-// plan.transposed: dx^T = dy^T W) or of all images (plan.last).
-Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan) {
+// plan.transposed: dx^T = dy^T W; plan.w_transposed: dx = wt dy, wt = W^T)
+// or of all images (plan.last).
+Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan, const float *wt = nullptr) {
     const ConvGeometry &g = *args.g;
     const int64_t C = g.c, K = g.k, P = g.out_size();
     float *x = static_cast<float *>(args.x), *w = static_cast<float *>(args.w);
@@ -732,6 +764,8 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan) {
             return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, false, K, P, C, bias, true, relu, false};
         if (plan.transposed)
             return {y + n * K * P, 1, P, w, C, 1, x + n * C * P, P, true, P, C, K, nullptr, false, false, false};
+        if (plan.w_transposed)
+            return {wt, K, 1, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false};
         return {w, 1, C, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false};
     }
     const int64_t M = g.n * P;
@@ -813,19 +847,20 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
     // Where the GEMM (libconv's AVX-512 SGEMM, blas.h) measured faster, 1
     // thread pinned, batch 1, A/B interleaved, GFLOP/s GEMM vs this kernel:
-    // channels-first backward-data reads W across its rows, C floats apart,
-    // for every panel, and below a 28x28 plane nothing amortises those reads
-    // (14x14: 1024->512 139 vs 83, 512->1024 137 vs 74, 1024->256 148 vs
-    // 123; 7x7: 86-94 vs 58-62); from 28x28 up the two are even (128->512
-    // 147 vs 153, 512->128 160 vs 158, 32->64 at 112x112 103 vs 93-98).
-    // On the smallest planes onto many channels the transposed form (above)
-    // beats the GEMM.
-    // Channels-last on a 7x7 image (49 rows) the same: forward 111 vs 78,
+    // channels-last on a 7x7 image (49 rows): forward 111 vs 78,
     // backward-data 122 vs 98; from 14x14 up this kernel is even or ahead.
     // Forward channels-first and backward-filter: even or this kernel ahead.
     if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return g.n * g.out_size() >= 128;
-    return op == CONV_OP_FORWARD || g.out_size() >= 784 ||
-           (g.out_size() < kTransposedBelow && g.c >= kTransposedChannels);
+    // Channels-first backward-data on W^T (make_plan), Intel Xeon with AMX,
+    // 1 thread, 3 alternated runs, against the GEMM below 28x28 and this
+    // kernel reading W as it stands from 28x28 up: 28x28 and larger
+    // 1.05-1.25x (512->256 28x28 1.25x), 7x7 1.10-1.20x (batch 8 1.45x),
+    // 14x14 even one-shot (0.98-1.03x; 1.14-1.16x with prepared weights);
+    // tiny GEMMs lost (16->64 16x16 0.66x, 64->256 8x8 0.84x), and so do
+    // the smallest planes onto 256+ channels, which run transposed.
+    if (op == CONV_OP_FORWARD || g.out_size() >= 784) return true;
+    const double macs = (double)g.n * (double)g.c * (double)g.k * (double)g.out_size();
+    return (g.out_size() < kTransposedBelow && g.c >= kTransposedChannels) || macs >= double(1 << 21);
 }
 
 namespace {
@@ -837,7 +872,7 @@ bool packs_whole_w(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512 || op == CONV_OP_BACKWARD_FILTER) return false;
     if (!pw_avx512_covers(g, op)) return false;
     const Plan p = make_plan(g, op, 1);
-    return p.transposed || p.last;
+    return p.transposed || p.last || p.w_transposed;
 }
 
 // W's panels: the reduction (W's rows of the pass) times its columns.
@@ -850,7 +885,9 @@ size_t w_panel_bytes(const ConvGeometry &g, conv_op_t op) {
 }  // namespace
 
 size_t pw_avx512_prepared_bytes(const ConvGeometry &g, conv_op_t op) {
-    return packs_whole_w(g, op) ? w_panel_bytes(g, op) : 0;
+    if (!packs_whole_w(g, op)) return 0;
+    const Plan p = make_plan(g, op, 1);
+    return p.w_transposed ? p.shared_bytes : w_panel_bytes(g, op);  // W^T, or W's panels
 }
 
 void pw_avx512_prepare_weights(const ConvGeometry &g, conv_op_t op, const float *w, float *out,
@@ -860,7 +897,15 @@ void pw_avx512_prepare_weights(const ConvGeometry &g, conv_op_t op, const float 
     ConvArgs args{};
     args.op = op, args.g = &g, args.dtype = CONV_DTYPE_FLOAT32;
     args.w = const_cast<float *>(w);
-    const Gemm m = pass_gemm(args, 0, make_plan(g, op, threads));
+    const Plan p = make_plan(g, op, threads);
+    if (p.w_transposed) {
+        pool.parallel_for(
+            ceil_div(g.c, 64),
+            [&](int64_t b, int) { transpose_w_avx512(w, g.k, g.c, b * 64, std::min(g.c, (b + 1) * 64), out); },
+            threads);
+        return;
+    }
+    const Gemm m = pass_gemm(args, 0, p);
     pool.parallel_for(
         ceil_div(m.N, kPanel),
         [&](int64_t q, int) { pack_panels(m, q * kPanel, std::min(m.N, (q + 1) * kPanel), out + q * kPanel * m.R); },
@@ -953,14 +998,27 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         return;
     }
     const size_t slot_floats = p.slot_bytes / sizeof(float);
+    const float *wt = prepared;  // W^T for p.w_transposed
+    if (p.w_transposed && !prepared) {
+        const int64_t blocks = std::min<int64_t>(threads, ceil_div(g.c, 16));
+        pool.parallel_for(
+            blocks,
+            [&](int64_t b, int) {
+                transpose_w_avx512(static_cast<const float *>(args.w), g.k, g.c, round_up(g.c * b / blocks, 16),
+                                   std::min(g.c, round_up(g.c * (b + 1) / blocks, 16)), scratch);
+            },
+            threads);
+        wt = scratch;
+    }
+    float *slots = scratch + p.shared_bytes / sizeof(float);
     pool.parallel_for(
         p.items,
         [&](int64_t item, int s) {
             const int64_t rb = item % p.row_blocks, cb = item / p.row_blocks % p.col_blocks;
-            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, p);
+            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, p, wt);
             const int64_t j0 = cb * p.cols, j1 = std::min(m.N, j0 + p.cols);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
-            float *panels = scratch + (size_t)s * slot_floats;
+            float *panels = slots + (size_t)s * slot_floats;
             pack_panels(m, j0, j1, panels);
             run_block(m, i0, i1, j0, j1, panels, false);
         },
