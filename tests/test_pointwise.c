@@ -171,8 +171,8 @@ static void test_prepared_weights(void **state)
     } cases[] = {
         {0, CONV_OP_BACKWARD_DATA, 300, 40, 7, 1, 1}, {0, CONV_OP_BACKWARD_DATA, 257, 64, 9, 1, 1},
         {1, CONV_OP_FORWARD, 20, 50, 12, 1, 1},       {1, CONV_OP_FORWARD, 33, 101, 17, 2, 1},
-        {1, CONV_OP_BACKWARD_DATA, 70, 24, 12, 1, 1}, {0, CONV_OP_BACKWARD_DATA, 70, 50, 20, 1, 1},
-        {0, CONV_OP_BACKWARD_DATA, 65, 90, 32, 2, 1},  {0, CONV_OP_FORWARD, 24, 40, 7, 1, 0},
+        {1, CONV_OP_BACKWARD_DATA, 70, 24, 12, 1, 1}, {0, CONV_OP_BACKWARD_DATA, 70, 50, 28, 1, 1}, {0, CONV_OP_BACKWARD_DATA, 128, 200, 7, 1, 1},
+        {0, CONV_OP_BACKWARD_DATA, 65, 90, 56, 2, 1},  {0, CONV_OP_FORWARD, 24, 40, 7, 1, 0},
     };
     conv_context_t ctx = tu_contexts[1];
     const int avx512 = tu_cpu_isa(ctx) == TU_ISA_AVX512;

@@ -220,6 +220,12 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.cols = round_up(ceil_div(P, blocks), panel);
         p.col_blocks = ceil_div(P, p.cols);
         int64_t parts = g.n * p.col_blocks >= threads ? 1 : ceil_div(threads, g.n * p.col_blocks);
+        // Backward-data (W^T) with several threads: at least three items a
+        // thread, or one whose worker joined late took a second item's
+        // time again (2 threads, 512->256 28x28 0.83 -> 0.68 ms, 1024->512
+        // 14x14 1.10 -> 0.87).
+        if (!fwd && cpu_isa() == Isa::avx512 && threads > 1 && g.n * p.col_blocks < 3 * threads)
+            parts = std::max<int64_t>(1, std::min(ceil_div(3 * threads, g.n * p.col_blocks), outc / 64));
         p.rows = round_up(ceil_div(outc, parts), rows_tile);
         p.row_blocks = ceil_div(outc, p.rows);
         p.items = g.n * p.col_blocks * p.row_blocks;
@@ -854,13 +860,14 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     // Channels-first backward-data on W^T (make_plan), Intel Xeon with AMX,
     // 1 thread, 3 alternated runs, against the GEMM below 28x28 and this
     // kernel reading W as it stands from 28x28 up: 28x28 and larger
-    // 1.05-1.25x (512->256 28x28 1.25x), 7x7 1.10-1.20x (batch 8 1.45x),
-    // 14x14 even one-shot (0.98-1.03x; 1.14-1.16x with prepared weights);
-    // tiny GEMMs lost (16->64 16x16 0.66x, 64->256 8x8 0.84x), and so do
-    // the smallest planes onto 256+ channels, which run transposed.
+    // 1.05-1.25x (512->256 28x28 1.25x), 7x7 1.10-1.20x (batch 8 1.45x);
+    // 14x14 even one-shot (0.98-1.03x; 1.14-1.16x with prepared weights)
+    // but at 2 threads the GEMM's finer split won (0.59-0.73x), so 14x14
+    // stays with it; tiny GEMMs lost (16->64 16x16 0.66x, 64->256 8x8
+    // 0.84x). The smallest planes onto 256+ channels run transposed.
     if (op == CONV_OP_FORWARD || g.out_size() >= 784) return true;
     const double macs = (double)g.n * (double)g.c * (double)g.k * (double)g.out_size();
-    return (g.out_size() < kTransposedBelow && g.c >= kTransposedChannels) || macs >= double(1 << 21);
+    return g.out_size() < kTransposedBelow && (g.c >= kTransposedChannels || macs >= double(1 << 21));
 }
 
 namespace {
