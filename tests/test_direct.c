@@ -1,14 +1,14 @@
 /* direct_avx512 (channels in the vector, src/cpu/direct_avx512.cpp and
  * direct_avx512_filter.cpp): forward, backward-data (strided: by phases)
  * and backward-filter (filters in the vector, chunks of positions, columns
- * in dw's order) against the reference on random 1-D
- * and 2-D problems, and 3-D ones for forward and backward-data (depth
- * slices as rows, strided depth by phases), in both layouts (exactly on integer data; real data
+ * in dw's order) against the reference on random 1-D, 2-D and 3-D problems
+ * (depth slices as rows, strided depth by phases; backward-filter's columns
+ * carrying their slice), in both layouts (exactly on integer data; real data
  * within the rounding tolerance), across its blocks -- 16-channel vectors
  * and their last partial one, 1-4 vectors a tile, row remainders, work
- * items of several rows, channel blocks (strict: 32 at most); plans with
- * prepared weights, fresh and stale; and where it must decline. ctest runs
- * it with AVX-512 tiles and again with CONV_CPU_ISA=baseline (portable). */
+ * items of several rows, channel blocks (strict: 32 at most); and plans
+ * with prepared weights, fresh and stale. ctest runs it with AVX-512 tiles
+ * and again with CONV_CPU_ISA=baseline (portable). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,7 +30,7 @@ static conv_algo_t direct(void)
  * channel counts around 16, 32 and 64, groups, batch 1..3. */
 static void random_problem(tu_rng *r, tu_problem *tp, conv_op_t op, int wide)
 {
-    int spatial = tu_chance(r, 20) ? 1 : op != CONV_OP_BACKWARD_FILTER && tu_chance(r, 20) ? 3 : 2;
+    int spatial = tu_chance(r, 20) ? 1 : tu_chance(r, 20) ? 3 : 2;
     int64_t in[3], kernel[3];
     for (int a = 0; a < spatial; a++) {
         kernel[a] = tu_range(r, 1, spatial == 3 ? 3 : 7);
@@ -163,35 +163,6 @@ static void test_prepared_weights(void **state)
             assert_true(tu_resolve(&tp));
             tu_check_prepared_weights(ctx, &tp, (conv_op_t)op, &r, "direct_avx512", 1);
         }
-    conv_context_destroy(ctx);
-}
-
-/* Where it must decline, forcing it is UNSUPPORTED naming it, and the
- * outputs are untouched. */
-static void test_declines(void **state)
-{
-    (void)state;
-    conv_context_t ctx;
-    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
-    struct {
-        int spatial, stride;
-        conv_op_t op;
-    } cases[] = {
-        {3, 1, CONV_OP_BACKWARD_FILTER}, /* 3-D */
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tu_problem tp;
-        int64_t in[3] = {6, 6, 6}, kernel[3] = {3, 3, 3};
-        tu_problem_init(&tp, cases[i].spatial, 1, 4, 4, in, kernel);
-        for (int a = 0; a < cases[i].spatial; a++)
-            tp.p.stride[a] = cases[i].stride;
-        tp.algo = direct();
-        assert_true(tu_resolve(&tp));
-        char failure[512];
-        if (tu_check_declined(ctx, &tp, cases[i].op, i + 1, "direct_avx512", failure,
-                              sizeof failure))
-            fail_msg("case %zu: %s", i, failure);
-    }
     conv_context_destroy(ctx);
 }
 
@@ -335,7 +306,7 @@ int main(void)
         cmocka_unit_test(test_small_exact), cmocka_unit_test(test_wide_exact),
         cmocka_unit_test(test_real),        cmocka_unit_test(test_strict),
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
-        cmocka_unit_test(test_declines),    cmocka_unit_test(test_wide_strides),
+        cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
         cmocka_unit_test(test_copy_at_page_edges),
     };

@@ -19,6 +19,7 @@ namespace conv::cpu {
 // channel's plane, at any stride.
 struct DirectSource {
     int64_t plane, rstep, wq, sw;
+    int64_t slice, sz;  // elements per padded depth slice (plane / slices); depth stride
     int64_t tap_offset(int64_t tr, int64_t tc) const { return (tr * sw + tc % sw) * wq + tc / sw; }
 };
 

@@ -54,7 +54,7 @@ constexpr int64_t kBlockBytes = 512 << 10; // padded x and laid-out dy of a bloc
 
 struct FilterShape {
     bool last;
-    int64_t n, groups, csg, cdg, k, ho, wo, positions, kr, ks, dh, dw, taps, ck, dvec;
+    int64_t n, groups, csg, cdg, k, dout, ho, wo, positions, kz, kr, ks, dz, dh, dw, taps, ck, dvec;
     DirectSource src;
     int nv, nc;             // the register tile: filter vectors x columns
     int64_t chunk_rows;     // output rows per chunk
@@ -83,9 +83,10 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     FilterShape s;
     s.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
     s.n = g.n, s.groups = g.groups, s.csg = g.cg(), s.cdg = g.kg(), s.k = g.k;
-    s.ho = g.out[1], s.wo = g.out[2], s.positions = s.ho * s.wo;
-    s.kr = g.kernel[1], s.ks = g.kernel[2], s.dh = g.dilation[1], s.dw = g.dilation[2];
-    s.taps = s.kr * s.ks;
+    s.dout = g.out[0], s.ho = g.out[1], s.wo = g.out[2], s.positions = s.dout * s.ho * s.wo;
+    s.kz = g.kernel[0], s.kr = g.kernel[1], s.ks = g.kernel[2];
+    s.dz = g.dilation[0], s.dh = g.dilation[1], s.dw = g.dilation[2];
+    s.taps = s.kz * s.kr * s.ks;
     s.ck = s.csg * s.taps;
     s.dvec = ceil_div(s.cdg, kLanes);
     s.src = direct_source(g);
@@ -401,10 +402,11 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const FilterShape s = make_shape(g, sizeof(T), threads);
     char *base = static_cast<char *>(ws);
     int64_t *columns = reinterpret_cast<int64_t *>(base);
-    for (int64_t col = 0; col < s.ck; ++col) {  // channel c, tap (r, q), in dw's order of a row
+    for (int64_t col = 0; col < s.ck; ++col) {  // channel c, tap (z, r, q), in dw's order of a row
         const int64_t c = s.last ? col % s.csg : col / s.taps;
-        const int64_t tap = s.last ? col / s.csg : col % s.taps;
-        columns[col] = c * s.src.plane + s.src.tap_offset(tap / s.ks * s.dh, tap % s.ks * s.dw);
+        const int64_t tap = s.last ? col / s.csg : col % s.taps, plane_tap = tap % (s.kr * s.ks);
+        columns[col] = c * s.src.plane + tap / (s.kr * s.ks) * s.dz * s.src.slice +
+                       s.src.tap_offset(plane_tap / s.ks * s.dh, plane_tap % s.ks * s.dw);
     }
     T *source = reinterpret_cast<T *>(base + s.source_at);
     T *dyv = reinterpret_cast<T *>(base + s.dy_at);
@@ -449,17 +451,20 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     for (int64_t f = 0; f < filters; ++f)
                         for (int64_t b = 0; b < (j1 - j0) * (int64_t)sizeof(T); b += 64)
                             __builtin_prefetch(reinterpret_cast<char *>(rows + f * s.ck) + b, 1, 2);
+                // Chunks of rows of one output slice (oz) at a time: the
+                // source's next slice is not a row on.
                 for (int64_t n = 0; n < images; ++n)
-                    for (int64_t r0 = 0; r0 < s.ho; r0 += s.chunk_rows) {
+                    for (int64_t oz = 0; oz < s.dout; ++oz)
+                        for (int64_t r0 = 0; r0 < s.ho; r0 += s.chunk_rows) {
                         Tile t;
                         t.dy = dyv + ((n * s.groups + gi) * s.dvec + kb * s.nv) * vec_len +
-                               r0 * s.wo * kLanes;
+                               (oz * s.ho + r0) * s.wo * kLanes;
                         t.dy_vec = vec_len;
                         t.rows = std::min(s.chunk_rows, s.ho - r0), t.wo = s.wo, t.rstep = s.src.rstep;
-                        t.mode = n0 + n == 0 && r0 == 0 ? Mode::fresh
-                                 : args.strict          ? Mode::partial
-                                                        : Mode::running;
-                        const int64_t at = n * x_image + r0 * s.src.rstep;
+                        t.mode = n0 + n == 0 && oz == 0 && r0 == 0 ? Mode::fresh
+                                 : args.strict                     ? Mode::partial
+                                                                   : Mode::running;
+                        const int64_t at = n * x_image + oz * s.src.sz * s.src.slice + r0 * s.src.rstep;
                         for (int64_t ti = 0; ti < tiles; ++ti) {
                             for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
                                 t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
