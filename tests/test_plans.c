@@ -39,24 +39,9 @@ static int teardown(void **state)
     return 0;
 }
 
-static conv_layout_t layout_of(const tu_problem *tp)
-{
-    return tp->p.channels_last ? CONV_LAYOUT_CHANNELS_LAST : CONV_LAYOUT_CHANNELS_FIRST;
-}
-
 static conv_status_t plan_of(const tu_problem *tp, conv_op_t op, conv_plan_t *plan)
 {
-    conv_desc_t d;
-    conv_status_t s = tu_make_desc(tp, op, &d);
-    if (s != CONV_STATUS_SUCCESS)
-        return s;
-    int64_t xd[5], wd[5];
-    int ndim = tu_x_dims(tp, xd);
-    tu_w_dims(tp, wd);
-    s = conv_plan_create(ctx, d, op, tp->dtype, layout_of(tp), ndim, xd, wd,
-                         tp->bias && op != CONV_OP_BACKWARD_DATA, plan);
-    conv_desc_destroy(d);
-    return s;
+    return tu_plan_of(ctx, tp, op, plan);
 }
 
 static conv_status_t execute(conv_plan_t plan, tu_case *c, conv_op_t op)

@@ -874,8 +874,7 @@ void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_pr
         fail_msg("%s", failure);
 }
 
-static conv_status_t plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op,
-                             conv_plan_t *plan)
+conv_status_t tu_plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op, conv_plan_t *plan)
 {
     conv_desc_t d;
     conv_status_t s = tu_make_desc(tp, op, &d);
@@ -886,7 +885,7 @@ static conv_status_t plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t
     tu_w_dims(tp, wd);
     s = conv_plan_create(ctx, d, op, tp->dtype,
                          tp->p.channels_last ? CONV_LAYOUT_CHANNELS_LAST : CONV_LAYOUT_CHANNELS_FIRST,
-                         ndim, xd, wd, tp->bias && op == CONV_OP_FORWARD, plan);
+                         ndim, xd, wd, tp->bias && op != CONV_OP_BACKWARD_DATA, plan);
     conv_desc_destroy(d);
     return s;
 }
@@ -924,7 +923,7 @@ void tu_check_prepared_weights(conv_context_t ctx, const tu_problem *tp, conv_op
     memcpy(old_result, one_shot(ctx, &c, op)->data, bytes);
 
     conv_plan_t plan;
-    assert_ok(plan_of(ctx, tp, op, &plan));
+    assert_ok(tu_plan_of(ctx, tp, op, &plan));
     const char *name = NULL;
     assert_ok(conv_plan_get_solver_name(plan, &name));
     assert_string_equal(name, solver);

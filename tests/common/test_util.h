@@ -220,6 +220,10 @@ int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp
 void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_problem *tp,
                           conv_op_t op, tu_rng *r, int real);
 
+/* A plan of `op` for tp on ctx (its layout, dims and bias; the descriptor
+ * from tu_make_desc). */
+conv_status_t tu_plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op, conv_plan_t *plan);
+
 /* Prepared weights on a plan of `op` (forward or backward-data) of tp,
  * whose solver must be `solver`: the plan gives the one-shot result with
  * them, keeps using them after w changes (stale, by the documented rule)
