@@ -319,11 +319,12 @@ void pack_block(const ConvGeometry &g, bool transposed, const Src *w, int64_t gr
         // block is written 32 columns at a time (row by row, the taps'
         // blocks took turns and did not stay in L1: 0.83x).
         const Src *row0 = w + (grp * g.kg() + kb * kBlock) * cg * taps;
-        const int64_t row = cg * taps;
+        const int64_t row = cg * taps, step = Pairs ? 2 : 1;  // w's rows; a block row's columns
         for (int64_t ci = 0; ci < ch.in; ++ci)
             for (int64_t tap = 0; tap < taps; ++tap) {
                 const Src *at = row0 + (last ? tap * cg + ci : ci * taps + tap);
-                for (int64_t col = 0; col < cols; ++col) put_at(tap, ci, col, at[col * row]);
+                Out *to = out + tap * block + (Pairs ? ci / 2 * kBlock * 2 + ci % 2 : ci * kBlock);
+                for (int64_t col = 0; col < cols; ++col) to[col * step] = packed<Out>(at[col * row]);
             }
         return;
     }
