@@ -1783,10 +1783,9 @@ public:
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (dtype != CONV_DTYPE_FLOAT32) return false;
         if (cpu_isa() == Isa::avx2) return competitive_avx2(g, op);
-        if (cpu_isa() != Isa::avx512) return false;
-        if (!g.is_planar()) return g.kernel_size() > 1 && competitive_3d(g, op);
+        if (cpu_isa() != Isa::avx512 || g.kernel_size() == 1) return false;
+        if (!g.is_planar()) return competitive_3d(g, op);
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
-        if (g.kernel_size() == 1) return false;
         // Backward-data onto at most 8 channels at stride 1, positions in the
         // vector (direct_narrow_avx512.cpp), against AUTO's choice before it,
         // batch 32, 1 thread, strict, 6 interleaved rounds: LeNet-5's 6->16

@@ -456,27 +456,27 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 for (int64_t n = 0; n < images; ++n)
                     for (int64_t oz = 0; oz < s.dout; ++oz)
                         for (int64_t r0 = 0; r0 < s.ho; r0 += s.chunk_rows) {
-                        Tile t;
-                        t.dy = dyv + ((n * s.groups + gi) * s.dvec + kb * s.nv) * vec_len +
-                               (oz * s.ho + r0) * s.wo * kLanes;
-                        t.dy_vec = vec_len;
-                        t.rows = std::min(s.chunk_rows, s.ho - r0), t.wo = s.wo, t.rstep = s.src.rstep;
-                        t.mode = n0 + n == 0 && oz == 0 && r0 == 0 ? Mode::fresh
-                                 : args.strict                     ? Mode::partial
-                                                                   : Mode::running;
-                        const int64_t at = n * x_image + oz * s.src.sz * s.src.slice + r0 * s.src.rstep;
-                        for (int64_t ti = 0; ti < tiles; ++ti) {
-                            for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
-                                t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
-                            t.sums = sums + ti * nv * s.nc * kLanes;
-                            if (jit::FilterTileFn fn = generated.get(cb * s.item_tiles + ti))
-                                fn(reinterpret_cast<const float *>(t.dy),
-                                   reinterpret_cast<const float *>(t.x[0]), t.rows, t.rstep,
-                                   reinterpret_cast<float *>(t.sums), (int64_t)t.mode);
-                            else
-                                run_tile<T>(t, nv, s.nc);
+                            Tile t;
+                            t.dy = dyv + ((n * s.groups + gi) * s.dvec + kb * s.nv) * vec_len +
+                                   (oz * s.ho + r0) * s.wo * kLanes;
+                            t.dy_vec = vec_len;
+                            t.rows = std::min(s.chunk_rows, s.ho - r0), t.wo = s.wo, t.rstep = s.src.rstep;
+                            t.mode = n0 + n == 0 && oz == 0 && r0 == 0 ? Mode::fresh
+                                     : args.strict                     ? Mode::partial
+                                                                       : Mode::running;
+                            const int64_t at = n * x_image + oz * s.src.sz * s.src.slice + r0 * s.src.rstep;
+                            for (int64_t ti = 0; ti < tiles; ++ti) {
+                                for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
+                                    t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
+                                t.sums = sums + ti * nv * s.nc * kLanes;
+                                if (jit::FilterTileFn fn = generated.get(cb * s.item_tiles + ti))
+                                    fn(reinterpret_cast<const float *>(t.dy),
+                                       reinterpret_cast<const float *>(t.x[0]), t.rows, t.rstep,
+                                       reinterpret_cast<float *>(t.sums), (int64_t)t.mode);
+                                else
+                                    run_tile<T>(t, nv, s.nc);
+                            }
                         }
-                    }
                 // Then into dw 16 columns at a time.
                 if (last_block)
                     for (int64_t c0 = 0; c0 < j1 - j0; c0 += kLanes)

@@ -219,26 +219,25 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // (1.04-1.10x on 512->512 and 1024->256 14x14 forward, AVX-512).
         p.cols = round_up(ceil_div(P, blocks), panel);
         p.col_blocks = ceil_div(P, p.cols);
-        int64_t parts = g.n * p.col_blocks >= threads ? 1 : ceil_div(threads, g.n * p.col_blocks);
-        // Backward-data (W^T) with several threads: at least three items a
-        // thread, or one whose worker joined late took a second item's
-        // time again (2 threads, 512->256 28x28 0.83 -> 0.68 ms, 1024->512
-        // 14x14 1.10 -> 0.87).
-        if (!fwd && cpu_isa() == Isa::avx512 && threads > 1 && g.n * p.col_blocks < 3 * threads)
-            parts = std::max<int64_t>(1, std::min(ceil_div(3 * threads, g.n * p.col_blocks), outc / 64));
-        p.rows = round_up(ceil_div(outc, parts), rows_tile);
-        p.row_blocks = ceil_div(outc, p.rows);
-        p.items = g.n * p.col_blocks * p.row_blocks;
-        p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols, panel) * 4, "workspace");
         // Backward-data as the forward is done, with W^T (C x K) in W's
         // place: its rows are then contiguous along the reduction (read as W
         // stands, C floats apart, every broadcast of a row tile fell into
         // the same few L1 sets) and a last panel of 1-4 columns can be dot
         // products. W^T is made once per call (or prepared once per plan).
-        if (!fwd && cpu_isa() == Isa::avx512) {
-            p.w_transposed = true;
+        p.w_transposed = !fwd && cpu_isa() == Isa::avx512;
+        if (p.w_transposed)
             p.shared_bytes = (size_t)round_up(checked_mul(checked_mul(g.c, g.k, "workspace"), 4, "workspace"), 64);
-        }
+        int64_t parts = g.n * p.col_blocks >= threads ? 1 : ceil_div(threads, g.n * p.col_blocks);
+        // W^T with several threads: at least three items a thread, or one
+        // whose worker joined late took a second item's time again (2
+        // threads, 512->256 28x28 0.83 -> 0.68 ms, 1024->512 14x14 1.10 ->
+        // 0.87).
+        if (p.w_transposed && threads > 1 && g.n * p.col_blocks < 3 * threads)
+            parts = std::max<int64_t>(1, std::min(ceil_div(3 * threads, g.n * p.col_blocks), outc / 64));
+        p.rows = round_up(ceil_div(outc, parts), rows_tile);
+        p.row_blocks = ceil_div(outc, p.rows);
+        p.items = g.n * p.col_blocks * p.row_blocks;
+        p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols, panel) * 4, "workspace");
         return p;
     }
     // Channels-last: rows are the positions of all images, columns channels,
@@ -333,7 +332,8 @@ CONV_TARGET_AVX512 void pack_panels_avx512(const Gemm &m, int64_t j0, int64_t j1
 
 // Columns [c0, c1) of W (K x C) as rows of wt = W^T (C x K), 16 x 16
 // blocks through registers.
-CONV_TARGET_AVX512 void transpose_w_avx512(const float *w, int64_t K, int64_t C, int64_t c0, int64_t c1, float *wt) {
+CONV_TARGET_AVX512 void transpose_columns_avx512(const float *w, int64_t K, int64_t C, int64_t c0, int64_t c1,
+                                                 float *wt) {
     for (int64_t k0 = 0; k0 < K; k0 += 16) {
         const __mmask16 ks = first_lanes(K - k0);
         for (int64_t c = c0; c < c1; c += 16) {
@@ -347,6 +347,18 @@ CONV_TARGET_AVX512 void transpose_w_avx512(const float *w, int64_t K, int64_t C,
             for (int64_t u = 0; u < n; ++u) _mm512_mask_storeu_ps(wt + (c + u) * K + k0, ks, v[u]);
         }
     }
+}
+
+// wt = W^T of the pass's filter (K x C), a share of W's columns a thread.
+void transpose_w(const ConvGeometry &g, const float *w, float *wt, ThreadPool &pool, int threads) {
+    const int64_t blocks = std::min<int64_t>(threads, ceil_div(g.c, 16));
+    pool.parallel_for(
+        blocks,
+        [&](int64_t b, int) {
+            transpose_columns_avx512(w, g.k, g.c, round_up(g.c * b / blocks, 16),
+                                     std::min(g.c, round_up(g.c * (b + 1) / blocks, 16)), wt);
+        },
+        threads);
 }
 
 // Rows [i0, i0 + MR) x columns [j0, j0 + 16 * NV) of the output from one
@@ -872,10 +884,11 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
 
 namespace {
 
-// Whether the pass packs all of W's panels per call (the transposed
-// backward-data, channels-last forward and backward-data): what a plan can
-// prepare once. AVX-512 only (AVX2's panels are packed in other forms).
-bool packs_whole_w(const ConvGeometry &g, conv_op_t op) {
+// Whether the pass makes all of W over per call -- its panels (the
+// transposed backward-data, channels-last forward and backward-data) or W^T
+// (w_transposed) -- which a plan can prepare once. AVX-512 only (AVX2's
+// panels are packed in other forms).
+bool makes_whole_w(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512 || op == CONV_OP_BACKWARD_FILTER) return false;
     if (!pw_avx512_covers(g, op)) return false;
     const Plan p = make_plan(g, op, 1);
@@ -892,7 +905,7 @@ size_t w_panel_bytes(const ConvGeometry &g, conv_op_t op) {
 }  // namespace
 
 size_t pw_avx512_prepared_bytes(const ConvGeometry &g, conv_op_t op) {
-    if (!packs_whole_w(g, op)) return 0;
+    if (!makes_whole_w(g, op)) return 0;
     const Plan p = make_plan(g, op, 1);
     return p.w_transposed ? p.shared_bytes : w_panel_bytes(g, op);  // W^T, or W's panels
 }
@@ -900,18 +913,12 @@ size_t pw_avx512_prepared_bytes(const ConvGeometry &g, conv_op_t op) {
 void pw_avx512_prepare_weights(const ConvGeometry &g, conv_op_t op, const float *w, float *out,
                                ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
-    if (!packs_whole_w(g, op)) return;
+    if (!makes_whole_w(g, op)) return;
     ConvArgs args{};
     args.op = op, args.g = &g, args.dtype = CONV_DTYPE_FLOAT32;
     args.w = const_cast<float *>(w);
     const Plan p = make_plan(g, op, threads);
-    if (p.w_transposed) {
-        pool.parallel_for(
-            ceil_div(g.c, 64),
-            [&](int64_t b, int) { transpose_w_avx512(w, g.k, g.c, b * 64, std::min(g.c, (b + 1) * 64), out); },
-            threads);
-        return;
-    }
+    if (p.w_transposed) return transpose_w(g, w, out, pool, threads);
     const Gemm m = pass_gemm(args, 0, p);
     pool.parallel_for(
         ceil_div(m.N, kPanel),
@@ -974,8 +981,9 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             p.items,
             [&](int64_t item, int s) {
                 const int64_t j0 = item * p.cols, j1 = std::min(g.c, j0 + p.cols);
-                const float *panels = prepared ? prepared + j0 * g.k : scratch + (size_t)s * slot_floats;
-                if (!prepared) pack_panels(pass_gemm(args, 0, p), j0, j1, scratch + (size_t)s * slot_floats);
+                float *slot = scratch + (size_t)s * slot_floats;
+                if (!prepared) pack_panels(pass_gemm(args, 0, p), j0, j1, slot);
+                const float *panels = prepared ? prepared + j0 * g.k : slot;
                 for (int64_t n = 0; n < g.n; ++n)
                     run_block(pass_gemm(args, n, p), 0, g.out_size(), j0, j1, panels, true);
             },
@@ -1007,14 +1015,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     const size_t slot_floats = p.slot_bytes / sizeof(float);
     const float *wt = prepared;  // W^T for p.w_transposed
     if (p.w_transposed && !prepared) {
-        const int64_t blocks = std::min<int64_t>(threads, ceil_div(g.c, 16));
-        pool.parallel_for(
-            blocks,
-            [&](int64_t b, int) {
-                transpose_w_avx512(static_cast<const float *>(args.w), g.k, g.c, round_up(g.c * b / blocks, 16),
-                                   std::min(g.c, round_up(g.c * (b + 1) / blocks, 16)), scratch);
-            },
-            threads);
+        transpose_w(g, static_cast<const float *>(args.w), scratch, pool, threads);
         wt = scratch;
     }
     float *slots = scratch + p.shared_bytes / sizeof(float);

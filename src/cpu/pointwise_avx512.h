@@ -19,10 +19,11 @@ size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thread
 // Runs a covered pass; `ws` holds pw_avx512_workspace_bytes(g, op, threads).
 void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
-// Prepared weights: W's panels, for the passes that pack all of W per call
-// (channels-first backward-data on small planes, channels-last forward and
-// backward-data on AVX-512); 0 bytes for the others. pw_avx512_run finds
-// them in ConvArgs::prepared.
+// Prepared weights, on AVX-512, for the passes that make all of W over per
+// call: W's panels (channels-first backward-data on small planes,
+// channels-last forward and backward-data) or W^T (the other channels-first
+// backward-data); 0 bytes for the others. pw_avx512_run finds them in
+// ConvArgs::prepared.
 size_t pw_avx512_prepared_bytes(const ConvGeometry &g, conv_op_t op);
 void pw_avx512_prepare_weights(const ConvGeometry &g, conv_op_t op, const float *w, float *out,
                                ThreadPool &pool, int threads);
