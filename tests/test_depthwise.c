@@ -29,22 +29,26 @@ static int64_t random_width(tu_rng *r)
 }
 
 /* A depthwise problem; `fast` biases it towards what the vector kernels
- * cover (2-D, 3x3, stride 1 or 2, no dilation, multiplier 1). */
-static void random_depthwise(tu_rng *r, tu_problem *tp, int fast)
+ * cover (2-D, 3x3, stride 1 or 2, no dilation, multiplier 1); `many`
+ * draws 128-300 channels (channels-last, the ring kernels' range) on
+ * planes of at most 12 rows. */
+static void random_depthwise(tu_rng *r, tu_problem *tp, int fast, int many)
 {
     for (;;) {
         int spatial = fast || tu_chance(r, 70) ? 2 : tu_chance(r, 50) ? 1 : 3;
         int64_t in[3], kernel[3];
         for (int a = 0; a < spatial; a++) {
             in[a] = a == spatial - 1 ? random_width(r)
-                                     : tu_range(r, 1, spatial == 3 ? 6 : 20);
+                                     : tu_range(r, 1, spatial == 3 ? 6 : many ? 12 : 20);
             kernel[a] = fast || tu_chance(r, 60) ? 3 : tu_range(r, 1, spatial == 3 ? 3 : 5);
         }
-        int64_t c = tu_chance(r, 30) ? tu_range(r, 1, 40) : tu_range(r, 1, 6);
-        int64_t m = fast && tu_chance(r, 60) ? 1 : tu_chance(r, 25) ? tu_range(r, 4, 9) : tu_range(r, 1, 3);
+        int64_t c = many ? tu_range(r, 128, 300) : tu_chance(r, 30) ? tu_range(r, 1, 40) : tu_range(r, 1, 6);
+        int64_t m = many || (fast && tu_chance(r, 60)) ? 1
+                    : tu_chance(r, 25)                 ? tu_range(r, 4, 9)
+                                                       : tu_range(r, 1, 3);
         tu_problem_init(tp, spatial, tu_range(r, 1, 3), c, c * m, in, kernel);
         tp->p.groups = c;
-        tp->p.channels_last = tu_chance(r, 50);
+        tp->p.channels_last = many ? !tu_chance(r, 20) : tu_chance(r, 50);
         tp->dtype = tu_chance(r, 80) ? CONV_DTYPE_FLOAT32 : CONV_DTYPE_FLOAT64;
         tp->bias = tu_chance(r, 50);
         tp->p.relu = tu_chance(r, 30);
@@ -64,7 +68,7 @@ static void random_depthwise(tu_rng *r, tu_problem *tp, int fast)
     }
 }
 
-static void run_many(uint64_t base, int problems, int fast, int real)
+static void run_many(uint64_t base, int problems, int fast, int many, int real)
 {
     uint64_t first = tu_env_seed(base);
     int n = tu_env_count(problems);
@@ -73,7 +77,7 @@ static void run_many(uint64_t base, int problems, int fast, int real)
         tu_rng r;
         tu_seed(&r, seed);
         tu_problem tp;
-        random_depthwise(&r, &tp, fast);
+        random_depthwise(&r, &tp, fast, many);
         for (int op = 0; op < 3; op++)
             tu_check_random_pass(tu_contexts, seed, &tp, (conv_op_t)op, &r, real);
     }
@@ -83,20 +87,28 @@ static void run_many(uint64_t base, int problems, int fast, int real)
 static void test_vector_shapes_exact(void **state)
 {
     (void)state;
-    run_many(1000, 600, 1, 0);
+    run_many(1000, 600, 1, 0, 0);
+}
+
+/* Many channels (the channels-last ring kernels: groups of channel blocks,
+ * a tail block, bands of rows, zero rows and columns), exact. */
+static void test_many_channels_exact(void **state)
+{
+    (void)state;
+    run_many(4000, 120, 1, 1, 0);
 }
 
 /* Any depthwise geometry (the portable path and the vector kernels' edges). */
 static void test_any_shape_exact(void **state)
 {
     (void)state;
-    run_many(2000, 400, 0, 0);
+    run_many(2000, 400, 0, 0, 0);
 }
 
 static void test_real_data(void **state)
 {
     (void)state;
-    run_many(3000, 150, 1, 1);
+    run_many(3000, 150, 1, 0, 1);
 }
 
 /* MobileNet-like layers: wide planes and many channels (several row blocks,
@@ -108,7 +120,8 @@ static void test_mobilenet_like(void **state)
     static const struct {
         int64_t c, hw, stride;
     } layers[] = {{32, 56, 1}, {24, 57, 2}, {48, 28, 1}, {40, 29, 2}, {72, 14, 1}, {136, 7, 1},
-                  {33, 14, 2}, {6, 112, 2}, {5, 75, 2}, {4, 100, 1}};
+                  {33, 14, 2}, {6, 112, 2}, {5, 75, 2}, {4, 100, 1}, {512, 14, 1}, {520, 14, 2},
+                  {1024, 7, 1}, {256, 28, 2}, {128, 57, 2}, {264, 15, 1}};
     tu_rng r;
     tu_seed(&r, 4242);
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
@@ -160,23 +173,32 @@ static void test_channel_multiplier(void **state)
     }
 }
 
-/* Backward-filter on small channels-first planes (the 16-channel-block
- * kernel of depthwise_avx512_blocked.cpp): channel counts with and without
- * a tail block, both strides, odd planes and asymmetric padding, real data;
- * each matches the reference, and 1, 2 and 3 threads give the same bits
- * (one channel block sums the whole batch in one order). */
+/* Backward-filter on small planes (channels-first: the 16-channel-block
+ * kernel of depthwise_avx512_blocked.cpp; channels-last from 256 channels:
+ * the ring kernels, whose parts of the batch are fixed): channel counts with and
+ * without a tail block, both strides, odd planes and asymmetric padding,
+ * real data; each matches the reference, and 1, 2 and 3 threads give the
+ * same bits (the parts of the batch a channel block sums do not depend on
+ * the thread count). */
 static void test_filter_sums_by_threads(void **state)
 {
     (void)state;
     static const struct {
         int64_t c, h, w, stride, pad_b, pad_e;
-    } layers[] = {{512, 14, 14, 1, 1, 1}, {1024, 7, 7, 1, 1, 1}, {40, 14, 14, 2, 1, 1},
-                  {17, 9, 11, 1, 0, 2}, {33, 7, 5, 2, 2, 0}, {5, 3, 1, 1, 1, 1}};
+        int last;
+    } layers[] = {{512, 14, 14, 1, 1, 1, 0}, {1024, 7, 7, 1, 1, 1, 0}, {40, 14, 14, 2, 1, 1, 0},
+                  {17, 9, 11, 1, 0, 2, 0},   {33, 7, 5, 2, 2, 0, 0},   {5, 3, 1, 1, 1, 1, 0},
+                  {512, 14, 14, 1, 1, 1, 1}, {1000, 7, 7, 1, 1, 1, 1}, {264, 9, 11, 2, 1, 1, 1},
+                  {300, 5, 3, 1, 2, 0, 1}};
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         int64_t in[2] = {layers[i].h, layers[i].w}, kernel[2] = {3, 3};
         tu_problem tp;
         tu_problem_init(&tp, 2, 3, layers[i].c, layers[i].c, in, kernel);
         tp.p.groups = layers[i].c;
+        /* Channels-last sums are split by thread on the other ISAs. */
+        if (layers[i].last && tu_cpu_isa(tu_contexts[0]) != TU_ISA_AVX512)
+            continue;
+        tp.p.channels_last = layers[i].last;
         tp.bias = 1;
         for (int a = 0; a < 2; a++) {
             tp.p.stride[a] = layers[i].stride;
@@ -290,6 +312,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vector_shapes_exact),
         cmocka_unit_test(test_any_shape_exact),
+        cmocka_unit_test(test_many_channels_exact),
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_mobilenet_like),
         cmocka_unit_test(test_channel_multiplier),

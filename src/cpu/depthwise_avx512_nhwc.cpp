@@ -9,6 +9,7 @@
 // once per call so a tap's weights for 16 channels are one load. Pixels
 // whose windows overhang the image take the same code with per-tap checks.
 // The passes' frame (shapes, repacking, the driver) is depthwise_nhwc.h's.
+// Passes over many channels go to depthwise_avx512_ring.cpp instead.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -183,10 +184,12 @@ CONV_TARGET_AVX512 void backward_data_s2_row(const ImageShape &p, const float *d
 bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t) { return dw_nhwc::covers(g); }
 
 size_t dw_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    if (dw_ring_covers(g, op)) return dw_ring_workspace_bytes(g, op, threads);
     return dw_nhwc::workspace_bytes(g, op, threads);
 }
 
 void dw_nhwc_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
+    if (dw_ring_covers(*a.g, a.op)) return dw_ring_run(a, ws, pool, threads);
 #if CONV_HAVE_AVX512_KERNELS
     dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row});
 #else

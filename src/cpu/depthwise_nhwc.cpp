@@ -17,13 +17,12 @@ ImageShape backward_data_shape(const ConvGeometry &g) {
     return {g.out[1], g.out[2], g.in[1], g.in[2], kK - 1 - g.pad_begin[1], kK - 1 - g.pad_begin[2], g.c, 1};
 }
 
-// Tap-major weights, optionally with the window flipped.
+}  // namespace
+
 void repack(const float *w, int64_t c, bool flip, float *wt) {
     for (int64_t ch = 0; ch < c; ++ch)
         for (int t = 0; t < kTaps; ++t) wt[(flip ? kTaps - 1 - t : t) * c + ch] = w[ch * kTaps + t];
 }
-
-}  // namespace
 
 bool covers(const ConvGeometry &g) {
     if (g.layout != CONV_LAYOUT_CHANNELS_LAST || g.k != g.c) return false;

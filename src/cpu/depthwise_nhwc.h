@@ -67,6 +67,10 @@ inline int64_t chunked_index(int t, int64_t ch, int64_t c) {
     return whole * kTaps + t * (c - whole) + (ch - whole);
 }
 
+// The weights (c x 9) tap-major (9 x c) into wt, optionally with the window
+// flipped (backward-data).
+void repack(const float *w, int64_t c, bool flip, float *wt);
+
 // The geometries the kernels compute (channels-last, 2-D 3x3, stride 1 or
 // 2, no dilation, multiplier 1); the ISA is the caller's to check.
 bool covers(const ConvGeometry &g);
