@@ -425,17 +425,23 @@ CONV_TARGET_AVX512 void backward_data_s2_band(const Layout &l, const S2Taps &t, 
 }  // namespace
 
 // Where the ring measured faster than the in-place kernels (1 thread,
-// MobileNet-v1's layers, alternated): from 256 channels (pixels 1 KiB or
-// more apart) backward-filter 1.07-1.52x (14x14 1.52x), stride-1 forward
-// and backward-data 1.0-1.17x, stride-2 backward-data 1.48-1.83x, and at
-// 128 channels still 1.36x; but stride-2 forward 0.89-0.92x (its rows are
-// read once each in place too), and with 128 channels or fewer the other
-// passes 0.44-0.73x (rows of 512 bytes or less stream well in place).
+// MobileNet-v1's layers, alternated). At batch 1, from 256 channels
+// (pixels 1 KiB or more apart): backward-filter 1.07-1.68x, stride-1
+// forward 1.04-1.22x and backward-data 1.0-1.17x, stride-2 backward-data
+// 1.64-1.85x (and 1.36x at 128 channels); stride-2 forward 0.89-1.0x (its
+// rows are read once each in place too); with 128 channels or fewer the
+// other passes 0.44-0.73x (rows of 512 bytes or less stream well in place).
+// At batch 8, x and y outgrow L2, and a group's 256 bytes a pixel from L3
+// streamed worse than whole rows in place: 0.68-0.86x, but for stride-2
+// backward-data (1.17x at 256 channels).
+constexpr double kResidentBytes = 2 << 20;  // x and y of a pass within a core's L2 (2 MiB here)
+
 bool dw_ring_covers(const ConvGeometry &g, conv_op_t op) {
     if (!dw_nhwc::covers(g)) return false;
     const bool s2 = g.stride[1] == 2;
-    if (op == CONV_OP_BACKWARD_DATA && s2) return g.c >= 128;
-    return g.c >= 256 && !(op == CONV_OP_FORWARD && s2);
+    const bool resident = 4.0 * (double)g.n * (double)g.c * (double)(g.in_size() + g.out_size()) <= kResidentBytes;
+    if (op == CONV_OP_BACKWARD_DATA && s2) return g.c >= 256 || (g.c >= 128 && resident);
+    return resident && g.c >= 256 && !(op == CONV_OP_FORWARD && s2);
 }
 
 size_t dw_ring_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
