@@ -927,6 +927,13 @@ FlatPlan flat_plan(const PlaneShape &p) {
     return f;
 }
 
+// The flat plan where the narrow kernels do not take the planes (building
+// it walks every position for every tap: 12% of a 14x14 forward that then
+// ran narrow).
+FlatPlan flat_plan_unless(const NarrowPlan &narrow, const PlaneShape &p) {
+    return narrow.ok ? FlatPlan{} : flat_plan(p);
+}
+
 PlaneShape forward_shape(const ConvGeometry &g) {
     return {g.in[1], g.in[2], g.out[1], g.out[2], g.pad_begin[1], g.pad_begin[2],
             (int)g.stride[1]};
@@ -962,7 +969,6 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     switch (a.op) {
     case CONV_OP_FORWARD: {
         const PlaneShape p = forward_shape(g);
-        const FlatPlan flat = flat_plan(p);
         const bool relu = g.activation == CONV_ACTIVATION_RELU;
         auto job = [&](int64_t item) {
             const int64_t n = item / K, k = item % K;
@@ -970,6 +976,7 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
                             bias ? bias[k] : 0.0f, false, relu};
         };
         const NarrowPlan narrow = narrow_plan(p);
+        const FlatPlan flat = flat_plan_unless(narrow, p);
         if (p.s == 1 && M >= kMulti && !narrow.ok && !flat.vectors) {
             // Items of kMulti output channels of one input plane; a
             // multiplier's last few channels one plane at a time.
@@ -1022,8 +1029,8 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
             return;
         }
         const PlaneShape p = backward_data_shape(g);
-        const FlatPlan flat = flat_plan(p);
         const NarrowPlan narrow = narrow_plan(p);
+        const FlatPlan flat = flat_plan_unless(narrow, p);
         if (narrow.ok && M == 1) {  // one dy plane per dx plane: narrow_range pairs them
             NarrowPlan flipped = narrow;
             flipped.flip = true;
