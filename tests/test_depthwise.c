@@ -173,15 +173,50 @@ static void test_channel_multiplier(void **state)
     }
 }
 
+/* Runs `op` of `tp` with 1, 2 and 3 threads on the same real data: each
+ * result matches the reference, and all three have the same bits. */
+static void check_bits_by_threads(const tu_problem *tp, conv_op_t op, size_t layer)
+{
+    void *first = NULL;
+    size_t bytes = 0;
+    for (int t = 0; t < 3; t++) {
+        tu_rng r;
+        tu_seed(&r, 77 + layer); /* the same data for every thread count */
+        tu_case c;
+        conv_desc_t d;
+        char msg[512];
+        assert_ok(tu_case_make(&c, tu_contexts[t], tp, 0));
+        assert_ok(tu_make_desc(tp, op, &d));
+        tu_case_fill(&c, op, &r, 1);
+        if (tu_case_run(&c, tu_contexts[t], d, op, NULL) != CONV_STATUS_SUCCESS)
+            fail_msg("layer %zu, op %d, %d threads: %s", layer, (int)op, t + 1, conv_last_error());
+        if (tu_case_check(&c, op, 0, msg, sizeof msg))
+            fail_msg("layer %zu, op %d, %d threads: %s", layer, (int)op, t + 1, msg);
+        const tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : op == CONV_OP_BACKWARD_DATA ? &c.x : &c.w;
+        if (!first) {
+            bytes = out->bytes;
+            first = malloc(bytes);
+            assert_non_null(first);
+            tu_copy(first, out->data, bytes);
+        } else if (!tu_same(first, out->data, bytes)) {
+            fail_msg("layer %zu, op %d: %d threads differ from 1 thread", layer, (int)op, t + 1);
+        }
+        conv_desc_destroy(d);
+        tu_case_free(&c);
+    }
+    free(first);
+}
+
 /* Backward-filter on small planes (channels-first: the 16-channel-block
  * kernel of depthwise_avx512_blocked.cpp; channels-last from 256 channels
  * while x and y fit L2: the ring kernels, whose parts of the batch are
- * fixed): channel counts with and
- * without a tail block, both strides, odd planes and asymmetric padding,
- * real data; each matches the reference, and 1, 2 and 3 threads give the
- * same bits (the parts of the batch a channel block sums do not depend on
- * the thread count). */
-static void test_filter_sums_by_threads(void **state)
+ * fixed): channel counts with and without a tail block, both strides, odd
+ * planes and asymmetric padding, real data; each matches the reference,
+ * and 1, 2 and 3 threads give the same bits (the parts of the batch a
+ * channel block sums do not depend on the thread count). Channels-last
+ * forward and backward-data too: the ring kernels, which run at 1 thread
+ * only, add a pixel's taps in the in-place kernels' order. */
+static void test_sums_by_threads(void **state)
 {
     (void)state;
     static const struct {
@@ -190,7 +225,7 @@ static void test_filter_sums_by_threads(void **state)
     } layers[] = {{512, 14, 14, 1, 1, 1, 0}, {1024, 7, 7, 1, 1, 1, 0}, {40, 14, 14, 2, 1, 1, 0},
                   {17, 9, 11, 1, 0, 2, 0},   {33, 7, 5, 2, 2, 0, 0},   {5, 3, 1, 1, 1, 1, 0},
                   {512, 10, 12, 1, 1, 1, 1}, {1000, 7, 7, 1, 1, 1, 1}, {264, 9, 11, 2, 1, 1, 1},
-                  {300, 5, 3, 1, 2, 0, 1}};
+                  {300, 5, 3, 1, 2, 0, 1},   {136, 12, 13, 2, 1, 2, 1}, {280, 6, 9, 1, 0, 2, 1}};
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         int64_t in[2] = {layers[i].h, layers[i].w}, kernel[2] = {3, 3};
         tu_problem tp;
@@ -208,32 +243,12 @@ static void test_filter_sums_by_threads(void **state)
         }
         tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
         assert_true(tu_resolve(&tp));
-        void *first = NULL;
-        for (int t = 0; t < 3; t++) {
-            tu_rng r;
-            tu_seed(&r, 77 + i); /* the same data for every thread count */
-            tu_case c;
-            conv_desc_t d;
-            char msg[512];
-            assert_ok(tu_case_make(&c, tu_contexts[t], &tp, 0));
-            assert_ok(tu_make_desc(&tp, CONV_OP_BACKWARD_FILTER, &d));
-            tu_case_fill(&c, CONV_OP_BACKWARD_FILTER, &r, 1);
-            if (tu_case_run(&c, tu_contexts[t], d, CONV_OP_BACKWARD_FILTER, NULL) !=
-                CONV_STATUS_SUCCESS)
-                fail_msg("layer %zu, %d threads: %s", i, t + 1, conv_last_error());
-            if (tu_case_check(&c, CONV_OP_BACKWARD_FILTER, 0, msg, sizeof msg))
-                fail_msg("layer %zu, %d threads: %s", i, t + 1, msg);
-            if (!first) {
-                first = malloc(c.w.bytes);
-                assert_non_null(first);
-                tu_copy(first, c.w.data, c.w.bytes);
-            } else if (!tu_same(first, c.w.data, c.w.bytes)) {
-                fail_msg("layer %zu: dw with %d threads differs from 1 thread", i, t + 1);
-            }
-            conv_desc_destroy(d);
-            tu_case_free(&c);
+        if (layers[i].c >= 256 || !layers[i].last)
+            check_bits_by_threads(&tp, CONV_OP_BACKWARD_FILTER, i);
+        if (layers[i].last) {
+            check_bits_by_threads(&tp, CONV_OP_FORWARD, i);
+            check_bits_by_threads(&tp, CONV_OP_BACKWARD_DATA, i);
         }
-        free(first);
     }
 }
 
@@ -317,7 +332,7 @@ int main(void)
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_mobilenet_like),
         cmocka_unit_test(test_channel_multiplier),
-        cmocka_unit_test(test_filter_sums_by_threads),
+        cmocka_unit_test(test_sums_by_threads),
         cmocka_unit_test(test_filter_unread_infinity),
         cmocka_unit_test(test_filter_infinity_in_dy),
     };

@@ -31,7 +31,7 @@ void dw_nhwc_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
 // Channels-last passes with many channels through rows copied into a ring
 // (depthwise_avx512_ring.cpp); dw_nhwc_* sends them there where it covers.
-bool dw_ring_covers(const ConvGeometry &g, conv_op_t op);
+bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads);
 size_t dw_ring_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_ring_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 

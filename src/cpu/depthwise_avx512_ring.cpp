@@ -403,7 +403,7 @@ CONV_TARGET_AVX512 void backward_data_s2_band(const Layout &l, const S2Taps &t, 
                     const int n = (int)std::min<int64_t>(kPixels, t.cols[q] - m0);
                     __m512 acc[kPixels];
                     for (int u = 0; u < kPixels; ++u) acc[u] = _mm512_setzero_ps();
-                    for (int i = 0; i < rows; ++i)
+                    for (int i = rows - 1; i >= 0; --i)  // kh rising, as the in-place kernel adds them
                         for (int k = 0; k < t.count[q]; ++k) {
                             const __m512 wk = w[kh_of[i] * kK + t.kw[q][k]];
                             const float *at = base[i] + b * l.plane + (m0 + t.off[q][k]) * kVec;
@@ -424,22 +424,28 @@ CONV_TARGET_AVX512 void backward_data_s2_band(const Layout &l, const S2Taps &t, 
 
 }  // namespace
 
-// Where the ring measured faster than the in-place kernels (1 thread,
-// MobileNet-v1's layers, alternated). At batch 1, from 256 channels
-// (pixels 1 KiB or more apart): backward-filter 1.07-1.68x, stride-1
-// forward 1.04-1.22x and backward-data 1.0-1.17x, stride-2 backward-data
-// 1.64-1.85x (and 1.36x at 128 channels); stride-2 forward 0.89-1.0x (its
-// rows are read once each in place too); with 128 channels or fewer the
-// other passes 0.44-0.73x (rows of 512 bytes or less stream well in place).
-// At batch 8, x and y outgrow L2, and a group's 256 bytes a pixel from L3
-// streamed worse than whole rows in place: 0.68-0.86x, but for stride-2
-// backward-data (1.17x at 256 channels).
+// Where the ring measured faster than the in-place kernels (MobileNet-v1's
+// layers, alternated). 1 thread, batch 1, from 256 channels (pixels 1 KiB
+// or more apart): backward-filter 1.07-1.68x, stride-1 forward 1.04-1.22x
+// and backward-data 1.0-1.17x, stride-2 backward-data 1.64-1.85x (and 1.36x
+// at 128 channels); stride-2 forward 0.89-1.0x (its rows are read once each
+// in place too); with 128 channels or fewer the other passes 0.44-0.73x
+// (rows of 512 bytes or less stream well in place). At batch 8, x and y
+// outgrow L2, and a group's 256 bytes a pixel from L3 streamed worse than
+// whole rows in place: 0.68-0.86x, but for stride-2 backward-data (1.17x
+// at 256 channels). With 2 threads backward-filter still gains (1.14-1.51x)
+// but forward and backward-data lose (0.62-0.69x; neither form gains from
+// a second thread on these 20-40 us passes), so those take the ring at 1
+// thread only -- with the same bits either way: both forms add a pixel's
+// taps in the same order.
 constexpr double kResidentBytes = 2 << 20;  // x and y of a pass within a core's L2 (2 MiB here)
 
-bool dw_ring_covers(const ConvGeometry &g, conv_op_t op) {
+bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     if (!dw_nhwc::covers(g)) return false;
     const bool s2 = g.stride[1] == 2;
     const bool resident = 4.0 * (double)g.n * (double)g.c * (double)(g.in_size() + g.out_size()) <= kResidentBytes;
+    if (op == CONV_OP_BACKWARD_FILTER) return resident && g.c >= 256;
+    if (threads > 1) return false;
     if (op == CONV_OP_BACKWARD_DATA && s2) return g.c >= 256 || (g.c >= 128 && resident);
     return resident && g.c >= 256 && !(op == CONV_OP_FORWARD && s2);
 }
