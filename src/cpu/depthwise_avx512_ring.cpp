@@ -15,7 +15,9 @@
 // padded with zero columns so no window overhangs a row. A pixel's blocks
 // are copied together (one run of memory), so the copy visits each page
 // once for the group. The kernels then read only the rings (L1), as
-// oneDNN's read its blocked layout. Rows outside the image are skipped.
+// oneDNN's read its blocked layout. Rows outside the image are skipped;
+// columns outside it are zeros in the ring, so a tap there adds w * 0 (as
+// im2col's zero padding does: an infinite weight makes such an output NaN).
 //
 // Backward-data at stride 1 is the forward pass over dy with the flipped
 // window (padding 3 - 1 - pad); at stride 2 each dx row gathers its taps by
