@@ -438,8 +438,8 @@ CONV_TARGET_AVX512 void backward_data_s2_band(const Layout &l, const S2Taps &t, 
 // at 256 channels). With 2 threads backward-filter still gains (1.14-1.51x)
 // but forward and backward-data lose (0.62-0.69x; neither form gains from
 // a second thread on these 20-40 us passes), so those take the ring at 1
-// thread only -- with the same bits either way: both forms add a pixel's
-// taps in the same order.
+// thread only -- with the same bits either way (finite weights: the
+// ring's zero columns): both forms add a pixel's taps in the same order.
 constexpr double kResidentBytes = 2 << 20;  // x and y of a pass within a core's L2 (2 MiB here)
 
 bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads) {
