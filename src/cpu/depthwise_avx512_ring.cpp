@@ -76,10 +76,7 @@ struct S2Taps {
 
 Layout forward_layout(const ConvGeometry &g, bool fwd) {
     Layout l{};
-    if (fwd)
-        l.p = {g.in[1], g.in[2], g.out[1], g.out[2], g.pad_begin[1], g.pad_begin[2], g.c, (int)g.stride[1]};
-    else  // dx[i][j] = sum w[kh][kw] dy[i + pt - kh][j + pl - kw]: the flipped window over dy
-        l.p = {g.out[1], g.out[2], g.in[1], g.in[2], kK - 1 - g.pad_begin[1], kK - 1 - g.pad_begin[2], g.c, 1};
+    l.p = fwd ? dw_nhwc::forward_shape(g) : dw_nhwc::backward_data_shape(g);
     l.width = (l.p.ow - 1) * l.p.s + kK;
     l.col0 = -l.p.pl;
     return l;
@@ -231,6 +228,14 @@ struct RowRing {
     }
 };
 
+// The ring of channel blocks [block0, block0 + group) of a rows x cols
+// plane at src (NHWC, the pass's channels).
+CONV_TARGET_AVX512 inline RowRing make_ring(const Layout &l, const float *src, int64_t rows, int64_t cols,
+                                            int64_t block0, float *slots) {
+    const int blocks = (int)std::min(l.group, l.blocks - block0);
+    return RowRing{slots, l.width, l.col0, l.plane, src, rows, cols, l.p.c, block0 * kVec, blocks, INT64_MIN, nullptr};
+}
+
 // P output pixels from ring column ow0 * S of rows `in` (null: outside the
 // image) into out (pixels c floats apart), with the taps' weights w.
 template <int S, int P>
@@ -283,9 +288,9 @@ CONV_TARGET_AVX512 void forward_band(const Layout &l, const float *src, float *d
                                      const float *bias, bool relu, int64_t block0, int64_t r0, int64_t r1,
                                      float *slots) {
     const ImageShape &p = l.p;
-    const int64_t c0 = block0 * kVec;
-    const int blocks = (int)std::min(l.group, l.blocks - block0);
-    RowRing ring{slots, l.width, l.col0, l.plane, src, p.ih, p.iw, p.c, c0, blocks, INT64_MIN, nullptr};
+    RowRing ring = make_ring(l, src, p.ih, p.iw, block0, slots);
+    const int64_t c0 = ring.c0;
+    const int blocks = ring.blocks;
     for (int64_t oh = r0; oh < r1; ++oh) {
         const int64_t ih = oh * p.s - p.pt;
         const float *base[kK];
@@ -346,10 +351,11 @@ CONV_TARGET_AVX512 void filter_row(const float *const (&in)[kK], const float *dy
 CONV_TARGET_AVX512 void filter_part(const Layout &l, const float *x, const float *dy, int64_t block0, int64_t r0,
                                     int64_t r1, float *slots, float *out) {
     const ImageShape &p = l.p;
-    const int64_t c0 = block0 * kVec, in_image = p.ih * p.iw * p.c, out_image = p.oh * p.ow * p.c;
-    const int blocks = (int)std::min(l.group, l.blocks - block0);
+    const int64_t in_image = p.ih * p.iw * p.c, out_image = p.oh * p.ow * p.c;
+    RowRing ring = make_ring(l, nullptr, p.ih, p.iw, block0, slots);
+    const int64_t c0 = ring.c0;
+    const int blocks = ring.blocks;
     std::fill(out, out + blocks * kTaps * kVec, 0.0f);
-    RowRing ring{slots, l.width, l.col0, l.plane, nullptr, p.ih, p.iw, p.c, c0, blocks, INT64_MIN, nullptr};
     int64_t image = -1;
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t n = r / p.oh, oh = r % p.oh;
@@ -382,9 +388,9 @@ CONV_TARGET_AVX512 void backward_data_s2_band(const Layout &l, const S2Taps &t, 
                                               const float *wt, int64_t block0, int64_t r0, int64_t r1,
                                               float *slots) {
     const ImageShape &p = l.p;
-    const int64_t c0 = block0 * kVec;
-    const int blocks = (int)std::min(l.group, l.blocks - block0);
-    RowRing ring{slots, l.width, l.col0, l.plane, dy, p.oh, p.ow, p.c, c0, blocks, INT64_MIN, nullptr};
+    RowRing ring = make_ring(l, dy, p.oh, p.ow, block0, slots);
+    const int64_t c0 = ring.c0;
+    const int blocks = ring.blocks;
     for (int64_t ih = r0; ih < r1; ++ih) {
         // dx row ih reads dy row (ih + pt - kh) / 2 for each kh of its parity.
         int kh_of[2], rows = 0;

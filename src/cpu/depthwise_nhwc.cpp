@@ -6,7 +6,6 @@
 #include "cpu/epilogue.h"
 
 namespace conv::cpu::dw_nhwc {
-namespace {
 
 ImageShape forward_shape(const ConvGeometry &g) {
     return {g.in[1], g.in[2], g.out[1], g.out[2], g.pad_begin[1], g.pad_begin[2], g.c, (int)g.stride[1]};
@@ -16,8 +15,6 @@ ImageShape forward_shape(const ConvGeometry &g) {
 ImageShape backward_data_shape(const ConvGeometry &g) {
     return {g.out[1], g.out[2], g.in[1], g.in[2], kK - 1 - g.pad_begin[1], kK - 1 - g.pad_begin[2], g.c, 1};
 }
-
-}  // namespace
 
 void repack(const float *w, int64_t c, bool flip, float *wt) {
     for (int64_t ch = 0; ch < c; ++ch)

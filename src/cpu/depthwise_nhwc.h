@@ -67,6 +67,11 @@ inline int64_t chunked_index(int t, int64_t ch, int64_t c) {
     return whole * kTaps + t * (c - whole) + (ch - whole);
 }
 
+// The plane a pass reads and the one it writes: the forward's (x to y), and
+// the stride-1 backward-data's as a forward over dy with the window flipped.
+ImageShape forward_shape(const ConvGeometry &g);
+ImageShape backward_data_shape(const ConvGeometry &g);
+
 // The weights (c x 9) tap-major (9 x c) into wt, optionally with the window
 // flipped (backward-data).
 void repack(const float *w, int64_t c, bool flip, float *wt);
