@@ -1643,11 +1643,17 @@ public:
     //   channels-last x is cheap).
     // So channels-first where the batch brings 392 positions or more, or
     // 196 at unit stride; channels-last only for short rows of dw (conv1).
+    // Since, on an Intel Xeon with AMX (1 thread, batch 1, 3 alternated
+    // runs, forced against AUTO's im2col, ms): stride 2 onto 14x14 256->256
+    // 1.60-1.69 vs 1.69-1.87 (ResNet-50's res4a_2b), 128->256 0.74-0.80 vs
+    // 0.84-0.88, 64->128 0.19-0.21 vs 0.25-0.26, 512->512 even; onto 13x13
+    // 1.38 vs 1.55, 12x12 1.21 vs 1.27, 10x10 and 8x8 even; unit stride
+    // 12x12 1.13-1.15 vs 1.21-1.24, 10x10 even, 7x7 2.0 vs 1.7: so from 144
+    // positions at either stride.
     static bool filter_competitive(const ConvGeometry &g) {
         const int64_t positions = g.n * g.out_size();
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return g.cg() * g.kernel_size() <= 256;
-        const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
-        return positions >= 392 || (unit_stride && positions >= 196);
+        return positions >= 144;
     }
     // Channels-last with AVX2 (generated tiles), against AUTO's choice
     // before (im2col over libconv's SGEMM), ResNet-50 at batch 1, 1 thread,
