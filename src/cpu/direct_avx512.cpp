@@ -1650,9 +1650,19 @@ public:
     // 1.38 vs 1.55, 12x12 1.21 vs 1.27, 10x10 and 8x8 even; unit stride
     // 12x12 1.13-1.15 vs 1.21-1.24, 10x10 even, 7x7 2.0 vs 1.7: so from 144
     // positions at either stride.
+    // Channels-last on AVX-512, forced against AUTO's im2col the same way
+    // (1 thread, 3 alternated runs): at unit stride from up to 128 channels
+    // 1.07-1.30x (ResNet-50's 64->64 56x56 and 128->128 28x28 1.15x at batch
+    // 1, 1.07-1.15x at batch 8; ResNet-20's 32->32 16x16 1.30x, 64->64 8x8
+    // 1.07x, MNIST's 32->64 1.16x, batch 32); from 256 channels or strided
+    // 0.64-0.90x.
     static bool filter_competitive(const ConvGeometry &g) {
         const int64_t positions = g.n * g.out_size();
-        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return g.cg() * g.kernel_size() <= 256;
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
+            const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
+            return g.cg() * g.kernel_size() <= 256 ||
+                   (cpu_isa() == Isa::avx512 && unit_stride && g.cg() <= 128);
+        }
         return positions >= 144;
     }
     // Channels-last with AVX2 (generated tiles), against AUTO's choice
@@ -1689,8 +1699,21 @@ public:
     // Backward-filter (AVX-512 only, not measured with AVX2), the same way:
     // 1.08-1.84x on every layer (conv1 1.84x, 64->64 16x56x56 1.73x,
     // 512->512 2x7x7 1.18x, 256->512 s2 onto 2x7x7 1.08x).
+    // Channels-last 3-D on AVX-512 with generated tiles, forced against
+    // AUTO's im2col (Intel Xeon with AMX, ResNet3D-18 batch 1, 1 thread,
+    // strict, 3 alternated runs): unit stride onto planes of 14x14 and more
+    // 1.08-1.41x in every pass (64->64 16x56x56 1.25-1.37x, 256->256 4x14x14
+    // 1.08-1.41x); conv1 (3 source channels) forward 2.17x and
+    // backward-filter 1.91x, backward-data 0.27x; strided 0.67-1.05x,
+    // 512->512 2x7x7 forward 0.68x (the others even).
+    static bool channels_last_competitive_3d(const ConvGeometry &g, conv_op_t op) {
+        if (cpu_isa() != Isa::avx512 || !jit::enabled()) return false;
+        if (g.cg() <= 4) return op != CONV_OP_BACKWARD_DATA;
+        const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
+        return !strided && g.out[1] * g.out[2] >= 14 * 14;
+    }
     static bool competitive_3d(const ConvGeometry &g, conv_op_t op) {
-        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return false;
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return channels_last_competitive_3d(g, op);
         if (op == CONV_OP_BACKWARD_FILTER) return cpu_isa() == Isa::avx512;
         if (!jit::enabled()) return false;
         if (op == CONV_OP_FORWARD) return true;
@@ -1805,8 +1828,9 @@ public:
         // interleaved over 5 rounds (generated / compiled tiles, x im2col):
         // 3->8 3x3 32x32 b32 2.33x / 1.39x; 8->8 16x16 4.0x / 2.3x; LeNet-5's
         // 1->6 5x5 b32 2.2x / 1.3x, b1 1.7x; 12->8 7x7 b8 4.2x.
-        const bool few_channel_forward = op == CONV_OP_FORWARD && g.groups == 1 &&
-                                         g.layout == CONV_LAYOUT_CHANNELS_FIRST;
+        const bool few_channel_forward =
+            op == CONV_OP_FORWARD && g.groups == 1 &&
+            (g.layout == CONV_LAYOUT_CHANNELS_FIRST || (jit::enabled() && g.cg() <= 4));
         if ((op == CONV_OP_BACKWARD_DATA ? g.cg() : g.kg()) < 16 && !few_channel_forward)
             return false;
         if (op == CONV_OP_BACKWARD_FILTER) return filter_competitive(g);
@@ -1839,9 +1863,23 @@ public:
         // 128->128 28x28 at batch 1 1.28x (forward) and 1.31x (backward-data)
         // im2col's time, medians of 5 interleaved rounds; 256->256 14x14
         // 0.94x, and 128->128 28x28 at stride 2 below that.
-        if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
-            return op == CONV_OP_FORWARD ? g.out_size() >= 56 * 56 || (!strided && g.out_size() >= 28 * 28)
-                                         : !strided && g.in_size() >= 28 * 28;
+        // With generated tiles, forced against AUTO's choice (Intel Xeon with
+        // AMX, 1 thread, 3 alternated runs; --suite small at batch 32,
+        // ResNet-50 at 1): forward from 1-4 source channels 3.4-6.8x (MNIST's
+        // 1->32, LeNet-5's 1->6, the digits' 1->16), at unit stride from up
+        // to 64 1.32-1.80x (ResNet-20's 32->32 16x16 1.63x, 64->64 8x8 1.32x,
+        // MNIST's 32->64 1.46x), strided 0.91-0.94x, from 256 0.47-0.81x;
+        // backward-data between up to 128 channels 1.06-1.96x at either
+        // stride (the digits' 16->32 8x8 1.96x, ResNet-20's 32->32 1.62x,
+        // its strided 16->32 1.24x and 32->64 1.14x, ResNet-50's strided
+        // 128->128 1.06x), from 256 0.69-0.92x.
+        if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
+            const bool generated = jit::enabled();
+            if (op == CONV_OP_FORWARD)
+                return g.out_size() >= 56 * 56 || (!strided && g.out_size() >= 28 * 28) ||
+                       (generated && (g.cg() <= 4 || (!strided && g.cg() <= 64)));
+            return (!strided && g.in_size() >= 28 * 28) || (generated && g.c <= 128 && g.k <= 128);
+        }
         if (op == CONV_OP_BACKWARD_DATA && strided) return true;
         if (op == CONV_OP_BACKWARD_DATA) return g.in_size() <= 14 * 14;
         return strided || g.out_size() <= 14 * 14;
