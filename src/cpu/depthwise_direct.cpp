@@ -357,7 +357,10 @@ public:
             (op != CONV_OP_BACKWARD_DATA || direct_narrow_applies(g, op, dtype)))
             return false;
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return true;
-        if (g.c == 1 && g.k > 1 && op == CONV_OP_BACKWARD_FILTER) return false;
+        // A one-channel input's backward-data too, measured since on an
+        // Intel Xeon with AMX (batch 32, 1 thread, against im2col): MNIST's
+        // 1->32 28x28 0.29 vs 0.21 ms; the digits' 1->16 8x8 even.
+        if (g.c == 1 && g.k > 1 && (op == CONV_OP_BACKWARD_FILTER || op == CONV_OP_BACKWARD_DATA)) return false;
         return g.k == g.c || dw_avx512_covers(g, op);
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,

@@ -1829,7 +1829,13 @@ public:
         // 5x5 0.63 vs implicit_gemm 1.10 ms, 1->6 5x5 0.86 vs im2col 0.88,
         // ResNet-20's 3->16 stem 0.97 vs im2col 1.61, 8->32 28x28 3.3 vs
         // implicit_gemm 7.2, 3->64 112x112 60 vs 161.
-        if (op == CONV_OP_BACKWARD_DATA && direct_narrow_applies(g, op, dtype)) return true;
+        // On an Intel Xeon with AMX (forced against im2col, batch 32, 1
+        // thread, 3 alternated runs) it keeps 3-6 channels on planes up to
+        // 32x32 (ResNet-20's stem 1.37x, LeNet-5's 6->16 1.9x) but not one
+        // channel (LeNet-5's 1->6 5x5 0.82x; the digits' 1->16 8x8 even) nor
+        // VGG-16's 3-channel 224x224 (0.76x at batch 1).
+        if (op == CONV_OP_BACKWARD_DATA && direct_narrow_applies(g, op, dtype))
+            return g.c >= 2 && g.in_size() <= 64 * 64;
         // Fewer than 16 destination channels a group leave lanes idle, yet an
         // ungrouped channels-first forward onto few channels still beats
         // im2col, whose unfold is paid over few outputs. Forced, 1 thread,
