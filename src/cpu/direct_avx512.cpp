@@ -1886,13 +1886,19 @@ public:
         // backward-data between up to 128 channels 1.06-1.96x at either
         // stride (the digits' 16->32 8x8 1.96x, ResNet-20's 32->32 1.62x,
         // its strided 16->32 1.24x and 32->64 1.14x, ResNet-50's strided
-        // 128->128 1.06x), from 256 0.69-0.92x.
+        // 128->128 1.06x), from 256 0.69-0.92x at batch 1 -- where the
+        // filters packed per call are a large share: from 256 channels
+        // (ResNet-50's 256->256 14x14, 512->512 7x7 and its stride-2 onto
+        // 7x7) backward-data 0.96-1.06x at batch 2, 1.11-1.28x at 4,
+        // 1.13-1.58x at 8; forward at unit stride 0.75-0.95x, 1.00-1.05x,
+        // 1.09-1.26x (strided 0.72, 0.92, 1.09x; 256->256 onto 14x14 0.90x
+        // at 8).
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
             const bool generated = jit::enabled();
             if (op == CONV_OP_FORWARD)
                 return g.out_size() >= 56 * 56 || (!strided && g.out_size() >= 28 * 28) ||
-                       (generated && (g.cg() <= 4 || (!strided && g.cg() <= 64)));
-            return (!strided && g.in_size() >= 28 * 28) || (generated && g.c <= 128 && g.k <= 128);
+                       (generated && (g.cg() <= 4 || (!strided && (g.cg() <= 64 || g.n >= 8))));
+            return (!strided && g.in_size() >= 28 * 28) || (generated && ((g.c <= 128 && g.k <= 128) || g.n >= 4));
         }
         if (op == CONV_OP_BACKWARD_DATA && strided) return true;
         if (op == CONV_OP_BACKWARD_DATA) return g.in_size() <= 14 * 14;
