@@ -934,13 +934,14 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
             return g.out_size() >= kFarRows && g.c * g.k * (int64_t)sizeof(float) <= kBlockBytes;
         return op == CONV_OP_FORWARD;
     }
-    // Channels-last backward-filter onto 1024+ filters from planes of 14x14
+    // Channels-last backward-filter onto 512+ filters from planes of 28x28
     // and less: the GEMM, against these tiles (Intel Xeon with AMX, 1
-    // thread, 3 alternated runs): ResNet-50's 256->1024 14x14 1.21x (batch
-    // 8 1.18x), 512->2048 7x7 1.16x (1.05x); onto 256-512 filters even
-    // (0.98-1.04x).
+    // thread, 3-5 alternated runs): ResNet-50's 256->1024 14x14 1.21x
+    // (batch 8 1.18x), 512->2048 7x7 1.16x (1.05x), MobileNet's 512->512
+    // 14x14 1.14x (1.08x), 128->512 28x28 1.10x (1.04x); onto 256 filters
+    // 0.95-0.96x.
     if (op == CONV_OP_BACKWARD_FILTER)
-        return !(g.layout == CONV_LAYOUT_CHANNELS_LAST && g.k >= 1024 && g.out_size() <= 14 * 14);
+        return !(g.layout == CONV_LAYOUT_CHANNELS_LAST && g.k >= 512 && g.out_size() <= 28 * 28);
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
     // Where the GEMM (libconv's AVX-512 SGEMM, blas.h) measured faster, 1
     // thread pinned, batch 1, A/B interleaved, GFLOP/s GEMM vs this kernel:
