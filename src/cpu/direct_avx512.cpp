@@ -1655,12 +1655,14 @@ public:
     // 1.07-1.30x (ResNet-50's 64->64 56x56 and 128->128 28x28 1.15x at batch
     // 1, 1.07-1.15x at batch 8; ResNet-20's 32->32 16x16 1.30x, 64->64 8x8
     // 1.07x, MNIST's 32->64 1.16x, batch 32); from 256 channels or strided
-    // 0.64-0.90x.
+    // 0.64-0.90x -- strided from 16 channels too (ResNet-20's 16->32 at
+    // batch 32 0.72x, 128 0.76x), so the short rows' rule keeps strided
+    // layers only from fewer channels (conv1's 3: 1.5-1.7x im2col).
     static bool filter_competitive(const ConvGeometry &g) {
         const int64_t positions = g.n * g.out_size();
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
             const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
-            return g.cg() * g.kernel_size() <= 256 ||
+            return (g.cg() * g.kernel_size() <= 256 && (unit_stride || g.cg() < 16)) ||
                    (cpu_isa() == Isa::avx512 && unit_stride && g.cg() <= 128);
         }
         return positions >= 144;
