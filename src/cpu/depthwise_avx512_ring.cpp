@@ -122,7 +122,11 @@ Layout s2_layout(const ConvGeometry &g, S2Taps *taps) {
     return with_groups(l, g.c);
 }
 
-Layout pass_layout(const ConvGeometry &g, bool fwd) { return with_groups(forward_layout(g, fwd), g.c); }
+// The layout of pass `op`, and stride-2 backward-data's taps into `taps`.
+Layout op_layout(const ConvGeometry &g, conv_op_t op, S2Taps *taps) {
+    if (op == CONV_OP_BACKWARD_DATA && g.stride[1] == 2) return s2_layout(g, taps);
+    return with_groups(forward_layout(g, op != CONV_OP_BACKWARD_DATA), g.c);
+}
 
 // A thread's rings.
 int64_t ring_floats(const Layout &l) { return round_up(checked_mul(l.plane, l.group, "workspace"), 16); }
@@ -145,14 +149,10 @@ struct WorkspacePlan {
     int64_t head_floats, ring;
 };
 
-WorkspacePlan workspace_plan(const ConvGeometry &g, conv_op_t op, int threads) {
-    const Layout l = op == CONV_OP_BACKWARD_DATA && g.stride[1] == 2
-                         ? [&] { S2Taps t; return s2_layout(g, &t); }()
-                         : pass_layout(g, op != CONV_OP_BACKWARD_DATA);
+WorkspacePlan workspace_plan(const ConvGeometry &g, conv_op_t op, const Layout &l) {
     const int64_t head = op == CONV_OP_BACKWARD_FILTER
                              ? checked_mul(filter_parts(g, l), l.blocks * kTaps * kVec, "workspace")
                              : checked_mul(kTaps, g.c, "workspace");
-    (void)threads;
     return {round_up(head, 16), ring_floats(l)};
 }
 
@@ -228,6 +228,12 @@ struct RowRing {
     }
 };
 
+// The nine taps' weights of channels [cb, cb + 16) under cm, from the
+// tap-major wt (9 x c).
+CONV_TARGET_AVX512 inline void load_taps(const float *wt, int64_t c, int64_t cb, __mmask16 cm, __m512 (&w)[kTaps]) {
+    for (int t = 0; t < kTaps; ++t) w[t] = _mm512_maskz_loadu_ps(cm, wt + t * c + cb);
+}
+
 // The ring of channel blocks [block0, block0 + group) of a rows x cols
 // plane at src (NHWC, the pass's channels).
 CONV_TARGET_AVX512 inline RowRing make_ring(const Layout &l, const float *src, int64_t rows, int64_t cols,
@@ -299,7 +305,7 @@ CONV_TARGET_AVX512 void forward_band(const Layout &l, const float *src, float *d
             const int64_t cb = c0 + b * kVec;
             const __mmask16 cm = block_mask(p.c, cb);
             __m512 w[kTaps];
-            for (int t = 0; t < kTaps; ++t) w[t] = _mm512_maskz_loadu_ps(cm, wt + t * p.c + cb);
+            load_taps(wt, p.c, cb, cm, w);
             const __m512 init = bias ? _mm512_maskz_loadu_ps(cm, bias + cb) : _mm512_setzero_ps();
             const float *in[kK];
             for (int kh = 0; kh < kK; ++kh) in[kh] = base[kh] ? base[kh] + b * l.plane : nullptr;
@@ -404,7 +410,7 @@ CONV_TARGET_AVX512 void backward_data_s2_band(const Layout &l, const S2Taps &t, 
             const int64_t cb = c0 + b * kVec;
             const __mmask16 cm = block_mask(p.c, cb);
             __m512 w[kTaps];
-            for (int i = 0; i < kTaps; ++i) w[i] = _mm512_maskz_loadu_ps(cm, wt + i * p.c + cb);
+            load_taps(wt, p.c, cb, cm, w);
             float *out = dx + ih * p.iw * p.c + cb;
             for (int q = 0; q < 2; ++q) {
                 for (int64_t m0 = 0; m0 < t.cols[q]; m0 += kPixels) {
@@ -459,7 +465,8 @@ bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads) {
 }
 
 size_t dw_ring_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
-    const WorkspacePlan w = workspace_plan(g, op, threads);
+    S2Taps taps;
+    const WorkspacePlan w = workspace_plan(g, op, op_layout(g, op, &taps));
     const int64_t floats = checked_add(w.head_floats, checked_mul(w.ring, threads, "workspace"), "workspace");
     return (size_t)checked_mul(floats, (int64_t)sizeof(float), "workspace");
 }
@@ -470,14 +477,14 @@ void dw_ring_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     const int64_t N = g.n, C = g.c;
     float *x = static_cast<float *>(a.x), *w = static_cast<float *>(a.w);
     float *y = static_cast<float *>(a.y), *bias = static_cast<float *>(a.bias);
-    const WorkspacePlan plan = workspace_plan(g, a.op, threads);
+    S2Taps taps;
+    const Layout l = op_layout(g, a.op, &taps);
+    const WorkspacePlan plan = workspace_plan(g, a.op, l);
     float *head = static_cast<float *>(ws), *rings = head + plan.head_floats;
     const int64_t in_image = g.in_size() * C, out_image = g.out_size() * C;
     switch (a.op) {
     case CONV_OP_BACKWARD_DATA:
         if (g.stride[1] == 2) {
-            S2Taps taps;
-            const Layout l = s2_layout(g, &taps);
             dw_nhwc::repack(w, C, false, head);
             const int64_t bands = band_count(N * l.groups, l.p.ih, threads);
             pool.parallel_for(
@@ -494,7 +501,6 @@ void dw_ring_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         [[fallthrough]];
     case CONV_OP_FORWARD: {
         const bool fwd = a.op == CONV_OP_FORWARD;
-        const Layout l = pass_layout(g, fwd);
         dw_nhwc::repack(w, C, !fwd, head);
         const float *src = fwd ? x : y;
         float *dst = fwd ? y : x;
@@ -513,7 +519,6 @@ void dw_ring_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         return;
     }
     case CONV_OP_BACKWARD_FILTER: {
-        const Layout l = pass_layout(g, true);
         const int64_t parts = filter_parts(g, l), rows = N * l.p.oh, block_sums = kTaps * kVec;
         pool.parallel_for(
             l.groups * parts,

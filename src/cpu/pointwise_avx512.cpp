@@ -77,6 +77,13 @@ constexpr int64_t kRowBlockBytes = 128 << 10;  // A rows a channels-last item wa
 // 16-column panel per 48).
 constexpr int64_t kTransposedBelow = 100;
 constexpr int64_t kTransposedChannels = 256;
+// The transposed backward-data copies the next block's panels during a
+// block's tiles (CoPack) for batches up to this size. 1 thread, 5
+// alternated rounds, against packing each block before its tiles (512->2048,
+// 2048->512, 1024->1024, 512->1024 7x7): batch 1 1.08-1.18x, batch 2
+// 0.99-1.11x, batch 4 1.00x, batch 8 0.96-1.01x (the copy is then a small
+// share, and the tiles it rides on were slowed more than it saved).
+constexpr int64_t kCopyingImages = 2;
 // Rows ahead that pack_panels prefetches of a source read across its rows.
 constexpr int64_t kAhead = 16;
 
@@ -109,6 +116,7 @@ struct Plan {
     bool transposed;    // channels-first backward-data on a small plane: dx^T = dy^T W
     bool w_transposed;  // channels-first backward-data otherwise (AVX-512): dx = W^T dy, W^T made first
     bool last_by_image;  // channels-last forward on small planes (AVX2): y^T = W x^T per image
+    bool copies_ahead;  // transposed, AVX-512, few images: a block's tiles copy the next block's panels
     int64_t cols;       // columns (B panels) per item
     int64_t rows;       // rows per item
     int64_t col_blocks, row_blocks, items;
@@ -185,8 +193,9 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.col_blocks = ceil_div(outc, p.cols);
         p.rows = P, p.row_blocks = 1;
         p.items = p.col_blocks;
-        // Two blocks' panels a thread: one read, the next being copied.
-        p.slot_bytes = (size_t)checked_mul(R, p.cols * 8, "workspace");
+        // Copying ahead, two blocks' panels a thread: one read, the next being copied.
+        p.copies_ahead = cpu_isa() == Isa::avx512 && g.n <= kCopyingImages;
+        p.slot_bytes = (size_t)checked_mul(R, p.cols * (p.copies_ahead ? 8 : 4), "workspace");
         return p;
     }
     // Channels-last forward onto few positions (AVX2) as the channels-first
@@ -388,14 +397,6 @@ CoPack co_pack(const Gemm &m, int64_t j0, int64_t j1, float *dst) {
     c.start_panel();
     return c;
 }
-
-// The transposed backward-data copies the next block's panels during a
-// block's tiles (CoPack) for batches up to this size. 1 thread, 5
-// alternated rounds, against packing each block before its tiles (512->2048,
-// 2048->512, 1024->1024, 512->1024 7x7): batch 1 1.08-1.18x, batch 2
-// 0.99-1.11x, batch 4 1.00x, batch 8 0.96-1.01x (the copy is then a small
-// share, and the tiles it rides on were slowed more than it saved).
-constexpr int64_t kCopyingImages = 2;
 
 // Rows the copy prefetches ahead of itself (they lie b_red apart: too far
 // for the hardware prefetcher).
@@ -1055,7 +1056,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     }
     // W's panels as a plan prepared them (pw_avx512_prepare_weights), if it did.
     const float *prepared = static_cast<const float *>(args.prepared);
-    if (p.transposed && !prepared && cpu_isa() == Isa::avx512 && g.n <= kCopyingImages) {
+    if (p.copies_ahead && !prepared) {
         // Each thread a run of blocks, two slots: a block's tiles copy the
         // next block's panels into the other slot as they go (CoPack), so
         // only the run's first block waits on its copy.
