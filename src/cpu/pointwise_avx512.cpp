@@ -84,6 +84,8 @@ constexpr int64_t kTransposedChannels = 256;
 // 0.99-1.11x, batch 4 1.00x, batch 8 0.96-1.01x (the copy is then a small
 // share, and the tiles it rides on were slowed more than it saved).
 constexpr int64_t kCopyingImages = 2;
+// The widest last panel computed as dot products (dot_tail below).
+constexpr int64_t kDotColumns = 4;
 // Rows ahead that pack_panels prefetches of a source read across its rows.
 constexpr int64_t kAhead = 16;
 
@@ -118,6 +120,7 @@ struct Plan {
     bool last_by_image;  // channels-last forward on small planes (AVX2): y^T = W x^T per image
     bool copies_ahead;  // transposed, AVX-512, few images: a block's tiles copy the next block's panels
     int64_t cols;       // columns (B panels) per item
+    int64_t last_cols;  // channels-first per image: the last column block's width
     int64_t rows;       // rows per item
     int64_t col_blocks, row_blocks, items;
     size_t shared_bytes, slot_bytes;  // packed B: once per call, or per thread
@@ -230,6 +233,11 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // (1.04-1.10x on 512->512 and 1024->256 14x14 forward, AVX-512).
         p.cols = round_up(ceil_div(P, blocks), panel);
         p.col_blocks = ceil_div(P, p.cols);
+        p.last_cols = P - (p.col_blocks - 1) * p.cols;
+        // A last block of only a dot-product tail (196 as 96 + 96 + 4) joins
+        // the block before it: on its own it read all of A again (W, 1 MiB
+        // at 512 x 512) for 2% of the products.
+        if (p.col_blocks > 1 && p.last_cols <= kDotColumns) --p.col_blocks, p.last_cols += p.cols;
         // Backward-data as the forward is done, with W^T (C x K) in W's
         // place: its rows are then contiguous along the reduction (read as W
         // stands, C floats apart, every broadcast of a row tile fell into
@@ -248,7 +256,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.rows = round_up(ceil_div(outc, parts), rows_tile);
         p.row_blocks = ceil_div(outc, p.rows);
         p.items = g.n * p.col_blocks * p.row_blocks;
-        p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols, panel) * 4, "workspace");
+        p.slot_bytes = (size_t)checked_mul(R, round_up(std::max(p.cols, p.last_cols), panel) * 4, "workspace");
         return p;
     }
     // Channels-last: rows are the positions of all images, columns channels,
@@ -282,7 +290,6 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
 // one to four useful lanes (a 7x7 plane's 49th position: a quarter of
 // 512->2048's forward on AVX-512, 15% on AVX2). Its columns are then packed
 // whole, one after the other, instead of as panel steps.
-constexpr int64_t kDotColumns = 4;
 bool dot_tail(const Gemm &m, int64_t width) { return width <= kDotColumns && m.a_red == 1; }
 
 // B's columns [q0, q0 + width) as dot_tile's: column jj at dst + jj * R.
@@ -454,29 +461,46 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
             if (cp->left > 0) copy_row(*cp);
         }
     }
+#pragma GCC unroll 4
     for (; r < m.R; ++r) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
-    float *out = m.out_cols ? nullptr : m.out + i0 * m.ldo + j0;
+    // The epilogue reads the Gemm once: stores to out may alias it, so read
+    // per sum its fields were loaded again after every store.
+    float *const base = m.out;
+    const float *const bias = m.bias;
+    const int64_t ldo = m.ldo;
+    const bool bias_rows = m.bias_rows, relu = m.relu, out_cols = m.out_cols, accumulate = m.accumulate;
+    if (!bias && !relu && !out_cols && tail == (__mmask16)0xFFFF) {  // the common tile: whole vectors
+        float *out = base + i0 * ldo + j0;
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; ++v) {
+                float *o = out + i * ldo + 16 * v;
+                _mm512_storeu_ps(o, accumulate ? _mm512_add_ps(acc[i][v], _mm512_loadu_ps(o)) : acc[i][v]);
+            }
+        return;
+    }
+    float *out = out_cols ? nullptr : base + i0 * ldo + j0;
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
         for (int v = 0; v < NV; ++v) {
             const __mmask16 lanes = v == NV - 1 ? tail : (__mmask16)0xFFFF;
             __m512 s = acc[i][v];
-            if (m.bias)
-                s = _mm512_add_ps(s, m.bias_rows
-                                         ? _mm512_set1_ps(m.bias[i0 + i])
-                                         : _mm512_maskz_loadu_ps(lanes, m.bias + j0 + 16 * v));
+            if (bias)
+                s = _mm512_add_ps(s, bias_rows ? _mm512_set1_ps(bias[i0 + i])
+                                               : _mm512_maskz_loadu_ps(lanes, bias + j0 + 16 * v));
             // max(0, s) returns s when s is NaN: ReLU passes NaN on, as the reference does.
-            if (m.relu) s = _mm512_max_ps(_mm512_setzero_ps(), s);
-            if (m.out_cols) {  // no bias, no accumulation (backward-data)
-                const __m512i at = _mm512_mullo_epi32(_mm512_set1_epi32((int)m.ldo),
+            if (relu) s = _mm512_max_ps(_mm512_setzero_ps(), s);
+            if (out_cols) {  // no bias, no accumulation (backward-data)
+                const __m512i at = _mm512_mullo_epi32(_mm512_set1_epi32((int)ldo),
                                                       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
                                                                         10, 11, 12, 13, 14, 15));
-                _mm512_mask_i32scatter_ps(m.out + (j0 + 16 * v) * m.ldo + i0 + i, lanes, at, s, 4);
+                _mm512_mask_i32scatter_ps(base + (j0 + 16 * v) * ldo + i0 + i, lanes, at, s, 4);
                 continue;
             }
-            float *o = out + i * m.ldo + 16 * v;
-            if (m.accumulate) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(lanes, o));
+            float *o = out + i * ldo + 16 * v;
+            if (accumulate) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(lanes, o));
             _mm512_mask_storeu_ps(o, lanes, s);
         }
 }
@@ -1133,7 +1157,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         [&](int64_t item, int s) {
             const int64_t rb = item % p.row_blocks, cb = item / p.row_blocks % p.col_blocks;
             const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, p, wt);
-            const int64_t j0 = cb * p.cols, j1 = std::min(m.N, j0 + p.cols);
+            const int64_t j0 = cb * p.cols, j1 = j0 + (cb == p.col_blocks - 1 ? p.last_cols : p.cols);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
             float *panels = slots + (size_t)s * slot_floats;
             pack_panels(m, j0, j1, panels);
