@@ -16,9 +16,10 @@
 //
 //                             A (broadcast)            B (packed)
 //   forward, channels-first   W (K x C)                x of one image (C x P)
+//     (few channels both sides: x read in place, kInPlaceReduction)
 //   forward, channels-last    x (N*P x C)              W transposed, once per call
 //   bwd-data, channels-first  W^T, once per call       dy of one image (K x P)
-//     (AVX2: W read transposed in place)
+//     (AVX2: W read transposed in place; few channels: dy read in place)
 //     on planes under 100     dy read transposed       W (K x C), once per call
 //     positions, 256+ channels
 //   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
@@ -86,6 +87,21 @@ constexpr int64_t kTransposedChannels = 256;
 constexpr int64_t kCopyingImages = 2;
 // The widest last panel computed as dot products (dot_tail below).
 constexpr int64_t kDotColumns = 4;
+// Channels-first per image, B (x, or dy) is read in place, not packed,
+// where the reduction is this short and the pass writes this few channels:
+// the copy then cost about as much as the few row tiles that read it. A
+// panel's rows (R x 48 floats, 12 KiB at most) stay in L1 while the row
+// tiles pass. 1 thread, 3 alternated rounds, AMX Xeon: 32->16 56x56
+// forward 1.53-1.72x, 16->32 112x112 1.31-1.39x (backward-data 1.60-1.66x),
+// MobileNet's 32->64 112x112 backward-data 1.32-1.38x, 32->32 28x28
+// 1.19-1.31x, 64->32 56x56 0.99-1.12x. Onto 64+ channels it lost
+// (0.83-0.99x: 64->256 56x56 forward 0.87x): the 32-128 rows of x, each a
+// stream of its own, came from L2 at a slower rate than one packed panel.
+constexpr int64_t kInPlaceReduction = 64;
+constexpr int64_t kInPlaceOutputs = 32;
+// Panels ahead that an in-place tile prefetches, row by row, as it goes:
+// pw1's backward-data 1.17x, 16->32 112x112 1.06-1.13x, smaller planes even.
+constexpr int64_t kInPlaceAhead = 2;
 // Rows ahead that pack_panels prefetches of a source read across its rows.
 constexpr int64_t kAhead = 16;
 
@@ -119,6 +135,7 @@ struct Plan {
     bool w_transposed;  // channels-first backward-data otherwise (AVX-512): dx = W^T dy, W^T made first
     bool last_by_image;  // channels-last forward on small planes (AVX2): y^T = W x^T per image
     bool copies_ahead;  // transposed, AVX-512, few images: a block's tiles copy the next block's panels
+    bool b_in_place;    // channels-first per image, AVX-512, a short reduction: B read as it lies
     int64_t cols;       // columns (B panels) per item
     int64_t last_cols;  // channels-first per image: the last column block's width
     int64_t rows;       // rows per item
@@ -256,7 +273,9 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.rows = round_up(ceil_div(outc, parts), rows_tile);
         p.row_blocks = ceil_div(outc, p.rows);
         p.items = g.n * p.col_blocks * p.row_blocks;
-        p.slot_bytes = (size_t)checked_mul(R, round_up(std::max(p.cols, p.last_cols), panel) * 4, "workspace");
+        p.b_in_place = cpu_isa() == Isa::avx512 && R <= kInPlaceReduction && outc <= kInPlaceOutputs;
+        if (!p.b_in_place)
+            p.slot_bytes = (size_t)checked_mul(R, round_up(std::max(p.cols, p.last_cols), panel) * 4, "workspace");
         return p;
     }
     // Channels-last: rows are the positions of all images, columns channels,
@@ -424,26 +443,35 @@ CONV_TARGET_AVX512 void finish_copy(CoPack &c) {
 }
 
 // One reduction step of a tile: a panel row times MR broadcasts of A.
-template <int MR, int NV>
+// In place: `panel` is B itself, a step b_step floats on, its last vector
+// under `tail` (no load past B's end).
+template <int MR, int NV, bool InPlace = false>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void tile_step(__m512 (&acc)[MR][NV], const float *&a,
                                                                         int64_t a_row, int64_t a_red,
-                                                                        const float *&panel) {
+                                                                        const float *&panel, int64_t b_step = kPanel,
+                                                                        __mmask16 tail = 0xFFFF) {
     __m512 b[NV];
 #pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(panel + 16 * v);
+    for (int v = 0; v < NV; ++v)
+        b[v] = InPlace ? _mm512_maskz_loadu_ps(v == NV - 1 ? tail : (__mmask16)0xFFFF, panel + 16 * v)
+                       : _mm512_load_ps(panel + 16 * v);
+    if constexpr (InPlace)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) _mm_prefetch((const char *)(panel + kInPlaceAhead * kPanel + 16 * v), _MM_HINT_T0);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
         const __m512 ai = _mm512_set1_ps(a[i * a_row]);
 #pragma GCC unroll 3
         for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, b[v], acc[i][v]);
     }
-    a += a_red, panel += kPanel;
+    a += a_red, panel += InPlace ? b_step : kPanel;
 }
 
 // Rows [i0, i0 + MR) x columns [j0, j0 + 16 * NV) of the output from one
 // panel, the last vector's lanes limited by `tail`. Copy: a row of `cp`
-// every four steps while it has rows left.
-template <int MR, int NV, bool Copy = false>
+// every four steps while it has rows left. InPlace: `panel` points into B
+// (m.b at column j0), not at a packed panel.
+template <int MR, int NV, bool Copy = false, bool InPlace = false>
 CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel,
                              __mmask16 tail, CoPack *cp = nullptr) {
     __m512 acc[MR][NV];
@@ -461,8 +489,9 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
             if (cp->left > 0) copy_row(*cp);
         }
     }
+    const int64_t b_step = m.b_red;
 #pragma GCC unroll 4
-    for (; r < m.R; ++r) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
+    for (; r < m.R; ++r) tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
     // The epilogue reads the Gemm once: stores to out may alias it, so read
     // per sum its fields were loaded again after every store.
     float *const base = m.out;
@@ -507,13 +536,14 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
 
 using TileFn = void (*)(const Gemm &, int64_t, int64_t, const float *, __mmask16, CoPack *);
 
-template <bool Copy, int... Rows>
+template <bool Copy, bool InPlace, int... Rows>
 constexpr std::array<std::array<TileFn, kVecs>, kRows> tile_table(
     std::integer_sequence<int, Rows...>) {
-    return {{{tile<Rows + 1, 1, Copy>, tile<Rows + 1, 2, Copy>, tile<Rows + 1, 3, Copy>}...}};
+    return {{{tile<Rows + 1, 1, Copy, InPlace>, tile<Rows + 1, 2, Copy, InPlace>, tile<Rows + 1, 3, Copy, InPlace>}...}};
 }
-constexpr auto kTiles = tile_table<false>(std::make_integer_sequence<int, kRows>{});
-constexpr auto kCopyTiles = tile_table<true>(std::make_integer_sequence<int, kRows>{});
+constexpr auto kTiles = tile_table<false, false>(std::make_integer_sequence<int, kRows>{});
+constexpr auto kCopyTiles = tile_table<true, false>(std::make_integer_sequence<int, kRows>{});
+constexpr auto kInPlaceTiles = tile_table<false, true>(std::make_integer_sequence<int, kRows>{});
 
 // The sums of one dot-product tile's output (row, col) written with its
 // bias, ReLU and accumulation.
@@ -601,12 +631,14 @@ void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner,
 }
 
 // cp: the next block's panels to copy between the tiles' steps, or null.
+// panels null: B read in place (b_col == 1), a last panel of few columns
+// too (no dot products: its columns are not contiguous).
 CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                                          const float *panels, bool rows_inner, CoPack *cp) {
-    const auto &tiles = cp ? kCopyTiles : kTiles;
+    const auto &tiles = !panels ? kInPlaceTiles : cp ? kCopyTiles : kTiles;
     walk_block(i0, i1, j0, j1, rows_inner, kRows, kPanel, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
-        const float *panel = panels + (q0 - j0) * m.R;
-        if (dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
+        const float *panel = panels ? panels + (q0 - j0) * m.R : m.b + q0;
+        if (panels && dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
         const int64_t vecs = ceil_div(cols, 16);
         tiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)), cp);
     });
@@ -1159,6 +1191,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, p, wt);
             const int64_t j0 = cb * p.cols, j1 = j0 + (cb == p.col_blocks - 1 ? p.last_cols : p.cols);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
+            if (p.b_in_place) return run_block_avx512(m, i0, i1, j0, j1, nullptr, true, nullptr);
             float *panels = slots + (size_t)s * slot_floats;
             pack_panels(m, j0, j1, panels);
             run_block(m, i0, i1, j0, j1, panels, false);
