@@ -18,7 +18,7 @@
 //   forward, channels-first   W (K x C)                x of one image (C x P)
 //     (few channels both sides: x read in place, kInPlaceReduction)
 //   forward, channels-last    x (N*P x C)              W transposed, once per call
-//   bwd-data, channels-first  W^T, once per call       dy of one image (K x P)
+//   bwd-data, channels-first  W^T in strips, per call  dy of one image (K x P)
 //     (AVX2: W read transposed in place; few channels: dy read in place)
 //     on planes under 100     dy read transposed       W (K x C), once per call
 //     positions, 256+ channels
@@ -30,9 +30,10 @@
 // are positions, columns channels): W is then B, packed once per call as a
 // plain copy of its rows (for a batch of one or two, each block's copy
 // rides on the previous block's tiles, CoPack), and each tile's sums are
-// scattered into dx's channel rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in
-// W's place. A plan may prepare what is made of W per call (W's panels, or
-// W^T) once: pw_avx512_prepare_weights.
+// scattered into dx's channel rows. Otherwise, on AVX-512, it is the
+// forward's GEMM with W^T in W's place, as strips of 16 of W's columns
+// (strip_w). A plan may prepare what is made of W per call (W's panels, or
+// its strips) once: pw_avx512_prepare_weights.
 //
 // Backward-filter reduces over positions: chunks of them (an L2 share of
 // B, the same chunks for any thread count, so the sums' order is too) are
@@ -126,13 +127,25 @@ struct Gemm {
     const float *bias;  // one per row (bias_rows) or per column; may be null
     bool bias_rows, relu;
     bool accumulate;  // out += the product (else out = it)
+    // Nonzero: A's rows lie in strips of kStrip (a_strip floats apart), a
+    // row's steps a_red floats apart within its strip (strip_w); row tiles
+    // then start at multiples of kRows and stay within a strip.
+    int64_t a_strip = 0;
 };
+
+// Rows in a strip of A (strip_w): a 64-byte line of each of W's rows.
+constexpr int64_t kStrip = 16;
+
+// Where row i0 of A starts.
+inline const float *a_rows(const Gemm &m, int64_t i0) {
+    return m.a_strip ? m.a + i0 / kStrip * m.a_strip + i0 % kStrip : m.a + i0 * m.a_row;
+}
 
 // How a pass is cut into work items.
 struct Plan {
     bool last;          // channels-last: one GEMM over all images, B packed once
     bool transposed;    // channels-first backward-data on a small plane: dx^T = dy^T W
-    bool w_transposed;  // channels-first backward-data otherwise (AVX-512): dx = W^T dy, W^T made first
+    bool w_transposed;  // channels-first backward-data otherwise (AVX-512): dx = W^T dy, W^T in strips made first
     bool last_by_image;  // channels-last forward on small planes (AVX2): y^T = W x^T per image
     bool copies_ahead;  // transposed, AVX-512, few images: a block's tiles copy the next block's panels
     bool b_in_place;    // channels-first per image, AVX-512, a short reduction: B read as it lies
@@ -256,15 +269,15 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // at 512 x 512) for 2% of the products.
         if (p.col_blocks > 1 && p.last_cols <= kDotColumns) --p.col_blocks, p.last_cols += p.cols;
         // Backward-data as the forward is done, with W^T (C x K) in W's
-        // place: its rows are then contiguous along the reduction (read as W
-        // stands, C floats apart, every broadcast of a row tile fell into
-        // the same few L1 sets) and a last panel of 1-4 columns can be dot
-        // products. W^T is made once per call (or prepared once per plan).
+        // place, in strips of 16 rows (strip_w): a row tile's broadcasts
+        // are then one stream (read as W stands, C floats apart, every
+        // broadcast of a row tile fell into the same few L1 sets). The
+        // strips are made once per call (or prepared once per plan).
         p.w_transposed = !fwd && cpu_isa() == Isa::avx512;
         if (p.w_transposed)
-            p.shared_bytes = (size_t)round_up(checked_mul(checked_mul(g.c, g.k, "workspace"), 4, "workspace"), 64);
+            p.shared_bytes = (size_t)checked_mul(checked_mul(round_up(g.c, kStrip), g.k, "workspace"), 4, "workspace");
         int64_t parts = g.n * p.col_blocks >= threads ? 1 : ceil_div(threads, g.n * p.col_blocks);
-        // W^T with several threads: at least three items a thread, or one
+        // W's strips with several threads: at least three items a thread, or one
         // whose worker joined late took a second item's time again (2
         // threads, 512->256 28x28 0.83 -> 0.68 ms, 1024->512 14x14 1.10 ->
         // 0.87).
@@ -367,34 +380,25 @@ CONV_TARGET_AVX512 void pack_panels_avx512(const Gemm &m, int64_t j0, int64_t j1
     }
 }
 
-// Columns [c0, c1) of W (K x C) as rows of wt = W^T (C x K), 16 x 16
-// blocks through registers.
-CONV_TARGET_AVX512 void transpose_columns_avx512(const float *w, int64_t K, int64_t C, int64_t c0, int64_t c1,
-                                                 float *wt) {
-    for (int64_t k0 = 0; k0 < K; k0 += 16) {
-        const __mmask16 ks = first_lanes(K - k0);
-        for (int64_t c = c0; c < c1; c += 16) {
-            const __mmask16 cs = first_lanes(c1 - c);
-            __m512 v[16];
-#pragma GCC unroll 16
-            for (int t = 0; t < 16; ++t)
-                v[t] = k0 + t < K ? _mm512_maskz_loadu_ps(cs, w + (k0 + t) * C + c) : _mm512_setzero_ps();
-            transpose16(v);
-            const int64_t n = std::min<int64_t>(16, c1 - c);
-            for (int64_t u = 0; u < n; ++u) _mm512_mask_storeu_ps(wt + (c + u) * K + k0, ks, v[u]);
-        }
-    }
+// Rows [k0, k1) of W (K x C) into strips of kStrip of its columns,
+// [C / kStrip][K][kStrip] (a last strip's columns past C zero): A of
+// backward-data's dx = W^T dy, each row tile then reading one stream of
+// 8-float steps. A copy of whole lines, W read in order: W^T itself, by 16
+// x 16 transposes in registers, took 1.4-1.9x as long from L3 (512 x 512:
+// 143 vs 77 us), ~15% of a 14x14 pass.
+CONV_TARGET_AVX512 void strip_rows_avx512(const float *w, int64_t K, int64_t C, int64_t k0, int64_t k1, float *ws) {
+    const int64_t strips = ceil_div(C, kStrip);
+    for (int64_t k = k0; k < k1; ++k)
+        for (int64_t q = 0; q < strips; ++q)
+            _mm512_storeu_ps(ws + (q * K + k) * kStrip,
+                             _mm512_maskz_loadu_ps(first_lanes(C - q * kStrip), w + k * C + q * kStrip));
 }
 
-// wt = W^T of the pass's filter (K x C), a share of W's columns a thread.
-void transpose_w(const ConvGeometry &g, const float *w, float *wt, ThreadPool &pool, int threads) {
-    const int64_t blocks = std::min<int64_t>(threads, ceil_div(g.c, 16));
+// W's strips (strip_rows_avx512), a share of W's rows a thread.
+void strip_w(const ConvGeometry &g, const float *w, float *ws, ThreadPool &pool, int threads) {
+    const int64_t blocks = std::min<int64_t>(threads, g.k);
     pool.parallel_for(
-        blocks,
-        [&](int64_t b, int) {
-            transpose_columns_avx512(w, g.k, g.c, round_up(g.c * b / blocks, 16),
-                                     std::min(g.c, round_up(g.c * (b + 1) / blocks, 16)), wt);
-        },
+        blocks, [&](int64_t b, int) { strip_rows_avx512(w, g.k, g.c, g.k * b / blocks, g.k * (b + 1) / blocks, ws); },
         threads);
 }
 
@@ -479,7 +483,7 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
         for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
-    const float *a = m.a + i0 * m.a_row;
+    const float *a = a_rows(m, i0);
     const int64_t a_row = m.a_row, a_red = m.a_red;
     int64_t r = 0;
     if constexpr (Copy) {
@@ -611,15 +615,18 @@ void run_dot_tail(const Gemm &m, int64_t i, int64_t rows, int64_t q0, int64_t co
 // while the panels pass. Row tiles as even as they come, heights one apart
 // at most: 49 rows as 7 x 7 in 8-row tiles and as 4 x 6 + 5 x 5 in 6-row
 // ones, not 8 x 6 and a 1-row tile that loads a panel for a sixteenth of
-// the FMAs.
+// the FMAs. `aligned` (A in strips, i0 a multiple of tile_rows): whole
+// tiles from i0 and a last shorter one, so that none crosses a strip.
 template <class Tile>
 void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner, int64_t tile_rows,
-                int64_t panel, Tile &&tile) {
+                int64_t panel, Tile &&tile, bool aligned = false) {
     if (i1 <= i0) return;
-    const int64_t count = ceil_div(i1 - i0, tile_rows), low = (i1 - i0) / count, high = (i1 - i0) % count;
+    const int64_t count = ceil_div(i1 - i0, tile_rows);
+    const int64_t low = aligned ? tile_rows : (i1 - i0) / count, high = aligned ? 0 : (i1 - i0) % count;
     // Row tile t starts at i0 + t * low + min(t, high) and has low + (t < high) rows.
     auto one = [&](int64_t t, int64_t q0) {
-        tile(i0 + t * low + std::min(t, high), q0, low + (t < high ? 1 : 0), std::min(panel, j1 - q0));
+        const int64_t at = i0 + t * low + std::min(t, high);
+        tile(at, q0, std::min(low + (t < high ? 1 : 0), i1 - at), std::min(panel, j1 - q0));
     };
     if (rows_inner) {
         for (int64_t q0 = j0; q0 < j1; q0 += panel)
@@ -641,7 +648,7 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
         if (panels && dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
         const int64_t vecs = ceil_div(cols, 16);
         tiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)), cp);
-    });
+    }, m.a_strip != 0);
 }
 
 // ---- AVX2: the same passes in 6 x 16 tiles over 16-column panels. Partial
@@ -896,7 +903,7 @@ void run_block(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1, co
 }
 
 // The GEMM of image n (channels-first, or channels-last forward per image;
-// plan.transposed: dx^T = dy^T W; plan.w_transposed: dx = wt dy, wt = W^T)
+// plan.transposed: dx^T = dy^T W; plan.w_transposed: dx = wt dy, wt = W^T in strips)
 // or of all images (plan.last).
 Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan, const float *wt = nullptr) {
     const ConvGeometry &g = *args.g;
@@ -912,8 +919,9 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan, const float *w
             return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, false, K, P, C, bias, true, relu, false};
         if (plan.transposed)
             return {y + n * K * P, 1, P, w, C, 1, x + n * C * P, P, true, P, C, K, nullptr, false, false, false};
-        if (plan.w_transposed)
-            return {wt, K, 1, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false};
+        if (plan.w_transposed)  // A: W's strips
+            return {wt, 1, kStrip, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false,
+                    K * kStrip};
         return {w, 1, C, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false};
     }
     const int64_t M = g.n * P;
@@ -1022,8 +1030,8 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
 namespace {
 
 // Whether the pass makes all of W over per call -- its panels (the
-// transposed backward-data, channels-last forward and backward-data) or W^T
-// (w_transposed) -- which a plan can prepare once. AVX-512 only (AVX2's
+// transposed backward-data, channels-last forward and backward-data) or its
+// strips (w_transposed) -- which a plan can prepare once. AVX-512 only (AVX2's
 // panels are packed in other forms).
 bool makes_whole_w(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512 || op == CONV_OP_BACKWARD_FILTER) return false;
@@ -1044,7 +1052,7 @@ size_t w_panel_bytes(const ConvGeometry &g, conv_op_t op) {
 size_t pw_avx512_prepared_bytes(const ConvGeometry &g, conv_op_t op) {
     if (!makes_whole_w(g, op)) return 0;
     const Plan p = make_plan(g, op, 1);
-    return p.w_transposed ? p.shared_bytes : w_panel_bytes(g, op);  // W^T, or W's panels
+    return p.w_transposed ? p.shared_bytes : w_panel_bytes(g, op);  // W's strips, or its panels
 }
 
 void pw_avx512_prepare_weights(const ConvGeometry &g, conv_op_t op, const float *w, float *out,
@@ -1055,7 +1063,7 @@ void pw_avx512_prepare_weights(const ConvGeometry &g, conv_op_t op, const float 
     args.op = op, args.g = &g, args.dtype = CONV_DTYPE_FLOAT32;
     args.w = const_cast<float *>(w);
     const Plan p = make_plan(g, op, threads);
-    if (p.w_transposed) return transpose_w(g, w, out, pool, threads);
+    if (p.w_transposed) return strip_w(g, w, out, pool, threads);
     const Gemm m = pass_gemm(args, 0, p);
     pool.parallel_for(
         ceil_div(m.N, kPanel),
@@ -1178,9 +1186,9 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         return;
     }
     const size_t slot_floats = p.slot_bytes / sizeof(float);
-    const float *wt = prepared;  // W^T for p.w_transposed
+    const float *wt = prepared;  // W's strips for p.w_transposed
     if (p.w_transposed && !prepared) {
-        transpose_w(g, static_cast<const float *>(args.w), scratch, pool, threads);
+        strip_w(g, static_cast<const float *>(args.w), scratch, pool, threads);
         wt = scratch;
     }
     float *slots = scratch + p.shared_bytes / sizeof(float);

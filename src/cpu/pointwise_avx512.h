@@ -21,7 +21,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
 
 // Prepared weights, on AVX-512, for the passes that make all of W over per
 // call: W's panels (channels-first backward-data on small planes,
-// channels-last forward and backward-data) or W^T (the other channels-first
+// channels-last forward and backward-data) or W^T in strips (the other channels-first
 // backward-data); 0 bytes for the others. pw_avx512_run finds them in
 // ConvArgs::prepared.
 size_t pw_avx512_prepared_bytes(const ConvGeometry &g, conv_op_t op);
