@@ -159,6 +159,31 @@ static void test_transposed_backward_data(void **state)
     }
 }
 
+/* Channels-first backward-data from 100 positions on reads W in strips of
+ * 16 of its columns (AVX-512; on 14x14-sized planes from two images and
+ * 256 x 256 filters): channel counts off the strip and tile edges, planes
+ * of 100-783 positions (a last block of a few columns), batch 2-3. */
+static void test_strips_backward_data(void **state)
+{
+    (void)state;
+    static const int64_t channels[] = {256, 257, 263, 271, 280, 300, 328, 512};
+    uint64_t first = tu_env_seed(9000);
+    int n = tu_env_count(16);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t in[2] = {tu_range(&r, 10, 27), tu_range(&r, 10, 29)}, kernel[2] = {1, 1};
+        int64_t c = channels[tu_range(&r, 0, (int64_t)(sizeof channels / sizeof channels[0]) - 1)];
+        int64_t k = channels[tu_range(&r, 0, (int64_t)(sizeof channels / sizeof channels[0]) - 1)];
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 2, 3), c, k, in, kernel);
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, tu_chance(&r, 30));
+    }
+}
+
 /* Prepared weights: W's panels where a pass packs all of W per call
  * (AVX-512: channels-first backward-data onto 256+ channels of a small
  * plane, channels-last forward and backward-data, strided too, with a last
@@ -236,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_transposed_backward_data),
+        cmocka_unit_test(test_strips_backward_data),
         cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_relu_keeps_nan),
     };

@@ -1018,11 +1018,17 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     // 1 thread, 3 alternated runs, against the GEMM below 28x28 and this
     // kernel reading W as it stands from 28x28 up: 28x28 and larger
     // 1.05-1.25x (512->256 28x28 1.25x), 7x7 1.10-1.20x (batch 8 1.45x);
-    // 14x14 even one-shot (0.98-1.03x; 1.14-1.16x with prepared weights)
-    // but at 2 threads the GEMM's finer split won (0.59-0.73x), so 14x14
-    // stays with it; tiny GEMMs lost (16->64 16x16 0.66x, 64->256 8x8
-    // 0.84x). The smallest planes onto 256+ channels run transposed.
+    // tiny GEMMs lost (16->64 16x16 0.66x, 64->256 8x8 0.84x). The
+    // smallest planes onto 256+ channels run transposed. On 14x14, with W
+    // in strips, from two images on: 1 thread, 3-5 alternated rounds over
+    // six layers (512->512, 1024->256, 256->1024, 256->256, 512->256,
+    // 512->128), batch 2 1.13x (1.08-1.17x), batch 8 1.15x (1.04-1.20x), at
+    // 2 threads batch 8 1.08x and batch 2 even (0.99x); batch 1 stays with
+    // the GEMM: even at 1 thread (0.91-1.08x, the strips' copy for one
+    // image), 0.88x at 2 (the GEMM's finer split); and smaller filters
+    // too (batch 8 and 32: 64->64 14x14 0.87-0.90x, 64->256 16x16 0.92x).
     if (op == CONV_OP_FORWARD || g.out_size() >= 784) return true;
+    if (g.out_size() >= kTransposedBelow) return g.n >= 2 && g.c * g.k >= 256 * 256;
     const double macs = (double)g.n * (double)g.c * (double)g.k * (double)g.out_size();
     return g.out_size() < kTransposedBelow && (g.c >= kTransposedChannels || macs >= double(1 << 21));
 }
