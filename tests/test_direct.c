@@ -7,7 +7,8 @@
  * within the rounding tolerance), across its blocks -- 16-channel vectors
  * and their last partial one, 1-4 vectors a tile, row remainders, work
  * items of several rows, channel blocks (strict: 32 at most); and plans
- * with prepared weights, fresh and stale. ctest runs it with AVX-512 tiles
+ * with prepared weights, fresh and stale; backward-filter laying dy out
+ * chunk by chunk on large planes. ctest runs it with AVX-512 tiles
  * and again with CONV_CPU_ISA=baseline (portable). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -221,6 +222,42 @@ static void test_image_blocks(void **state)
     }
 }
 
+/* Backward-filter on images whose x and dy outgrow a block (512 KiB) and
+ * whose filter vectors one item each reads (1 thread, dy past 1 MiB): each
+ * item lays out dy chunk by chunk into the thread's buffer (conv1-like
+ * layers: few source channels, large planes, 3x3 and 7x7, strided), strict
+ * and not; then on 2 threads (two items a filter vector: dy laid out
+ * whole). */
+static void test_filter_chunks(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(4900);
+    int n = tu_env_count(6);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        const int64_t k = i % 2 ? 7 : 3, stride = i % 3 == 0 ? 2 : 1, side = stride == 2 ? 230 : 110;
+        int64_t in[2] = {tu_range(&r, side, side + 20), tu_range(&r, side, side + 20)}, kernel[2] = {k, k};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, 1, tu_range(&r, 1, 4), tu_range(&r, 17, 40), in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = stride;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = k / 2;
+        }
+        tp.bias = tu_chance(&r, 50);
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        for (int t = 0; t < 2; t++) {
+            char what[640], failure[1536];
+            tu_describe(&tp, what, sizeof what);
+            if (tu_run_checked(tu_contexts[t], NULL, &tp, CONV_OP_BACKWARD_FILTER, &r, i % 2, TU_RUN_GUARD_AFTER, what,
+                               failure, sizeof failure))
+                fail_msg("seed %llu, %d thread(s): %s", (unsigned long long)seed, t + 1, failure);
+        }
+    }
+}
+
 /* The source copy's rows of up to 16 padded columns (one expanding load a
  * row) and its stride-2 rows, all three passes, each run twice with the
  * tensors wrapping caller memory against a guard page (tu_run_checked's
@@ -308,7 +345,7 @@ int main(void)
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
-        cmocka_unit_test(test_copy_at_page_edges),
+        cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }
