@@ -311,6 +311,18 @@ void pack_vector(const Shape &s, const T *w, int64_t gi, int64_t v, T *out) {
 // element j.
 using TransposeRows = void (*)(const float *rows, int64_t stride, int64_t lanes, int64_t len, float *out);
 
+// A block of `lanes` filters' `taps` weights (taps <= 16, contiguous, a
+// filter `taps` floats after the last) as `taps` vectors of 16 lanes with
+// the taps reversed, stored straight to `to` (no staging block).
+CONV_TARGET_AVX512 void rotate_block_avx512(const float *from, int64_t taps, int64_t lanes, float *to) {
+    const __mmask16 keep = first_lanes(taps);
+    __m512 v[16];
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; ++l) v[l] = l < lanes ? _mm512_maskz_loadu_ps(keep, from + l * taps) : _mm512_setzero_ps();
+    transpose16(v);
+    for (int64_t t = 0; t < taps; ++t) _mm512_store_ps(to + (taps - 1 - t) * kLanes, v[t]);
+}
+
 // Backward-data's vectors [v0, v0 + count) of group gi from channels-first
 // filters, each s.wvec floats after the last: per source channel c (a
 // filter), each vector's 16 x taps block of destination channels transposed,
@@ -319,6 +331,7 @@ using TransposeRows = void (*)(const float *rows, int64_t stride, int64_t lanes,
 void pack_rotated(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_t count, float *out,
                   TransposeRows transpose) {
     alignas(64) float block[kRotatedTaps * kLanes];
+    const bool fast = transpose == transpose_rows_avx512;
     const int64_t m0 = v0 * kLanes, m1 = std::min(s.cdg, (v0 + count) * kLanes);
     const int64_t bytes = (m1 - m0) * s.taps * (int64_t)sizeof(float);
     for (int64_t c = 0; c < s.csg; ++c) {
@@ -331,8 +344,12 @@ void pack_rotated(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_
         }
         for (int64_t i = 0; i < count; ++i) {
             const int64_t lanes = std::min<int64_t>(kLanes, m1 - m0 - i * kLanes);
-            transpose(from + i * kLanes * s.taps, s.taps, lanes, s.taps, block);
             float *to = out + i * s.wvec + c * s.taps * kLanes;
+            if (fast && s.taps <= kLanes) {
+                rotate_block_avx512(from + i * kLanes * s.taps, s.taps, lanes, to);
+                continue;
+            }
+            transpose(from + i * kLanes * s.taps, s.taps, lanes, s.taps, block);
             for (int64_t t = 0; t < s.taps; ++t)
                 std::memcpy(to + t * kLanes, block + (s.taps - 1 - t) * kLanes, kLanes * sizeof(float));
         }
