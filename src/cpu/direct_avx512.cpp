@@ -1292,8 +1292,9 @@ CONV_TARGET_AVX2 void store_last_avx2(const Shape &s, const Item &it, const floa
 #endif
 
 // The lines of an item's destination rows (channels-first; a strided
-// backward-data's column phase spans every fw-th of them), asked for
-// ownership a few channel rows per tile
+// backward-data's column phase spans every fw-th of them; channels-last:
+// each position's run of the item's channels), asked for ownership a few
+// channel rows (positions) per tile
 // while the item's tiles run: the store's row writes otherwise each waited
 // on a read for ownership from L3. All before the tiles, they held up the
 // tiles' own loads where the tiles are short (3->32 3x3 s2: 0.88x).
@@ -1302,7 +1303,9 @@ CONV_TARGET_AVX2 void store_last_avx2(const Shape &s, const Item &it, const floa
 // 112x112 layers 1.10-1.25x, ResNet-50's 28x28 and 56x56 layers 1.00-1.07x
 // (batch 8: 1.06-1.07x); under it (14x14 and 7x7 at batch 1, whose outputs
 // stay in L2 between calls) 0.95-0.99x. Stride-2 backward-data 3x3
-// 1.01-1.12x (ResNet-50's res3a_2b 1.09x), conv1's 1.04x.
+// 1.01-1.12x (ResNet-50's res3a_2b 1.09x), conv1's 1.04x. Channels-last
+// (ResNet-50's and VGG-16's layers, forward and backward-data, 3 rounds
+// each way): 1.02-1.03x.
 constexpr int64_t kOwnedBytes = 256 << 10;
 #if defined(__x86_64__) || defined(__i386__)
 #define CONV_TARGET_PRFCHW __attribute__((target("prfchw")))
@@ -1537,12 +1540,17 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         T *item_dst = dst + n * dst_image + gi * s.cdg * (s.last ? 1 : s.dst_plane) + (ph.z + oz * s.fz) * dst_slice;
         DestinationLines lines;
         if constexpr (std::is_same_v<T, float>)
-            if (CONV_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512 && !s.last && !s.wrap &&
-                (double)s.n * (double)s.cd * (double)s.dst_plane * sizeof(float) >= double(kOwnedBytes))
-                lines = DestinationLines(
-                    item_dst + (it.ph + it.oh0 * s.fh) * s.wdst + it.pw + it.ow0 * s.fw + it.m0 * s.dst_plane,
-                    s.fh * s.wdst, s.dst_plane, it.rows, it.valid, (it.len - 1) * s.fw + 1,
-                    ceil_div(s.csg, s.cblock) * it.rows * ceil_div(it.len, s.ur));
+            if (CONV_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512 && !s.wrap &&
+                (double)s.n * (double)s.cd * (double)s.dst_plane * sizeof(float) >= double(kOwnedBytes)) {
+                const int64_t tiles = ceil_div(s.csg, s.cblock) * it.rows * ceil_div(it.len, s.ur);
+                const int64_t at = (it.ph + it.oh0 * s.fh) * s.wdst + it.pw + it.ow0 * s.fw;
+                if (!s.last)
+                    lines = DestinationLines(item_dst + at + it.m0 * s.dst_plane, s.fh * s.wdst, s.dst_plane, it.rows,
+                                             it.valid, (it.len - 1) * s.fw + 1, tiles);
+                else  // channels-last: each position's channels of the item, cd apart
+                    lines = DestinationLines(item_dst + at * s.cd + it.m0, s.fh * s.wdst * s.cd, s.fw * s.cd, it.rows,
+                                             it.len, it.valid, tiles);
+            }
         // The slice the item's first tap reads: backward-data's taps carry
         // their own offsets (phase_steps), as for the rows.
         const T *x = image + gi * s.csg * s.plane + oz * (s.backward ? 1 : s.sz) * s.slice;
