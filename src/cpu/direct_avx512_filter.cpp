@@ -351,16 +351,20 @@ void store(const T *sums, int nv, int64_t c0, int cols, int64_t filters, T *out,
                 out[(v * kLanes + l) * ld + j] = sums[(j * nv + v) * kLanes + l];
 }
 
-// The generated tiles of one call (cpu/jit/filter_tile.h) where the shape
-// has one filter vector (16 filters a group or fewer): per tile of columns
+// The generated tiles of one call (cpu/jit/filter_tile.h), for the
+// shape's filter vectors a tile (an item with fewer, the last block of a
+// group's filters, runs compiled): per tile of columns
 // -- tile ti of column block cb at [cb * item_tiles + ti] -- the kernel
 // made for its columns' offsets. The compiled 1 x 16 tile spills six of
 // its sixteen column addresses and reloads them at every position; the
 // generated one, 1 thread strict at batch 32, 7 interleaved rounds:
 // ResNet-20's 16->16 3x3 1.34x, its 3->16 stem 1.28x, LeNet-5's 6->16 5x5
 // 1.51x, the digits example's 1->16 1.33x. With 2-4 vectors (6-12
-// columns) the compiled tile keeps them in registers and the generated one
-// measured even (0.98-1.01x on ResNet-50's layers), so those stay compiled. Channels-first columns repeat their
+// columns) the compiled tile keeps them in registers; the generated one
+// measured even on ResNet-50's layers before (0.98-1.01x), and on the AMX
+// Xeon, 1 thread, 3 alternated rounds each way round, 1.02x at batch 1
+// (256->256 14x14 1.05-1.08x), 1.055x at batch 8 (1.04-1.08x), 1.016x
+// channels-last: generated for every shape now. Channels-first columns repeat their
 // offsets with the taps, so a layer needs few kernels; past kMaxPatterns
 // distinct ones (channels-last columns of many channels) the rest run
 // compiled, as does everything when the lookup fails (no memory).
@@ -370,7 +374,7 @@ public:
 
     GeneratedFilterTiles(const FilterShape &s, const int64_t *columns, int64_t item_cols,
                          int64_t cblocks) {
-        if (!jit::filter_tiles_generated() || s.nv != 1 || s.ck <= 0) return;
+        if (!jit::filter_tiles_generated() || s.ck <= 0) return;
         try {
             look_up(s, columns, item_cols, cblocks);
         } catch (...) {
@@ -385,7 +389,7 @@ private:
         fn_.assign((size_t)(cblocks * s.item_tiles), nullptr);
         std::map<std::vector<int64_t>, jit::FilterTileFn> made;
         jit::FilterTileSpec spec;
-        spec.nv = 1, spec.nc = s.nc, spec.dy_vec = s.chunked ? s.chunk_vec : s.positions * kLanes, spec.wo = s.wo;
+        spec.nv = s.nv, spec.nc = s.nc, spec.dy_vec = s.chunked ? s.chunk_vec : s.positions * kLanes, spec.wo = s.wo;
         spec.offsets.resize(s.nc);
         for (int64_t cb = 0; cb < cblocks; ++cb) {
             const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
@@ -493,7 +497,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                 for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
                                     t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
                                 t.sums = sums + ti * nv * s.nc * kLanes;
-                                if (jit::FilterTileFn fn = generated.get(cb * s.item_tiles + ti))
+                                if (jit::FilterTileFn fn = nv == s.nv ? generated.get(cb * s.item_tiles + ti) : nullptr)
                                     fn(reinterpret_cast<const float *>(t.dy),
                                        reinterpret_cast<const float *>(t.x[0]), t.rows, t.rstep,
                                        reinterpret_cast<float *>(t.sums), (int64_t)t.mode);
