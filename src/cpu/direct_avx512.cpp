@@ -331,7 +331,7 @@ CONV_TARGET_AVX512 void rotate_block_avx512(const float *from, int64_t taps, int
 void pack_rotated(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_t count, float *out,
                   TransposeRows transpose) {
     alignas(64) float block[kRotatedTaps * kLanes];
-    const bool fast = transpose == transpose_rows_avx512;
+    const bool rotate_in_place = cpu_isa() == Isa::avx512 && s.taps <= kLanes;  // rotate_block_avx512
     const int64_t m0 = v0 * kLanes, m1 = std::min(s.cdg, (v0 + count) * kLanes);
     const int64_t bytes = (m1 - m0) * s.taps * (int64_t)sizeof(float);
     for (int64_t c = 0; c < s.csg; ++c) {
@@ -345,7 +345,7 @@ void pack_rotated(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_
         for (int64_t i = 0; i < count; ++i) {
             const int64_t lanes = std::min<int64_t>(kLanes, m1 - m0 - i * kLanes);
             float *to = out + i * s.wvec + c * s.taps * kLanes;
-            if (fast && s.taps <= kLanes) {
+            if (rotate_in_place) {
                 rotate_block_avx512(from + i * kLanes * s.taps, s.taps, lanes, to);
                 continue;
             }
@@ -1291,14 +1291,12 @@ CONV_TARGET_AVX2 void store_last_avx2(const Shape &s, const Item &it, const floa
 }
 #endif
 
-// The lines of an item's destination rows (channels-first; a strided
-// backward-data's column phase spans every fw-th of them; channels-last:
-// each position's run of the item's channels), asked for ownership a few
-// channel rows (positions) per tile
-// while the item's tiles run: the store's row writes otherwise each waited
-// on a read for ownership from L3. All before the tiles, they held up the
-// tiles' own loads where the tiles are short (3->32 3x3 s2: 0.88x).
-// Destinations from this size on (all images), 1 thread, batch 1, 2-3
+// An item's destination rows are asked for ownership (DestinationLines,
+// trickle.h) a few channel rows -- channels-last: positions -- per tile
+// while its tiles run: the store's row writes otherwise each waited on a
+// read for ownership from L3. All before the tiles, they held up the
+// tiles' own loads where the tiles are short (3->32 3x3 s2: 0.88x). For
+// destinations from this size on (all images), 1 thread, batch 1, 2-3
 // alternated rounds: conv1 7x7 s2 forward 1.14-1.18x, VGG-16's 224x224 and
 // 112x112 layers 1.10-1.25x, ResNet-50's 28x28 and 56x56 layers 1.00-1.07x
 // (batch 8: 1.06-1.07x); under it (14x14 and 7x7 at batch 1, whose outputs
@@ -1307,33 +1305,6 @@ CONV_TARGET_AVX2 void store_last_avx2(const Shape &s, const Item &it, const floa
 // (ResNet-50's and VGG-16's layers, forward and backward-data, 3 rounds
 // each way): 1.02-1.03x.
 constexpr int64_t kOwnedBytes = 256 << 10;
-#if defined(__x86_64__) || defined(__i386__)
-#define CONV_TARGET_PRFCHW __attribute__((target("prfchw")))
-#else
-#define CONV_TARGET_PRFCHW
-#endif
-class DestinationLines {
-public:
-    DestinationLines() = default;
-    // Row r of channel m starts at first + r * row_step + m * plane; each
-    // holds `len` floats; spread over about `steps` calls of step().
-    DestinationLines(const float *first, int64_t row_step, int64_t plane, int64_t rows, int64_t channels, int64_t len,
-                     int64_t steps)
-        : first_(first), row_step_(row_step), plane_(plane), channels_(channels), bytes_(len * (int64_t)sizeof(float)),
-          total_(rows * channels), per_step_(ceil_div(rows * channels, std::max<int64_t>(steps, 1))) {}
-    CONV_TARGET_PRFCHW void step() {
-        for (int64_t i = 0; i < per_step_ && next_ < total_; ++i, ++next_) {
-            const char *at = reinterpret_cast<const char *>(first_ + next_ / channels_ * row_step_ + next_ % channels_ * plane_);
-            for (const char *line = reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63});
-                 line < at + bytes_; line += 64)
-                __builtin_prefetch(line, 1, 3);  // PREFETCHW: for writing
-        }
-    }
-
-private:
-    const float *first_ = nullptr;
-    int64_t row_step_ = 0, plane_ = 0, channels_ = 1, bytes_ = 0, total_ = 0, per_step_ = 0, next_ = 0;
-};
 
 template <class T>
 void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {

@@ -32,4 +32,39 @@ private:
     int64_t per_step_ = 0;
 };
 
+#if defined(__x86_64__) || defined(__i386__)
+#define CONV_TARGET_PRFCHW __attribute__((target("prfchw")))
+#else
+#define CONV_TARGET_PRFCHW
+#endif
+
+// DestinationLines: lines about to be written, asked for ownership
+// (PREFETCHW) a few rows at a time between a kernel's tiles, so that the
+// reads for ownership of a store scattered over many rows overlap the
+// tiles instead of stalling the store (direct_avx512's channel rows).
+// Rows are indexed (r, m): row r of "channel" m starts at first + r *
+// row_step + m * plane and holds `len` floats.
+class DestinationLines {
+public:
+    DestinationLines() = default;
+    // Over about `steps` calls of step().
+    DestinationLines(const float *first, int64_t row_step, int64_t plane, int64_t rows, int64_t channels, int64_t len,
+                     int64_t steps)
+        : first_(first), row_step_(row_step), plane_(plane), channels_(std::max<int64_t>(channels, 1)),
+          bytes_(len * (int64_t)sizeof(float)), total_(rows * channels),
+          per_step_(ceil_div(rows * channels, std::max<int64_t>(steps, 1))) {}
+    CONV_TARGET_PRFCHW void step() {
+        for (int64_t i = 0; i < per_step_ && next_ < total_; ++i, ++next_) {
+            const char *at = reinterpret_cast<const char *>(first_ + next_ / channels_ * row_step_ + next_ % channels_ * plane_);
+            for (const char *line = reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63});
+                 line < at + bytes_; line += 64)
+                __builtin_prefetch(line, 1, 3);  // PREFETCHW where the CPU has it
+        }
+    }
+
+private:
+    const float *first_ = nullptr;
+    int64_t row_step_ = 0, plane_ = 0, channels_ = 1, bytes_ = 0, total_ = 0, per_step_ = 0, next_ = 0;
+};
+
 }  // namespace conv::cpu
