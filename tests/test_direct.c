@@ -225,9 +225,9 @@ static void test_image_blocks(void **state)
 /* Backward-filter on images whose x and dy outgrow a block (512 KiB) and
  * whose filter vectors one item each reads (1 thread, dy past 1 MiB): each
  * item lays out dy chunk by chunk into the thread's buffer (conv1-like
- * layers: few source channels, large planes, 3x3 and 7x7, strided), strict
- * and not; then on 2 threads (two items a filter vector: dy laid out
- * whole). */
+ * layers: few source channels, large planes, 3x3 and 7x7, strided, both
+ * layouts), strict and not; then on 2 threads (two items a filter vector:
+ * dy laid out whole). */
 static void test_filter_chunks(void **state)
 {
     (void)state;
@@ -245,6 +245,7 @@ static void test_filter_chunks(void **state)
             tp.p.stride[a] = stride;
             tp.desc_pad_begin[a] = tp.desc_pad_end[a] = k / 2;
         }
+        tp.p.channels_last = i / 2 % 2;
         tp.bias = tu_chance(&r, 50);
         tp.algo = direct();
         assert_true(tu_resolve(&tp));
