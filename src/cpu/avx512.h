@@ -75,6 +75,15 @@ CONV_TARGET_AVX512 inline void transpose16(__m512 v[16]) {
     for (int i = 0; i < 16; ++i) v[i] = t[i];
 }
 
+// v[j] lane l = row l's element j: rows `stride` apart, the first
+// `lanes` of them read (the others zero), each under `keep`.
+CONV_TARGET_AVX512 inline void load_transposed16(const float *rows, int64_t stride, int64_t lanes, __mmask16 keep,
+                                                 __m512 v[16]) {
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; ++l) v[l] = l < lanes ? _mm512_maskz_loadu_ps(keep, rows + l * stride) : _mm512_setzero_ps();
+    transpose16(v);
+}
+
 // out[j * 16 + l] = row l's element j (rows `stride` apart, zero past
 // `lanes`), j < len, 16 columns at a time through transpose16; `out` is
 // 64-byte aligned. Packs channels-first filters with a channel per lane,
@@ -82,12 +91,8 @@ CONV_TARGET_AVX512 inline void transpose16(__m512 v[16]) {
 CONV_TARGET_AVX512 inline void transpose_rows_avx512(const float *rows, int64_t stride,
                                                      int64_t lanes, int64_t len, float *out) {
     for (int64_t j = 0; j < len; j += 16) {
-        const __mmask16 keep = first_lanes(len - j);
         __m512 v[16];
-#pragma GCC unroll 16
-        for (int l = 0; l < 16; ++l)
-            v[l] = l < lanes ? _mm512_maskz_loadu_ps(keep, rows + l * stride + j) : _mm512_setzero_ps();
-        transpose16(v);
+        load_transposed16(rows + j, stride, lanes, first_lanes(len - j), v);
         const int64_t cols = std::min<int64_t>(16, len - j);
 #pragma GCC unroll 16
         for (int c = 0; c < 16; ++c)

@@ -315,11 +315,8 @@ using TransposeRows = void (*)(const float *rows, int64_t stride, int64_t lanes,
 // filter `taps` floats after the last) as `taps` vectors of 16 lanes with
 // the taps reversed, stored straight to `to` (no staging block).
 CONV_TARGET_AVX512 void rotate_block_avx512(const float *from, int64_t taps, int64_t lanes, float *to) {
-    const __mmask16 keep = first_lanes(taps);
     __m512 v[16];
-#pragma GCC unroll 16
-    for (int l = 0; l < 16; ++l) v[l] = l < lanes ? _mm512_maskz_loadu_ps(keep, from + l * taps) : _mm512_setzero_ps();
-    transpose16(v);
+    load_transposed16(from, taps, lanes, first_lanes(taps), v);
     for (int64_t t = 0; t < taps; ++t) _mm512_store_ps(to + (taps - 1 - t) * kLanes, v[t]);
 }
 
@@ -350,12 +347,8 @@ CONV_TARGET_AVX512 void pack_last_avx512(const Shape &s, const float *w, int64_t
         const float *rows = w + f.base + m0 * f.mstride;
         const int64_t len = s.taps * s.csg;
         for (int64_t j0 = 0; j0 < len; j0 += kLanes) {
-            const __mmask16 cols = first_lanes(len - j0);
             __m512 x[16];
-#pragma GCC unroll 16
-            for (int l = 0; l < 16; ++l)
-                x[l] = l < lanes ? _mm512_maskz_loadu_ps(cols, rows + l * f.mstride + j0) : _mm512_setzero_ps();
-            transpose16(x);
+            load_transposed16(rows + j0, f.mstride, lanes, first_lanes(len - j0), x);
             for (int64_t u = 0; u < std::min<int64_t>(kLanes, len - j0); ++u) {
                 const int64_t t = (j0 + u) / s.csg, c = (j0 + u) % s.csg;
                 _mm512_store_ps(to + (c * s.taps + t) * kLanes, x[u]);
@@ -1535,6 +1528,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
     // block kb of group gi, whose packed vectors start at w.
     // `image`: image n's padded source planes.
+    // Items whose destination rows are asked for ownership under their tiles (kOwnedBytes).
+    const bool owns_lines = CONV_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512 &&
+                            !s.wrap && (double)s.n * (double)s.cd * (double)s.dst_plane * sizeof(float) >= double(kOwnedBytes);
     auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t p, int64_t rg, int64_t sg,
                        const T *w, const T *image, Trickle &ahead) {
         const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
@@ -1554,8 +1550,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         T *item_dst = dst + n * dst_image + gi * s.cdg * (s.last ? 1 : s.dst_plane) + (ph.z + oz * s.fz) * dst_slice;
         DestinationLines lines;
         if constexpr (std::is_same_v<T, float>)
-            if (CONV_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512 && !s.wrap &&
-                (double)s.n * (double)s.cd * (double)s.dst_plane * sizeof(float) >= double(kOwnedBytes)) {
+            if (owns_lines) {
                 const int64_t tiles = ceil_div(s.csg, s.cblock) * it.rows * ceil_div(it.len, s.ur);
                 const int64_t at = (it.ph + it.oh0 * s.fh) * s.wdst + it.pw + it.ow0 * s.fw;
                 if (!s.last)

@@ -379,8 +379,8 @@ void store(const T *sums, int nv, int64_t c0, int cols, int64_t filters, T *out,
 // measured even on ResNet-50's layers before (0.98-1.01x), and on the AMX
 // Xeon, 1 thread, 3 alternated rounds each way round, 1.02x at batch 1
 // (256->256 14x14 1.05-1.08x), 1.055x at batch 8 (1.04-1.08x), 1.016x
-// channels-last: generated for every shape now. Channels-first columns repeat their
-// offsets with the taps, so a layer needs few kernels; past kMaxPatterns
+// channels-last: generated for every shape now. Channels-first columns
+// repeat their offsets with the taps, so a layer needs few kernels; past kMaxPatterns
 // distinct ones (channels-last columns of many channels) the rest run
 // compiled, as does everything when the lookup fails (no memory).
 class GeneratedFilterTiles {
