@@ -184,6 +184,39 @@ static void test_strips_backward_data(void **state)
     }
 }
 
+/* 1-D convolutions (channels-first, stride 1, groups 1) forced to
+ * CONV_ALGO_IM2COL_GEMM, which on AVX-512 unfolds their taps into this
+ * kernel's panels (forward and backward-data; backward-filter is the
+ * OpenBLAS path): 1-6 taps (one tap padded), dilation 1-3 or far apart (up to 40, past a
+ * panel), padding at either end from none to past the taps' reach (rows of
+ * a panel all padding), lengths around the 48-column panel and a few
+ * panels long (a last panel of dot-product columns), channel counts around
+ * the tile and strip edges, bias and ReLU, batch 1-3. */
+static void draw_taps(tu_rng *r, tu_problem *tp, conv_op_t *op, int wide)
+{
+    *op = (conv_op_t)tu_range(r, 0, 2);
+    int64_t kernel[1] = {tu_range(r, 1, 6)}, in[1];
+    const int64_t d = tu_chance(r, 20) ? tu_range(r, 4, 40) : tu_range(r, 1, 3);
+    const int64_t reach = (kernel[0] - 1) * d;
+    in[0] = tu_chance(r, 40) ? tu_range(r, 1, 60) : tu_range(r, 40, wide ? 400 : 160);
+    tu_problem_init(tp, 1, tu_range(r, 1, 3), random_channels(r, wide ? 140 : 70),
+                    random_channels(r, wide ? 140 : 70), in, kernel);
+    tp->p.dilation[0] = d;
+    tp->desc_pad_begin[0] = tu_chance(r, 30) ? reach : tu_range(r, 0, reach + 3);
+    tp->desc_pad_end[0] = tu_chance(r, 30) ? 0 : tu_range(r, 0, reach + 3);
+    tp->bias = *op != CONV_OP_BACKWARD_DATA && tu_chance(r, 50);
+    tp->p.relu = tu_chance(r, 30);
+    tp->algo = CONV_ALGO_IM2COL_GEMM;
+}
+
+static void test_unfolded_1d(void **state)
+{
+    (void)state;
+    tu_check_solver_random(draw_taps, 0, 0, 0x1d00, 300, CONV_MATH_STRICT);
+    tu_check_solver_random(draw_taps, 1, 0, 0x1d01, 40, CONV_MATH_STRICT);
+    tu_check_solver_random(draw_taps, 1, 1, 0x1d02, 40, CONV_MATH_DEFAULT);
+}
+
 /* Prepared weights: W's panels where a pass packs all of W per call
  * (AVX-512: channels-first backward-data onto 256+ channels of a small
  * plane, channels-last forward and backward-data, strided too, with a last
@@ -262,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
+        cmocka_unit_test(test_unfolded_1d),
         cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_relu_keeps_nan),
     };

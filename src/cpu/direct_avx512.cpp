@@ -68,6 +68,7 @@
 #include "cpu/isa.h"
 #include "cpu/jit/direct_tile.h"
 #include "cpu/jit/jit.h"
+#include "cpu/pointwise_avx512.h"
 #include "cpu/trickle.h"
 
 namespace conv::cpu {
@@ -1907,6 +1908,9 @@ public:
         // 1.20-1.30x.
         if (g.kernel_size() <= 2 && (op != CONV_OP_BACKWARD_FILTER || g.layout == CONV_LAYOUT_CHANNELS_LAST))
             return false;
+        // Longer rows of 1-D layers: im2col unfolds their taps into the
+        // pointwise GEMM's panels (measured there).
+        if (pw_avx512_taps_win(g, op)) return false;
         if (!g.is_planar()) return competitive_3d(g, op);
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
         // Backward-data onto at most 8 channels at stride 1, positions in the

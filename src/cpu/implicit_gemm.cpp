@@ -34,6 +34,7 @@
 #include "cpu/avx512.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
+#include "cpu/pointwise_avx512.h"
 
 namespace conv::cpu {
 namespace {
@@ -573,6 +574,10 @@ public:
         // samples, channels-last) 39 GFLOP/s against im2col's 120-135
         // (forward and backward-data below).
         if (g.kernel_size() <= 2) return false;
+        // Longer rows of 1-D layers: im2col unfolds their taps into the
+        // pointwise GEMM's panels (256->256 3 taps on 1024 samples: 2.3 ms
+        // against these tiles' 4.1).
+        if (pw_avx512_taps_win(g, op)) return false;
         // Channels-last filters ([k][r][s][c]) put each tap's weights a
         // channel row apart: the tiles' weight reads spread over 9x the
         // lines, and unfolding wins again (75 vs 85 GFLOP/s on 3x3 layers)

@@ -1,5 +1,6 @@
 // AVX-512 (and, where they measured faster, AVX2) fp32 kernels of
-// CONV_ALGO_GEMM_1X1 for ungrouped pointwise convolutions. gemm_1x1.cpp asks
+// CONV_ALGO_GEMM_1X1 for ungrouped pointwise convolutions, and of
+// CONV_ALGO_IM2COL_GEMM for 1-D ones (their taps unfolded into the GEMM). gemm_1x1.cpp asks
 // pw_avx512_covers() and keeps the OpenBLAS path for everything else (fp64,
 // groups, other ISAs, and the shapes where OpenBLAS measured faster).
 #pragma once
@@ -12,6 +13,16 @@ namespace conv::cpu {
 
 // Whether the kernels compute this fp32 pass on this CPU.
 bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op);
+
+// Whether they compute this fp32 forward or backward-data pass of a 1-D
+// convolution (channels-first, groups 1, stride 1; any taps, dilation and
+// padding) as one GEMM whose reduction runs over channels and taps, B
+// unfolded panel by panel (im2col_gemm.cpp runs it so).
+bool pw_avx512_covers_taps(const ConvGeometry &g, conv_op_t op);
+
+// Whether that 1-D pass is expected to beat the solvers AUTO tries before
+// im2col (direct_avx512's and implicit_gemm's competitive() ask).
+bool pw_avx512_taps_win(const ConvGeometry &g, conv_op_t op);
 
 // Workspace bytes they use with `threads` threads (when they cover the pass).
 size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
