@@ -186,8 +186,8 @@ static void test_strips_backward_data(void **state)
 
 /* 1-D convolutions (channels-first, stride 1, groups 1) forced to
  * CONV_ALGO_IM2COL_GEMM, which on AVX-512 unfolds their taps into this
- * kernel's panels (forward and backward-data; backward-filter is the
- * OpenBLAS path): 1-6 taps (one tap padded), dilation 1-3 or far apart (up to 40, past a
+ * kernel's panels (forward and backward-data: B's rows; backward-filter:
+ * its columns, over chunks of positions): 1-6 taps (one tap padded), dilation 1-3 or far apart (up to 40, past a
  * panel), padding at either end from none to past the taps' reach (rows of
  * a panel all padding), lengths around the 48-column panel and a few
  * panels long (a last panel of dot-product columns), channel counts around

@@ -1904,8 +1904,8 @@ public:
         // unfold is twice its source and its GEMM long (K = 128). Forced
         // against these tiles, 1 thread, 5 alternated runs: channels-first
         // forward 1.01-1.32x, backward-data 1.04-1.33x, backward-filter
-        // 0.90-1.01x (stays here); channels-last 0.99-1.11x, 1.16-1.39x,
-        // 1.20-1.30x.
+        // 0.90-1.01x (stays here, but see pw_avx512_taps_win); channels-last
+        // 0.99-1.11x, 1.16-1.39x, 1.20-1.30x.
         if (g.kernel_size() <= 2 && (op != CONV_OP_BACKWARD_FILTER || g.layout == CONV_LAYOUT_CHANNELS_LAST))
             return false;
         // Longer rows of 1-D layers: im2col unfolds their taps into the

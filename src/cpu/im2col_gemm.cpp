@@ -2,8 +2,8 @@
 // the three passes; the input unfolded tile by tile (see gemm_conv.h).
 // fp32 1-D convolutions (channels-first, stride 1: WaveNet's dilated
 // layers) unfold further down, on AVX-512: into each register-tile panel of
-// the pointwise GEMM (pointwise_avx512.cpp), forward and backward-data,
-// where the unfolded tile went to L2 and back and OpenBLAS packed it again.
+// the pointwise GEMM (pointwise_avx512.cpp), all three passes, where the
+// unfolded tile went to L2 and back and OpenBLAS packed it again.
 #include "core/dtype.h"
 #include "cpu/gemm_conv.h"
 #include "cpu/pointwise_avx512.h"

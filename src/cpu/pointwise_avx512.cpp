@@ -131,19 +131,24 @@ struct Gemm {
     // row's steps a_red floats apart within its strip (strip_w); row tiles
     // then start at multiples of kRows and stay within a strip.
     int64_t a_strip = 0;
-    // len > 0: B's rows are the (channel, tap) pairs of a 1-D convolution
-    // (channels-first, b_col == 1) whose source rows hold len elements,
-    // unfolded as the panels are packed: B(r, j) = b[(r / taps) * b_red +
-    // s], s = j + (r % taps) * tap_step + shift, and zero where s leaves
-    // [0, len) (the padding).
-    int64_t taps = 1, tap_step = 0, shift = 0, len = 0;
+    // A 1-D convolution's source unfolded as the panels are packed: B's
+    // rows (forward and backward-data, b_col == 1) or its columns
+    // (backward-filter, b_red == 1) are its (channel, tap) pairs. Rows:
+    // B(r, j) = b[(r / taps) * b_red + s] with s = j + (r % taps) *
+    // tap_step + shift; columns: B(r, j) = b[(j / taps) * b_col + s] with s
+    // = r + (j % taps) * tap_step + shift; zero where s leaves [lo, hi)
+    // (the padding).
+    enum class Unfold { none, rows, cols } unfold = Unfold::none;
+    int64_t taps = 1, tap_step = 0, shift = 0, lo = 0, hi = 0;
 };
 
 // B(r, j), unfolded or not.
 inline float b_value(const Gemm &m, int64_t r, int64_t j) {
-    if (m.len == 0) return m.b[r * m.b_red + j * m.b_col];
-    const int64_t s = j + r % m.taps * m.tap_step + m.shift;
-    return s >= 0 && s < m.len ? m.b[r / m.taps * m.b_red + s] : 0.0f;
+    if (m.unfold == Gemm::Unfold::none) return m.b[r * m.b_red + j * m.b_col];
+    const bool rows = m.unfold == Gemm::Unfold::rows;
+    const int64_t tap = (rows ? r : j) % m.taps, line = (rows ? r : j) / m.taps;
+    const int64_t s = (rows ? j : r) + tap * m.tap_step + m.shift;
+    return s >= m.lo && s < m.hi ? m.b[line * (rows ? m.b_red : m.b_col) + s] : 0.0f;
 }
 
 // A 1-D convolution (channels-first, groups 1, stride 1), run as this GEMM
@@ -189,7 +194,7 @@ Plan filter_plan(const ConvGeometry &g, int threads) {
     const int64_t rows_tile = tile_rows(), panel = panel_width();
     Plan p{};
     p.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
-    const int64_t C = g.c, K = g.k;
+    const int64_t C = g.c * taps_of(g), K = g.k;  // dW's columns: channels x taps
     const int64_t positions = p.last ? checked_mul(g.n, g.out_size(), "positions") : g.out_size();
     if (g.n <= 0 || positions <= 0 || C <= 0 || K <= 0) return p;
     const int64_t panels = ceil_div(C, panel);
@@ -374,10 +379,38 @@ CONV_TARGET_AVX512 void pack_tap_panel_avx512(const Gemm &m, int64_t q0, int64_t
                 _mm_prefetch((const char *)(next + width - 1), _MM_HINT_T0);
             }
             float *dst = panel + (c * m.taps + t) * kPanel;
-            const int64_t hi = std::min(width, m.len - at);
+            const int64_t lo = m.lo - at, hi = std::min(width, m.hi - at);
             for (int v = 0; v < kVecs; ++v)
                 _mm512_store_ps(dst + 16 * v,
-                                _mm512_maskz_loadu_ps(lane_range(-at - 16 * v, hi - 16 * v), row + at + 16 * v));
+                                _mm512_maskz_loadu_ps(lane_range(lo - 16 * v, hi - 16 * v), row + at + 16 * v));
+        }
+    }
+}
+
+// One panel of backward-filter's unfolded columns (Gemm::Unfold::cols):
+// column j, (channel, tap), is the channel's source row from r + tap *
+// tap_step + shift, zero in the padding; 16 columns x 16 steps loaded and
+// transposed as pack_panels_avx512 does.
+CONV_TARGET_AVX512 void pack_tap_columns_avx512(const Gemm &m, int64_t q0, int64_t width, float *panel) {
+    for (int64_t jj0 = 0; jj0 < kPanel; jj0 += 16) {
+        const int64_t cols = std::clamp<int64_t>(width - jj0, 0, 16);
+        const float *col[16];
+        int64_t off[16];
+        for (int64_t t = 0; t < cols; ++t) {
+            const int64_t j = q0 + jj0 + t;
+            off[t] = j % m.taps * m.tap_step + m.shift;
+            col[t] = m.b + j / m.taps * m.b_col + off[t];
+        }
+        for (int64_t r0 = 0; r0 < m.R; r0 += 16) {
+            const __mmask16 steps = first_lanes(m.R - r0);
+            __m512 v[16];
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; ++t)
+                v[t] = t < cols ? _mm512_maskz_loadu_ps(steps & lane_range(m.lo - off[t] - r0, m.hi - off[t] - r0), col[t] + r0)
+                                : _mm512_setzero_ps();
+            transpose16(v);
+            const int64_t n = std::min<int64_t>(16, m.R - r0);
+            for (int64_t u = 0; u < n; ++u) _mm512_store_ps(panel + (r0 + u) * kPanel + jj0, v[u]);
         }
     }
 }
@@ -393,8 +426,8 @@ CONV_TARGET_AVX512 void pack_panels_avx512(const Gemm &m, int64_t j0, int64_t j1
             pack_dot_columns(m, q0, width, panel);
             continue;
         }
-        if (m.len > 0) {
-            pack_tap_panel_avx512(m, q0, width, panel);
+        if (m.unfold != Gemm::Unfold::none) {
+            (m.unfold == Gemm::Unfold::rows ? pack_tap_panel_avx512 : pack_tap_columns_avx512)(m, q0, width, panel);
             continue;
         }
         if (m.b_col == 1) {
@@ -991,7 +1024,8 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan, const float *w
         Gemm m = fwd ? Gemm{w, C * T, 1, x + n * C * X, X, 1, y + n * K * P, P, false, K, P, C * T, bias, true, relu, false}
                      : Gemm{wt, 1, kStrip, y + n * K * P, P, 1, x + n * C * X, X, false, C, X, K * T, nullptr, false, false,
                             false, K * T * kStrip};
-        m.taps = T, m.tap_step = fwd ? d : -d, m.shift = fwd ? -pad : pad, m.len = fwd ? X : P;
+        m.unfold = Gemm::Unfold::rows, m.taps = T, m.tap_step = fwd ? d : -d, m.shift = fwd ? -pad : pad;
+        m.hi = fwd ? X : P;
         return m;
     }
     if (plan.last_by_image)  // forward: y^T (K x P) = W (K x C) x^T (C x P), image n
@@ -1019,6 +1053,16 @@ Gemm filter_gemm(const ConvArgs &args, int64_t n, int64_t q0, int64_t len, bool 
     const int64_t C = g.c, K = g.k, P = g.out_size();
     const float *x = static_cast<const float *>(args.x), *dy = static_cast<const float *>(args.y);
     float *dw = static_cast<float *>(args.w);
+    if (!g.is_pointwise()) {
+        // A 1-D convolution: dW (K x C*T) += dy (K x len) * B, B's column
+        // (c, t) x's row c from q0 + t * d - pad.
+        const int64_t T = g.kernel[2], X = g.in_size();
+        Gemm m{dy + n * K * P + q0, P, 1, x + n * C * X + q0, 1, X, dw, C * T, false, K, C * T, len,
+               nullptr, false, false, accumulate};
+        m.unfold = Gemm::Unfold::cols, m.taps = T, m.tap_step = g.dilation[2], m.shift = -g.pad_begin[2];
+        m.lo = -q0, m.hi = X - q0;
+        return m;
+    }
     if (g.layout != CONV_LAYOUT_CHANNELS_LAST)
         return {dy + n * K * P + q0, P, 1, x + n * C * P + q0, 1, P, dw, C, false, K, C, len,
                 nullptr, false, false, accumulate};
@@ -1117,7 +1161,7 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
 
 bool pw_avx512_covers_taps(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
-    if (g.is_pointwise() || !row_conv(g) || (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA)) return false;
+    if (g.is_pointwise() || !row_conv(g)) return false;
     return g.n > 0 && g.c > 0 && g.k > 0 && g.in_size() > 0 && g.out_size() > 0;
 }
 
@@ -1128,10 +1172,17 @@ bool pw_avx512_covers_taps(const ConvGeometry &g, conv_op_t op) {
 // / 1.16x; 64->128 5 taps on 4096 1.09x / 1.02x; 32 x 2048, 64 x 1024 and
 // 128 x 512 (channels x samples) 1.00-1.10x. Not 32->32 on 1000 samples
 // (0.82x / 0.95x) nor 16 channels (9 taps on 2000: 0.80x / 0.77x).
+// Backward-filter (dW's columns unfolded), 3 alternated runs: 2 taps from
+// 256K channels x samples, WaveNet's 64->128 on 4096 1.26-1.32x (now
+// 1.04-1.51x oneDNN's), 128->128 1.11x, 256->512 on 1024 1.07x, 64->128
+// on 16000 2.4x; on 64K 0.81-0.89x. 3 taps 0.85-1.00x (256->256 on 1024
+// 0.92x, 64->64 on 1024 0.92x), except on 16000 samples (32->32: 1.14x).
 bool pw_avx512_taps_win(const ConvGeometry &g, conv_op_t op) {
     if (!pw_avx512_covers_taps(g, op)) return false;
     const int64_t channels = std::min(g.c, g.k);
-    const int64_t positions = op == CONV_OP_FORWARD ? g.out_size() : g.in_size();
+    const int64_t positions = op == CONV_OP_BACKWARD_DATA ? g.in_size() : g.out_size();
+    if (op == CONV_OP_BACKWARD_FILTER)
+        return channels >= 32 && (g.kernel[2] == 2 || positions >= 16000) && channels * positions >= 256 * 1024;
     return channels >= 32 && channels * positions >= 64 * 1024;
 }
 
@@ -1201,7 +1252,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             p.items,
             [&](int64_t item, int s) {
                 const int64_t i0 = item % p.row_blocks * p.rows, i1 = std::min(g.k, i0 + p.rows);
-                const int64_t j0 = item / p.row_blocks * p.cols, j1 = std::min(g.c, j0 + p.cols);
+                const int64_t j0 = item / p.row_blocks * p.cols, j1 = std::min(g.c * taps_of(g), j0 + p.cols);
                 float *panels = scratch + (size_t)s * slot_floats;
                 float *dy_rows = panels + p.chunk * round_up(p.cols, panel_width());
                 for (int64_t n = 0; n < images; ++n)

@@ -14,10 +14,11 @@ namespace conv::cpu {
 // Whether the kernels compute this fp32 pass on this CPU.
 bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op);
 
-// Whether they compute this fp32 forward or backward-data pass of a 1-D
-// convolution (channels-first, groups 1, stride 1; any taps, dilation and
-// padding) as one GEMM whose reduction runs over channels and taps, B
-// unfolded panel by panel (im2col_gemm.cpp runs it so).
+// Whether they compute this fp32 pass of a 1-D convolution (channels-first,
+// groups 1, stride 1; any taps, dilation and padding) as one GEMM whose
+// reduction (forward, backward-data) or output columns (backward-filter)
+// run over channels and taps, B unfolded panel by panel (im2col_gemm.cpp
+// runs it so).
 bool pw_avx512_covers_taps(const ConvGeometry &g, conv_op_t op);
 
 // Whether that 1-D pass is expected to beat the solvers AUTO tries before
