@@ -184,6 +184,44 @@ static void test_strips_backward_data(void **state)
     }
 }
 
+/* Channels-last backward-filter from up to 64 channels onto 128+ filters
+ * runs as dW^T = x^T dy (AVX-512), a block of dW^T summed over chunks of
+ * positions and written into dW transposed: channel counts off the tile
+ * edges, filter counts off the panel edges, 1-3 images of up to 30x30
+ * positions (several chunks), on contexts of 1, 4 and 7 threads (from 4
+ * threads, more than a 128-filter dW^T has panels, its channels are split
+ * into row blocks too; "threads=2" and "=3" in a failure mean 4 and 7). */
+static void test_swapped_backward_filter(void **state)
+{
+    (void)state;
+    static const int64_t channels[] = {1, 7, 8, 9, 16, 17, 33, 47, 48, 49, 63, 64};
+    static const int64_t filters[] = {128, 129, 143, 144, 160, 200, 256, 300};
+    static const int counts[3] = {1, 4, 7};
+    conv_context_t ctxs[3];
+    for (int i = 0; i < 3; i++) {
+        assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctxs[i]));
+        assert_ok(conv_context_set_threads(ctxs[i], counts[i]));
+    }
+    uint64_t first = tu_env_seed(9500);
+    int n = tu_env_count(24);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t in[2] = {tu_range(&r, 1, 30), tu_range(&r, 1, 30)}, kernel[2] = {1, 1};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 3), channels[tu_range(&r, 0, 11)], filters[tu_range(&r, 0, 7)], in,
+                        kernel);
+        tp.p.channels_last = 1;
+        tp.bias = tu_chance(&r, 50);
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(ctxs, seed, &tp, CONV_OP_BACKWARD_FILTER, &r, tu_chance(&r, 30));
+    }
+    for (int i = 0; i < 3; i++)
+        conv_context_destroy(ctxs[i]);
+}
+
 /* 1-D convolutions (channels-first, stride 1, groups 1) forced to
  * CONV_ALGO_IM2COL_GEMM, which on AVX-512 unfolds their taps into this
  * kernel's panels (forward and backward-data: B's rows; backward-filter:
@@ -296,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
         cmocka_unit_test(test_unfolded_1d),
+        cmocka_unit_test(test_swapped_backward_filter),
         cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_relu_keeps_nan),
     };
