@@ -222,10 +222,13 @@ static void test_swapped_backward_filter(void **state)
         conv_context_destroy(ctxs[i]);
 }
 
-/* 1-D convolutions (channels-first, stride 1, groups 1) forced to
- * CONV_ALGO_IM2COL_GEMM, which on AVX-512 unfolds their taps into this
- * kernel's panels (forward and backward-data: B's rows; backward-filter:
- * its columns, over chunks of positions): 1-6 taps (one tap padded), dilation 1-3 or far apart (up to 40, past a
+/* 1-D convolutions (stride 1, groups 1) forced to CONV_ALGO_IM2COL_GEMM,
+ * which on AVX-512 unfolds their taps into this kernel's GEMM: channels-first
+ * into its panels (forward and backward-data: B's rows; backward-filter:
+ * its columns, over chunks of positions), channels-last forward and
+ * backward-data as A's rows read tap by tap, in ranges of rows with the same
+ * taps inside the source (channels-last backward-filter is the OpenBLAS
+ * path): both layouts, 1-6 taps (one tap padded), dilation 1-3 or far apart (up to 40, past a
  * panel), padding at either end from none to past the taps' reach (rows of
  * a panel all padding), lengths around the 48-column panel and a few
  * panels long (a last panel of dot-product columns), channel counts around
@@ -240,6 +243,7 @@ static void draw_taps(tu_rng *r, tu_problem *tp, conv_op_t *op, int wide)
     tu_problem_init(tp, 1, tu_range(r, 1, 3), random_channels(r, wide ? 140 : 70),
                     random_channels(r, wide ? 140 : 70), in, kernel);
     tp->p.dilation[0] = d;
+    tp->p.channels_last = tu_chance(r, 50);
     tp->desc_pad_begin[0] = tu_chance(r, 30) ? reach : tu_range(r, 0, reach + 3);
     tp->desc_pad_end[0] = tu_chance(r, 30) ? 0 : tu_range(r, 0, reach + 3);
     tp->bias = *op != CONV_OP_BACKWARD_DATA && tu_chance(r, 50);

@@ -132,6 +132,13 @@ struct Gemm {
     // row's steps a_red floats apart within its strip (strip_w); row tiles
     // then start at multiples of kRows and stay within a strip.
     int64_t a_strip = 0;
+    // Nonzero: A's reduction runs in segments of a_seg steps, the pointer
+    // moved a further a_jump floats after each (a channels-last 1-D
+    // convolution's taps: a tap's channels, then the source row d on).
+    int64_t a_seg = 0, a_jump = 0;
+    // Nonzero: a packed panel's rows, when the pass reads a part of them
+    // (R of them from the pointer it is given); else R.
+    int64_t panel_rows = 0;
     // A 1-D convolution's source unfolded as the panels are packed: B's
     // rows (forward and backward-data, b_col == 1) or its columns
     // (backward-filter, b_red == 1) are its (channel, tap) pairs. Rows:
@@ -152,13 +159,13 @@ inline float b_value(const Gemm &m, int64_t r, int64_t j) {
     return s >= m.lo && s < m.hi ? m.b[line * (rows ? m.b_red : m.b_col) + s] : 0.0f;
 }
 
-// A 1-D convolution (channels-first, groups 1, stride 1), run as this GEMM
+// A 1-D convolution (groups 1, stride 1), run as this GEMM
 // with its taps in the reduction (Gemm::len).
 bool row_conv(const ConvGeometry &g) {
     for (int i = 0; i < 2; ++i)
         if (g.in[i] != 1 || g.out[i] != 1 || g.kernel[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0)
             return false;
-    return g.stride[2] == 1 && g.groups == 1 && g.layout != CONV_LAYOUT_CHANNELS_LAST;
+    return g.stride[2] == 1 && g.groups == 1;
 }
 // Its taps (a 1x1's: 1).
 int64_t taps_of(const ConvGeometry &g) { return g.kernel[2]; }
@@ -187,6 +194,7 @@ struct Plan {
     int64_t chunk, chunks;            // backward-filter: positions per chunk, chunks per image
     int64_t a_ld;                     // channels-last backward-filter: dy's copy, floats a position
     bool swapped;                     // channels-last backward-filter as dW^T = x^T dy, a block at a time
+    bool last_taps;                   // channels-last 1-D forward and backward-data (run_last_taps)
 };
 
 // Backward-filter: dW (K x C), or dW^T (`swapped`), is split into column
@@ -344,6 +352,22 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
             p.slot_bytes = (size_t)checked_mul(R, round_up(std::max(p.cols, p.last_cols), panel) * 4, "workspace");
         return p;
     }
+    if (!g.is_pointwise()) {
+        // Channels-last 1-D: per image, rows are positions, columns
+        // channels, the reduction (tap, channel) pairs; B (from W) packed
+        // once. An item is a block of an image's rows.
+        p.last_taps = true;
+        p.rows = std::max<int64_t>(rows_tile, kRowBlockBytes / (4 * R) / rows_tile * rows_tile);
+        p.row_blocks = ceil_div(P, p.rows);
+        if (g.n * p.row_blocks < 4 * threads) {  // an even share per thread
+            p.rows = std::max<int64_t>(rows_tile, round_up(ceil_div(P, ceil_div(4 * threads, g.n)), rows_tile));
+            p.row_blocks = ceil_div(P, p.rows);
+        }
+        p.cols = outc, p.col_blocks = 1;
+        p.items = g.n * p.row_blocks;
+        p.shared_bytes = (size_t)checked_mul(R, round_up(outc, panel) * 4, "workspace");
+        return p;
+    }
     // Channels-last: rows are the positions of all images, columns channels,
     // B (from W) packed once. An item is a block of rows, whose A stays in
     // L2 while its panels pass; with few rows, one block of rows and the
@@ -375,7 +399,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
 // one to four useful lanes (a 7x7 plane's 49th position: a quarter of
 // 512->2048's forward on AVX-512, 15% on AVX2). Its columns are then packed
 // whole, one after the other, instead of as panel steps.
-bool dot_tail(const Gemm &m, int64_t width) { return width <= kDotColumns && m.a_red == 1; }
+bool dot_tail(const Gemm &m, int64_t width) { return width <= kDotColumns && m.a_red == 1 && !m.a_seg; }
 
 // B's columns [q0, q0 + width) as dot_tile's: column jj at dst + jj * R.
 void pack_dot_columns(const Gemm &m, int64_t q0, int64_t width, float *dst) {
@@ -619,6 +643,11 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
         }
     }
     const int64_t b_step = m.b_red;
+    if (m.a_seg)  // segments (a_seg, a_jump)
+        for (int64_t s0 = 0; s0 < m.R; s0 += m.a_seg, a += m.a_jump)
+#pragma GCC unroll 4
+            for (const int64_t end = std::min(m.R, s0 + m.a_seg); r < end; ++r)
+                tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
 #pragma GCC unroll 4
     for (; r < m.R; ++r) tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
     // The epilogue reads the Gemm once: stores to out may alias it, so read
@@ -769,7 +798,7 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
                                          const float *panels, bool rows_inner, CoPack *cp) {
     const auto &tiles = !panels ? kInPlaceTiles : cp ? kCopyTiles : kTiles;
     walk_block(i0, i1, j0, j1, rows_inner, kRows, kPanel, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
-        const float *panel = panels ? panels + (q0 - j0) * m.R : m.b + q0;
+        const float *panel = panels ? panels + (q0 - j0) * (m.panel_rows ? m.panel_rows : m.R) : m.b + q0;
         if (panels && dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
         const int64_t vecs = ceil_div(cols, 16);
         tiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)), cp);
@@ -1113,6 +1142,88 @@ CONV_TARGET_AVX512 void swapped_filter(const ConvArgs &args, const Plan &p, int6
         for (int64_t c = 0; c < rows; ++c) dw[(j0 + k) * C + i0 + c] = sums[c * cols + k];
 }
 
+// W's panels for a channels-last 1-D pass (Plan::last_taps), W in the
+// channels-last filter layout K x T x C: reduction row r = (t, c') of the
+// pass's source channels c', column j of the channels it writes; forward
+// B(r, j) = W[j][t][c'] (16 columns a gather), backward-data B(r, j) =
+// W[c'][t][j] (a row of W). Panels [q0, q1).
+CONV_TARGET_AVX512 void pack_taps_w_avx512(const ConvGeometry &g, bool fwd, const float *w, int64_t q0, int64_t q1,
+                                           float *dst) {
+    const int64_t T = g.kernel[2], C = g.c, K = g.k, src = fwd ? C : K, N = fwd ? K : C, R = src * T;
+    const __m512i filters = _mm512_mullo_epi32(_mm512_set1_epi32((int)(T * C)),
+                                               _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    for (int64_t q = q0; q < q1; ++q)
+        for (int64_t r = 0; r < R; ++r) {
+            const int64_t t = r / src, c = r % src;
+            for (int v = 0; v < kVecs; ++v) {
+                const int64_t j0 = q * kPanel + 16 * v;
+                const __mmask16 valid = first_lanes(N - j0);
+                __m512 column = _mm512_setzero_ps();
+                if (valid && fwd)
+                    column = _mm512_mask_i32gather_ps(column, valid, filters, w + (j0 * T + t) * C + c, 4);
+                else if (valid)
+                    column = _mm512_maskz_loadu_ps(valid, w + (c * T + t) * C + j0);
+                _mm512_store_ps(dst + (q * R + r) * kPanel + 16 * v, column);
+            }
+        }
+}
+
+// A channels-last 1-D forward or backward-data pass (Plan::last_taps):
+// per image y (P x K) = A B, A's row i the source rows i + t * step +
+// shift, tap by tap (segments of the source's channels, Gemm::a_seg), B
+// W's panels. A row whose taps reach before or past the source reads only
+// the taps that land in it: rows are run in ranges of equal valid taps,
+// each range reading those taps' rows of the panels.
+CONV_TARGET_AVX512 void run_last_taps(const ConvArgs &args, const Plan &p, float *panels, ThreadPool &pool,
+                                      int threads) {
+    const ConvGeometry &g = *args.g;
+    const bool fwd = args.op == CONV_OP_FORWARD;
+    const int64_t T = g.kernel[2], d = g.dilation[2], pad = g.pad_begin[2];
+    const int64_t X = g.in_size(), P = g.out_size();
+    const int64_t src_c = fwd ? g.c : g.k, N = fwd ? g.k : g.c, R = src_c * T;
+    const int64_t rows = fwd ? P : X, src_len = fwd ? X : P;  // positions written; the source's
+    const int64_t step = fwd ? d : -d, shift = fwd ? -pad : pad;
+    const float *w = static_cast<const float *>(args.w);
+    const int64_t panel_count = ceil_div(N, kPanel);
+    const int64_t parts = std::min<int64_t>(threads, panel_count);
+    pool.parallel_for(
+        parts,
+        [&](int64_t b, int) { pack_taps_w_avx512(g, fwd, w, panel_count * b / parts, panel_count * (b + 1) / parts, panels); },
+        threads);
+    const float *src = static_cast<const float *>(fwd ? args.x : args.y);
+    float *out = static_cast<float *>(fwd ? args.y : args.x);
+    const float *bias = fwd ? static_cast<const float *>(args.bias) : nullptr;
+    const bool relu = fwd && g.activation == CONV_ACTIVATION_RELU;
+    // The taps [ta, tb) whose source row lands in [0, src_len) from row i.
+    auto valid_taps = [&](int64_t i) {
+        int64_t ta = T, tb = 0;
+        for (int64_t t = 0; t < T; ++t) {
+            const int64_t at = i + t * step + shift;
+            if (at >= 0 && at < src_len) ta = std::min(ta, t), tb = t + 1;
+        }
+        return ta < tb ? std::pair<int64_t, int64_t>{ta, tb} : std::pair<int64_t, int64_t>{0, 0};
+    };
+    pool.parallel_for(
+        p.items,
+        [&](int64_t item, int) {
+            const int64_t n = item / p.row_blocks, i0 = item % p.row_blocks * p.rows, i1 = std::min(rows, i0 + p.rows);
+            const float *image = src + n * src_len * src_c;
+            for (int64_t a = i0; a < i1;) {
+                const auto taps = valid_taps(a);
+                int64_t b = a + 1;
+                while (b < i1 && valid_taps(b) == taps) ++b;
+                // Row i's first tap reads source row i + ta * step + shift.
+                Gemm m{image + (taps.first * step + shift) * src_c, src_c, 1, nullptr, 0, 0,
+                       out + n * rows * N, N, false, rows, N, (taps.second - taps.first) * src_c,
+                       bias, false, relu, false};
+                m.a_seg = src_c, m.a_jump = (step - 1) * src_c, m.panel_rows = R;
+                run_block_avx512(m, a, b, 0, N, panels + taps.first * src_c * kPanel, true, nullptr);
+                a = b;
+            }
+        },
+        threads);
+}
+
 #endif
 
 }  // namespace
@@ -1205,6 +1316,25 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
 bool pw_avx512_covers_taps(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
     if (g.is_pointwise() || !row_conv(g)) return false;
+    if (g.layout == CONV_LAYOUT_CHANNELS_LAST && op == CONV_OP_BACKWARD_FILTER) return false;
+    // Channels-first, B (the unfolded source) is packed per call for each
+    // panel of the GEMM's rows: onto fewer than 32 of them (the channels
+    // the pass writes, dW's filters) im2col's unfolded tile and GEMM are
+    // faster (batch 4, 1 thread, against im2col before: 3->32 on 1000
+    // samples backward-data, 3 rows, 0.30x; 16->16 on 100 0.87-0.96x).
+    if (g.layout != CONV_LAYOUT_CHANNELS_LAST && (op == CONV_OP_BACKWARD_DATA ? g.c : g.k) < 32) return false;
+    // Channels-last, W's panels are made per call (gathered across its
+    // filters for the forward) and a row tile sums the whole reduction from
+    // one panel. 1 thread, forced, against im2col before: over fewer than
+    // 256 positions (all images') it lost (512->512 on 16 samples
+    // 0.47-0.48x, 256->256 on 64 0.87-0.95x, 64->64 on 8 0.44-0.65x), from
+    // 400 it won 1.3-2.9x (16->16 on 100 samples at batch 4, 64->64 on
+    // 256, 3->32 on 1000); over a reduction of 1536 (512 channels x 3
+    // taps, a 288 KiB panel) it lost 0.75x, at 640-768 1.0-1.26x.
+    if (g.layout == CONV_LAYOUT_CHANNELS_LAST &&
+        (g.n * (op == CONV_OP_BACKWARD_DATA ? g.in_size() : g.out_size()) < 256 ||
+         (op == CONV_OP_BACKWARD_DATA ? g.k : g.c) * g.kernel[2] > 1024))
+        return false;
     return g.n > 0 && g.c > 0 && g.k > 0 && g.in_size() > 0 && g.out_size() > 0;
 }
 
@@ -1366,6 +1496,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             threads);
         return;
     }
+    if (p.last_taps) return run_last_taps(args, p, scratch, pool, threads);
     if (p.last) {
         const Gemm m = pass_gemm(args, 0, p);
         const int64_t panels = ceil_div(m.N, panel_width());
