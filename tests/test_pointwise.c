@@ -227,8 +227,8 @@ static void test_swapped_backward_filter(void **state)
  * into its panels (forward and backward-data: B's rows; backward-filter:
  * its columns, over chunks of positions), channels-last forward and
  * backward-data as A's rows read tap by tap, in ranges of rows with the same
- * taps inside the source (channels-last backward-filter is the OpenBLAS
- * path): both layouts, 1-6 taps (one tap padded), dilation 1-3 or far apart (up to 40, past a
+ * taps inside the source, backward-filter as dW^T = x^T dy, each tap's rows
+ * over the positions its source lies in: both layouts, 1-6 taps (one tap padded), dilation 1-3 or far apart (up to 40, past a
  * panel), padding at either end from none to past the taps' reach (rows of
  * a panel all padding), lengths around the 48-column panel and a few
  * panels long (a last panel of dot-product columns), channel counts around

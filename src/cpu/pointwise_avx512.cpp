@@ -218,7 +218,9 @@ Plan filter_plan(const ConvGeometry &g, int threads) {
     // alternated runs: 64->256 on 4096 samples 1.11x (WaveNet's skip),
     // 64->128 56x56 1.12x, 64->256 56x56 1.09x, 32->128 1.05-1.15x, 16->128
     // 1.35x, 64->512 28x28 even; from 128 channels 0.96-0.97x.
-    p.swapped = p.last && g.is_pointwise() && cpu_isa() == Isa::avx512 && K >= 128 && C <= 64;
+    // A channels-last 1-D layer's always (only this form unfolds its taps:
+    // dW^T's rows are (tap, channel) pairs).
+    p.swapped = p.last && cpu_isa() == Isa::avx512 && (!g.is_pointwise() || (K >= 128 && C <= 64));
     if (p.swapped) std::swap(C, K);
     const int64_t panels = ceil_div(C, panel);
     const int64_t col_parts = panels >= threads ? threads : 1;
@@ -1119,27 +1121,47 @@ Gemm filter_gemm(const ConvArgs &args, int64_t n, int64_t q0, int64_t len, bool 
             accumulate};
 }
 
-// Channels-last backward-filter's item as dW^T (C x K) = x^T dy: rows
-// [i0, i1) of channels, columns [j0, j1) of filters, summed over all
-// positions into `sums` (the item's block of dW^T, rows x cols), then
-// written into dW transposed.
+// Channels-last backward-filter's item as dW^T (C*T x K) = x^T dy: rows
+// [i0, i1) of (tap, channel) pairs, columns [j0, j1) of filters, summed
+// into `sums` (the item's block of dW^T, rows x cols, zeroed first) image
+// by image over chunks of positions, then written into dW (K x T x C)
+// transposed. Per chunk dy's rows are packed once; each tap's rows read x
+// from their shift on, over the positions whose source lies inside x (a
+// pointwise layer: one tap, all of them).
 CONV_TARGET_AVX512 void swapped_filter(const ConvArgs &args, const Plan &p, int64_t item, float *panels, float *sums) {
     const ConvGeometry &g = *args.g;
-    const int64_t C = g.c, K = g.k, total = g.n * g.out_size();
-    const int64_t i0 = item % p.row_blocks * p.rows, i1 = std::min(C, i0 + p.rows);
+    const int64_t C = g.c, K = g.k, T = g.kernel[2], CT = C * T, X = g.in_size(), P = g.out_size();
+    const int64_t d = g.dilation[2], pad = g.pad_begin[2];
+    // A pointwise layer's images are one run of positions (the chunks as
+    // filter_plan counted them); a 1-D layer's, image by image.
+    const bool pointwise = g.is_pointwise();
+    const int64_t images = pointwise ? 1 : g.n, run = pointwise ? g.n * P : P, source = pointwise ? g.n * X : X;
+    const int64_t i0 = item % p.row_blocks * p.rows, i1 = std::min(CT, i0 + p.rows);
     const int64_t j0 = item / p.row_blocks * p.cols, j1 = std::min(K, j0 + p.cols);
     const int64_t rows = i1 - i0, cols = j1 - j0;
     const float *x = static_cast<const float *>(args.x), *dy = static_cast<const float *>(args.y);
-    for (int64_t q0 = 0; q0 < total; q0 += p.chunk) {
-        const int64_t len = std::min(p.chunk, total - q0);
-        const Gemm m{x + q0 * C + i0, 1, C, dy + q0 * K + j0, K, 1, sums, cols, false, rows, cols, len,
-                     nullptr, false, false, q0 > 0};
-        pack_panels_avx512(m, 0, cols, panels);
-        run_block_avx512(m, 0, rows, 0, cols, panels, false, nullptr);
-    }
+    std::fill(sums, sums + rows * cols, 0.0f);
+    for (int64_t n = 0; n < images; ++n)
+        for (int64_t q0 = 0; q0 < run; q0 += p.chunk) {
+            const int64_t len = std::min(p.chunk, run - q0);
+            const float *dy_rows = dy + (n * run + q0) * K + j0;
+            pack_panels_avx512(Gemm{nullptr, 0, 0, dy_rows, K, 1, nullptr, 0, false, 0, cols, len, nullptr, false, false, false},
+                               0, cols, panels);
+            for (int64_t t = i0 / C; t * C < i1; ++t) {
+                const int64_t c0 = std::max(i0, t * C) - t * C, c1 = std::min(i1, (t + 1) * C) - t * C;
+                // Positions l whose source l + t * d - pad lies in x.
+                const int64_t shift = t * d - pad;
+                const int64_t lo = std::max(q0, -shift), hi = std::min(q0 + len, source - shift);
+                if (hi <= lo) continue;
+                Gemm m{x + (n * source + lo + shift) * C + c0, 1, C, nullptr, 0, 0, sums + (t * C + c0 - i0) * cols, cols,
+                       false, c1 - c0, cols, hi - lo, nullptr, false, false, true};
+                m.panel_rows = len;
+                run_block_avx512(m, 0, c1 - c0, 0, cols, panels + (lo - q0) * kPanel, false, nullptr);
+            }
+        }
     float *dw = static_cast<float *>(args.w);
     for (int64_t k = 0; k < cols; ++k)
-        for (int64_t c = 0; c < rows; ++c) dw[(j0 + k) * C + i0 + c] = sums[c * cols + k];
+        for (int64_t r = 0; r < rows; ++r) dw[(j0 + k) * CT + i0 + r] = sums[r * cols + k];
 }
 
 // W's panels for a channels-last 1-D pass (Plan::last_taps), W in the
@@ -1316,7 +1338,6 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
 bool pw_avx512_covers_taps(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
     if (g.is_pointwise() || !row_conv(g)) return false;
-    if (g.layout == CONV_LAYOUT_CHANNELS_LAST && op == CONV_OP_BACKWARD_FILTER) return false;
     // Channels-first, B (the unfolded source) is packed per call for each
     // panel of the GEMM's rows: onto fewer than 32 of them (the channels
     // the pass writes, dW's filters) im2col's unfolded tile and GEMM are
@@ -1354,6 +1375,14 @@ bool pw_avx512_taps_win(const ConvGeometry &g, conv_op_t op) {
     if (!pw_avx512_covers_taps(g, op)) return false;
     const int64_t channels = std::min(g.c, g.k);
     const int64_t positions = op == CONV_OP_BACKWARD_DATA ? g.in_size() : g.out_size();
+    // Channels-last backward-filter (dW^T = x^T dy, tap by tap), against
+    // direct_avx512 (AUTO's choice before for 3+ taps), 1 thread, 3
+    // alternated runs: between 32 and 64 channels 1.13-1.28x (64->64 on
+    // 4096 and 1024 samples, 32->32 on 1000, 5 taps on 2048), 128->128 on
+    // 512 0.90x, 16->16 9 taps 0.93x. Two taps went to im2col before
+    // (WaveNet's 64->128: 1.25-1.28x over it).
+    if (op == CONV_OP_BACKWARD_FILTER && g.layout == CONV_LAYOUT_CHANNELS_LAST)
+        return channels >= 32 && std::max(g.c, g.k) <= 64 && channels * positions >= 32 * 1000;
     if (op == CONV_OP_BACKWARD_FILTER)
         return channels >= 32 && (g.kernel[2] == 2 || positions >= 16000) && channels * positions >= 256 * 1024;
     return channels >= 32 && channels * positions >= 64 * 1024;
