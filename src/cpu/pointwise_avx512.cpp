@@ -27,6 +27,13 @@
 //   bwd-filter, channels-last   dy read across (K apart) x (N*P x C), per chunk of positions
 //     (from up to 64 channels onto 128+ filters: dW^T = x^T dy, x read across, dy's rows packed)
 //
+// 1-D convolutions at stride 1 (im2col_gemm's, pw_avx512_covers_taps) are
+// the same GEMMs with (channel, tap) pairs in the reduction: channels-first
+// B's rows (forward, backward-data) or dW's columns (backward-filter) are
+// unfolded as the panels are packed, the padding masked off; channels-last
+// A's rows are read a tap's channels at a time, rows run in ranges of equal
+// valid taps, and backward-filter is dW^T = x^T dy tap by tap.
+//
 // Channels-first backward-data on small planes computes dx transposed (rows
 // are positions, columns channels): W is then B, packed once per call as a
 // plain copy of its rows (for a batch of one or two, each block's copy
@@ -159,8 +166,9 @@ inline float b_value(const Gemm &m, int64_t r, int64_t j) {
     return s >= m.lo && s < m.hi ? m.b[line * (rows ? m.b_red : m.b_col) + s] : 0.0f;
 }
 
-// A 1-D convolution (groups 1, stride 1), run as this GEMM
-// with its taps in the reduction (Gemm::len).
+// A 1-D convolution (groups 1, stride 1), run as this GEMM with its taps in
+// the reduction (channels-first: Gemm::unfold; channels-last: Gemm::a_seg,
+// and dW^T's rows).
 bool row_conv(const ConvGeometry &g) {
     for (int i = 0; i < 2; ++i)
         if (g.in[i] != 1 || g.out[i] != 1 || g.kernel[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0)
