@@ -1383,14 +1383,20 @@ bool pw_avx512_taps_win(const ConvGeometry &g, conv_op_t op) {
     if (!pw_avx512_covers_taps(g, op)) return false;
     const int64_t channels = std::min(g.c, g.k);
     const int64_t positions = op == CONV_OP_BACKWARD_DATA ? g.in_size() : g.out_size();
-    // Channels-last backward-filter (dW^T = x^T dy, tap by tap), against
-    // direct_avx512 (AUTO's choice before for 3+ taps), 1 thread, 3
-    // alternated runs: between 32 and 64 channels 1.13-1.28x (64->64 on
-    // 4096 and 1024 samples, 32->32 on 1000, 5 taps on 2048), 128->128 on
-    // 512 0.90x, 16->16 9 taps 0.93x. Two taps went to im2col before
-    // (WaveNet's 64->128: 1.25-1.28x over it).
-    if (op == CONV_OP_BACKWARD_FILTER && g.layout == CONV_LAYOUT_CHANNELS_LAST)
-        return channels >= 32 && std::max(g.c, g.k) <= 64 && channels * positions >= 32 * 1000;
+    // Channels-last (forced against AUTO's choice before, direct_avx512 for
+    // 3+ taps, 1 thread, 3 alternated runs): forward and backward-data from
+    // or onto 32+ channels, 32->32 on 1000 samples 1.26-1.30x, 80->80 on
+    // 300 backward-data 1.20x, 128->128 1.10x, 16->64 on 8000 1.34x (its
+    // forward even), 64->64 on 4096 1.16-1.19x; not 16->16 (9 taps on 2000:
+    // 0.89-0.94x). Backward-filter (dW^T = x^T dy, tap by tap) up to 96
+    // channels: 16->64 on 8000 1.84x, 64->64 on 4096 1.21x, on 1024 1.13x,
+    // 32->32 5 taps on 2048 1.28x, 80->80 on 300 1.08x; 128->128 0.87-0.92x,
+    // 16->16 0.92x. (Two taps went to im2col before: WaveNet's 64->128
+    // 1.25-1.37x over it in every pass.)
+    if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
+        const int64_t widest = std::max(g.c, g.k);
+        return widest >= 32 && (op != CONV_OP_BACKWARD_FILTER || widest <= 96);
+    }
     if (op == CONV_OP_BACKWARD_FILTER)
         return channels >= 32 && (g.kernel[2] == 2 || positions >= 16000) && channels * positions >= 256 * 1024;
     return channels >= 32 && channels * positions >= 64 * 1024;
