@@ -166,17 +166,15 @@ inline float b_value(const Gemm &m, int64_t r, int64_t j) {
     return s >= m.lo && s < m.hi ? m.b[line * (rows ? m.b_red : m.b_col) + s] : 0.0f;
 }
 
-// A 1-D convolution (groups 1, stride 1), run as this GEMM with its taps in
-// the reduction (channels-first: Gemm::unfold; channels-last: Gemm::a_seg,
-// and dW^T's rows).
+// A 1-D convolution (groups 1, stride 1), run as this GEMM with its taps
+// (g.kernel[2]; a 1x1's: 1) in the reduction (channels-first: Gemm::unfold;
+// channels-last: Gemm::a_seg, and dW^T's rows).
 bool row_conv(const ConvGeometry &g) {
     for (int i = 0; i < 2; ++i)
         if (g.in[i] != 1 || g.out[i] != 1 || g.kernel[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0)
             return false;
     return g.stride[2] == 1 && g.groups == 1;
 }
-// Its taps (a 1x1's: 1).
-int64_t taps_of(const ConvGeometry &g) { return g.kernel[2]; }
 
 // Rows in a strip of A (strip_w): a 64-byte line of each of W's rows.
 constexpr int64_t kStrip = 16;
@@ -214,7 +212,7 @@ Plan filter_plan(const ConvGeometry &g, int threads) {
     p.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
     // C: the GEMM's columns, dW's (channels x taps); K: its rows, dW's
     // filters -- or, swapped, dW^T's.
-    int64_t C = g.c * taps_of(g), K = g.k;
+    int64_t C = g.c * g.kernel[2], K = g.k;
     const int64_t positions = p.last ? checked_mul(g.n, g.out_size(), "positions") : g.out_size();
     if (g.n <= 0 || positions <= 0 || C <= 0 || K <= 0) return p;
     // Channels-last from at most 64 channels onto 128+ filters: dW^T = x^T
@@ -279,7 +277,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
     // P: the positions the pass writes; R: the reduction (input channels
     // of the pass, times the taps of a 1-D convolution); outc: the channels
     // it writes.
-    const int64_t taps = taps_of(g);
+    const int64_t taps = g.kernel[2];
     const int64_t P = fwd ? g.out_size() : g.in_size(), R = (fwd ? g.c : g.k) * taps, outc = fwd ? g.k : g.c;
     Plan p{};
     p.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
@@ -540,13 +538,10 @@ CONV_TARGET_AVX512 void strip_rows_avx512(const float *w, int64_t K, int64_t C, 
         for (int64_t q = 0; q < strips; ++q) {
             const __mmask16 lanes = first_lanes(C - q * kStrip);
             const float *from = w + (k * C + q * kStrip) * taps;
-            if (taps == 1) {
-                _mm512_storeu_ps(ws + (q * K + k) * kStrip, _mm512_maskz_loadu_ps(lanes, from));
-                continue;
-            }
             for (int64_t t = 0; t < taps; ++t)
                 _mm512_storeu_ps(ws + (q * rows + k * taps + t) * kStrip,
-                                 _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, apart, from + t, 4));
+                                 taps == 1 ? _mm512_maskz_loadu_ps(lanes, from)
+                                           : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, apart, from + t, 4));
         }
 }
 
@@ -556,7 +551,7 @@ void strip_w(const ConvGeometry &g, const float *w, float *ws, ThreadPool &pool,
     pool.parallel_for(
         blocks,
         [&](int64_t b, int) {
-            strip_rows_avx512(w, g.k, g.c, taps_of(g), g.k * b / blocks, g.k * (b + 1) / blocks, ws);
+            strip_rows_avx512(w, g.k, g.c, g.kernel[2], g.k * b / blocks, g.k * (b + 1) / blocks, ws);
         },
         threads);
 }
@@ -1467,11 +1462,11 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         pool.parallel_for(
             p.items,
             [&](int64_t item, int s) {
-                const int64_t i0 = item % p.row_blocks * p.rows, i1 = std::min(g.k, i0 + p.rows);
-                const int64_t j0 = item / p.row_blocks * p.cols, j1 = std::min(g.c * taps_of(g), j0 + p.cols);
                 float *panels = scratch + (size_t)s * slot_floats;
                 float *dy_rows = panels + p.chunk * round_up(p.cols, panel_width());
                 if (p.swapped) return swapped_filter(args, p, item, panels, dy_rows);
+                const int64_t i0 = item % p.row_blocks * p.rows, i1 = std::min(g.k, i0 + p.rows);
+                const int64_t j0 = item / p.row_blocks * p.cols, j1 = std::min(g.c * g.kernel[2], j0 + p.cols);
                 for (int64_t n = 0; n < images; ++n)
                     for (int64_t q0 = 0; q0 < total; q0 += p.chunk) {
                         const int64_t len = std::min(p.chunk, total - q0);

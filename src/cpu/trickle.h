@@ -51,11 +51,11 @@ public:
     DestinationLines(const float *first, int64_t row_step, int64_t plane, int64_t rows, int64_t channels, int64_t len,
                      int64_t steps)
         : first_(first), row_step_(row_step), plane_(plane), channels_(std::max<int64_t>(channels, 1)),
-          bytes_(len * (int64_t)sizeof(float)), total_(rows * channels),
+          bytes_(len * (int64_t)sizeof(float)), rows_(channels > 0 ? rows : 0),
           per_step_(ceil_div(rows * channels, std::max<int64_t>(steps, 1))) {}
     // Row (r, m) walked as counters, not divided out per row.
     CONV_TARGET_PRFCHW void step() {
-        for (int64_t i = 0; i < per_step_ && next_ < total_; ++i, ++next_) {
+        for (int64_t i = 0; i < per_step_ && row_ < rows_; ++i) {
             const char *at = reinterpret_cast<const char *>(first_ + row_ * row_step_ + m_ * plane_);
             for (const char *line = reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63});
                  line < at + bytes_; line += 64)
@@ -66,8 +66,8 @@ public:
 
 private:
     const float *first_ = nullptr;
-    int64_t row_step_ = 0, plane_ = 0, channels_ = 1, bytes_ = 0, total_ = 0, per_step_ = 0, next_ = 0;
-    int64_t row_ = 0, m_ = 0;  // next_ = row_ * channels_ + m_
+    int64_t row_step_ = 0, plane_ = 0, channels_ = 1, bytes_ = 0, rows_ = 0, per_step_ = 0;
+    int64_t row_ = 0, m_ = 0;  // the next row: (row_, m_)
 };
 
 }  // namespace conv::cpu
