@@ -36,9 +36,9 @@
 //
 // Channels-first backward-data on small planes computes dx transposed (rows
 // are positions, columns channels): W is then B, packed once per call as a
-// plain copy of its rows (for a batch of one or two, each block's copy
-// rides on the previous block's tiles, CoPack), and each tile's sums are
-// scattered into dx's channel rows. Otherwise, on AVX-512, it is the
+// plain copy of its rows (for a batch of up to four, a block of W's rows
+// at a time into an L1 buffer, under the previous block's tiles:
+// run_w_blocks), and each tile's sums are scattered into dx's channel rows. Otherwise, on AVX-512, it is the
 // forward's GEMM with W^T in W's place, as strips of 16 of W's columns
 // (strip_w). A plan may prepare what is made of W per call (W's panels, or
 // its strips) once: pw_avx512_prepare_weights.
@@ -87,13 +87,16 @@ constexpr int64_t kRowBlockBytes = 128 << 10;  // A rows a channels-last item wa
 // 16-column panel per 48).
 constexpr int64_t kTransposedBelow = 100;
 constexpr int64_t kTransposedChannels = 256;
-// The transposed backward-data copies the next block's panels during a
-// block's tiles (CoPack) for batches up to this size. 1 thread, 5
-// alternated rounds, against packing each block before its tiles (512->2048,
-// 2048->512, 1024->1024, 512->1024 7x7): batch 1 1.08-1.18x, batch 2
-// 0.99-1.11x, batch 4 1.00x, batch 8 0.96-1.01x (the copy is then a small
-// share, and the tiles it rides on were slowed more than it saved).
-constexpr int64_t kCopyingImages = 2;
+// The transposed backward-data on up to kBlockedImages images takes W
+// kBlockSteps rows at a time into an L1 buffer (run_w_blocks) instead of
+// copying it whole into panels. 1 thread, 3 alternated rounds, 512->1024,
+// 1024->1024, 512->2048, 2048->512 7x7, against the whole copy made under
+// the tiles (CoPack): batch 1 1.06-1.18x (2 threads 1.08-1.19x), batch 2
+// 1.01-1.17x, batch 4 1.07x, batch 8 even (0.97-1.04x). 48-64 steps a
+// block measured best (32 0.98x, 16 0.86x, 96-128 0.97-0.99x): the two
+// blocks, the sums and dy's rows of a block then fill 46 KiB of L1.
+constexpr int64_t kBlockSteps = 64;
+constexpr int64_t kBlockedImages = 4;
 // The widest last panel computed as dot products (dot_tail below).
 constexpr int64_t kDotColumns = 4;
 // Channels-first per image, B (x, or dy) is read in place, not packed,
@@ -190,7 +193,7 @@ struct Plan {
     bool transposed;    // channels-first backward-data on a small plane: dx^T = dy^T W
     bool w_transposed;  // channels-first backward-data otherwise (AVX-512): dx = W^T dy, W^T in strips made first
     bool last_by_image;  // channels-last forward on small planes (AVX2): y^T = W x^T per image
-    bool copies_ahead;  // transposed, AVX-512, few images: a block's tiles copy the next block's panels
+    bool w_blocks;      // transposed, AVX-512, few images: W taken a block of rows at a time (run_w_blocks)
     bool b_in_place;    // channels-first per image, AVX-512, a short reduction: B read as it lies
     int64_t cols;       // columns (B panels) per item
     int64_t last_cols;  // channels-first per image: the last column block's width
@@ -294,9 +297,10 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.col_blocks = ceil_div(outc, p.cols);
         p.rows = P, p.row_blocks = 1;
         p.items = p.col_blocks;
-        // Copying ahead, two blocks' panels a thread: one read, the next being copied.
-        p.copies_ahead = cpu_isa() == Isa::avx512 && g.n <= kCopyingImages;
-        p.slot_bytes = (size_t)checked_mul(R, p.cols * (p.copies_ahead ? 8 : 4), "workspace");
+        p.slot_bytes = (size_t)checked_mul(R, p.cols * 4, "workspace");
+        p.w_blocks = cpu_isa() == Isa::avx512 && g.n <= kBlockedImages;
+        if (p.w_blocks)  // two blocks of W's rows and the sums (run_w_blocks), or the panels if prepared
+            p.slot_bytes = std::max(p.slot_bytes, (size_t)checked_mul(2 * kBlockSteps + g.n * P, kPanel * 4, "workspace"));
         return p;
     }
     // Channels-last forward onto few positions (AVX2) as the channels-first
@@ -407,7 +411,10 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
 // one to four useful lanes (a 7x7 plane's 49th position: a quarter of
 // 512->2048's forward on AVX-512, 15% on AVX2). Its columns are then packed
 // whole, one after the other, instead of as panel steps.
-bool dot_tail(const Gemm &m, int64_t width) { return width <= kDotColumns && m.a_red == 1 && !m.a_seg; }
+// With A in strips (a_strip) the same columns are strip_tail_tile's.
+bool dot_tail(const Gemm &m, int64_t width) {
+    return width <= kDotColumns && (m.a_red == 1 || m.a_strip) && !m.a_seg;
+}
 
 // B's columns [q0, q0 + width) as dot_tile's: column jj at dst + jj * R.
 void pack_dot_columns(const Gemm &m, int64_t q0, int64_t width, float *dst) {
@@ -556,44 +563,29 @@ void strip_w(const ConvGeometry &g, const float *w, float *ws, ThreadPool &pool,
         threads);
 }
 
-// The next block's panels of B (rows b_red apart, b_col == 1: W of the
-// transposed backward-data) copied a row at a time between a block's tile
-// steps: pack_panels_avx512's copy, its loads' waits on L3 hidden behind the
-// FMAs instead of ahead of them.
+// A block of rows of B (b_red apart, b_col == 1: W of the transposed
+// backward-data) copied into a panel's steps a row at a time between tile
+// steps (run_w_blocks): its loads' waits on L3 hidden behind the FMAs
+// instead of ahead of them.
 struct CoPack {
-    const float *b;     // B
-    int64_t b_red, N;   // B's row stride, its columns
-    int64_t R;          // rows of a panel (the reduction)
-    float *dst;         // the next row's place ([panel][R][kPanel], contiguous)
-    int64_t col, row;   // the panel's first column; its next row
-    int64_t left;       // rows still to copy, all panels
-    __mmask16 lanes[kVecs];
-
-    void start_panel() {
-        for (int v = 0; v < kVecs; ++v) lanes[v] = first_lanes(std::clamp<int64_t>(N - col - 16 * v, 0, 16));
-    }
+    const float *b;        // B's first row to copy, at the panel's first column
+    int64_t b_red;         // B's row stride
+    float *dst;            // the next row's place (kPanel floats a row)
+    int64_t left;          // rows still to copy
+    int64_t ahead;         // rows of B from the next one on that may be prefetched
+    __mmask16 lanes[kVecs];  // the panel's columns
 };
-
-// Columns [j0, j1) of m's B into panels at dst, as pack_panels_avx512 would,
-// once the tiles have copied them (CoPack::left rows unless finished).
-CoPack co_pack(const Gemm &m, int64_t j0, int64_t j1, float *dst) {
-    CoPack c{m.b, m.b_red, j1, m.R, dst, j0, 0, ceil_div(j1 - j0, kPanel) * m.R, {}};
-    c.start_panel();
-    return c;
-}
 
 // Rows the copy prefetches ahead of itself (they lie b_red apart: too far
 // for the hardware prefetcher).
 constexpr int64_t kCopyAhead = 8;
 
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void copy_row(CoPack &c) {
-    const float *src = c.b + c.row * c.b_red + c.col;
-    if (c.row + kCopyAhead < c.R)
+    if (c.ahead > kCopyAhead)
         for (int v = 0; v < kVecs; ++v)
-            if (c.lanes[v]) _mm_prefetch((const char *)(src + kCopyAhead * c.b_red + 16 * v), _MM_HINT_T0);
-    for (int v = 0; v < kVecs; ++v) _mm512_store_ps(c.dst + 16 * v, _mm512_maskz_loadu_ps(c.lanes[v], src + 16 * v));
-    c.dst += kPanel, --c.left;
-    if (++c.row == c.R) c.row = 0, c.col += kPanel, c.start_panel();
+            if (c.lanes[v]) _mm_prefetch((const char *)(c.b + kCopyAhead * c.b_red + 16 * v), _MM_HINT_T0);
+    for (int v = 0; v < kVecs; ++v) _mm512_store_ps(c.dst + 16 * v, _mm512_maskz_loadu_ps(c.lanes[v], c.b + 16 * v));
+    c.b += c.b_red, c.dst += kPanel, --c.left, --c.ahead;
 }
 
 CONV_TARGET_AVX512 void finish_copy(CoPack &c) {
@@ -625,36 +617,12 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void tile_step(__m512 (
     a += a_red, panel += InPlace ? b_step : kPanel;
 }
 
-// Rows [i0, i0 + MR) x columns [j0, j0 + 16 * NV) of the output from one
-// panel, the last vector's lanes limited by `tail`. Copy: a row of `cp`
-// every four steps while it has rows left. InPlace: `panel` points into B
-// (m.b at column j0), not at a packed panel.
-template <int MR, int NV, bool Copy = false, bool InPlace = false>
-CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel,
-                             __mmask16 tail, CoPack *cp = nullptr) {
-    __m512 acc[MR][NV];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
-    const float *a = a_rows(m, i0);
-    const int64_t a_row = m.a_row, a_red = m.a_red;
-    int64_t r = 0;
-    if constexpr (Copy) {
-        for (; r + 4 <= m.R; r += 4) {
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; ++u) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
-            if (cp->left > 0) copy_row(*cp);
-        }
-    }
-    const int64_t b_step = m.b_red;
-    if (m.a_seg)  // segments (a_seg, a_jump)
-        for (int64_t s0 = 0; s0 < m.R; s0 += m.a_seg, a += m.a_jump)
-#pragma GCC unroll 4
-            for (const int64_t end = std::min(m.R, s0 + m.a_seg); r < end; ++r)
-                tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
-#pragma GCC unroll 4
-    for (; r < m.R; ++r) tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
+// A tile's sums, rows [i0, i0 + MR) x columns [j0, j0 + 16 * NV) (the
+// last vector's lanes limited by `tail`), written to the output with the
+// Gemm's bias, ReLU, accumulation and layout (out_cols).
+template <int MR, int NV>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void put_tile(const Gemm &m, int64_t i0, int64_t j0,
+                                                                       __m512 (&acc)[MR][NV], __mmask16 tail) {
     // The epilogue reads the Gemm once: stores to out may alias it, so read
     // per sum its fields were loaded again after every store.
     float *const base = m.out;
@@ -697,16 +665,39 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
         }
 }
 
-using TileFn = void (*)(const Gemm &, int64_t, int64_t, const float *, __mmask16, CoPack *);
 
-template <bool Copy, bool InPlace, int... Rows>
-constexpr std::array<std::array<TileFn, kVecs>, kRows> tile_table(
-    std::integer_sequence<int, Rows...>) {
-    return {{{tile<Rows + 1, 1, Copy, InPlace>, tile<Rows + 1, 2, Copy, InPlace>, tile<Rows + 1, 3, Copy, InPlace>}...}};
+// Rows [i0, i0 + MR) x columns [j0, j0 + 16 * NV) of the output from one
+// panel, the last vector's lanes limited by `tail`. InPlace: `panel` points
+// into B (m.b at column j0), not at a packed panel.
+template <int MR, int NV, bool InPlace = false>
+CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel, __mmask16 tail) {
+    __m512 acc[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    const float *a = a_rows(m, i0);
+    const int64_t a_row = m.a_row, a_red = m.a_red;
+    int64_t r = 0;
+    const int64_t b_step = m.b_red;
+    if (m.a_seg)  // segments (a_seg, a_jump)
+        for (int64_t s0 = 0; s0 < m.R; s0 += m.a_seg, a += m.a_jump)
+#pragma GCC unroll 4
+            for (const int64_t end = std::min(m.R, s0 + m.a_seg); r < end; ++r)
+                tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
+#pragma GCC unroll 4
+    for (; r < m.R; ++r) tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
+    put_tile<MR, NV>(m, i0, j0, acc, tail);
 }
-constexpr auto kTiles = tile_table<false, false>(std::make_integer_sequence<int, kRows>{});
-constexpr auto kCopyTiles = tile_table<true, false>(std::make_integer_sequence<int, kRows>{});
-constexpr auto kInPlaceTiles = tile_table<false, true>(std::make_integer_sequence<int, kRows>{});
+
+using TileFn = void (*)(const Gemm &, int64_t, int64_t, const float *, __mmask16);
+
+template <bool InPlace, int... Rows>
+constexpr std::array<std::array<TileFn, kVecs>, kRows> tile_table(std::integer_sequence<int, Rows...>) {
+    return {{{tile<Rows + 1, 1, InPlace>, tile<Rows + 1, 2, InPlace>, tile<Rows + 1, 3, InPlace>}...}};
+}
+constexpr auto kTiles = tile_table<false>(std::make_integer_sequence<int, kRows>{});
+constexpr auto kInPlaceTiles = tile_table<true>(std::make_integer_sequence<int, kRows>{});
 
 // The sums of one dot-product tile's output (row, col) written with its
 // bias, ReLU and accumulation.
@@ -757,6 +748,68 @@ const std::array<DotTileFn, kRows> kDotTilesAvx512[kDotColumns] = {
     dot_row_avx512<3>(std::make_integer_sequence<int, kRows>{}),
     dot_row_avx512<4>(std::make_integer_sequence<int, 6>{})};
 
+// Rows [lo, hi) x columns [j0, j0 + T) of the output where A lies in
+// strips (strip_w) and the columns are dot_tile's (T of them, R floats
+// each): a strip's 16 rows are one vector of A a step, so the sums run down
+// the rows, S strips x T columns of them, every lane used (a panel of a 196-
+// position plane's last 4 columns as a 48-column tile used a quarter of its
+// lanes: 8% of 512->512 14x14's backward-data for 2% of its products).
+// Rows from the strip holding lo; those outside [lo, hi) are not written.
+template <int S, int T>
+CONV_TARGET_AVX512 void strip_tail_tile(const Gemm &m, int64_t lo, int64_t hi, int64_t j0, const float *cols) {
+    __m512 acc[S][T];
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) acc[s][t] = _mm512_setzero_ps();
+    const int64_t first = lo / kStrip * kStrip, R = m.R, a_strip = m.a_strip, a_red = m.a_red;
+    const float *a = m.a + first / kStrip * a_strip;
+    for (int64_t r = 0; r < R; ++r, a += a_red) {
+        __m512 b[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) b[t] = _mm512_set1_ps(cols[t * R + r]);
+#pragma GCC unroll 4
+        for (int s = 0; s < S; ++s) {
+            const __m512 as = _mm512_loadu_ps(a + s * a_strip);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t) acc[s][t] = _mm512_fmadd_ps(as, b[t], acc[s][t]);
+        }
+    }
+    alignas(64) float sums[kStrip];
+    for (int s = 0; s < S; ++s)
+        for (int t = 0; t < T; ++t) {
+            _mm512_store_ps(sums, acc[s][t]);
+            const int64_t row0 = first + s * kStrip;
+            for (int64_t l = std::max<int64_t>(0, lo - row0); l < kStrip && row0 + l < hi; ++l)
+                put_dot(m, row0 + l, j0 + t, sums[l]);
+        }
+}
+
+using StripTailFn = void (*)(const Gemm &, int64_t, int64_t, int64_t, const float *);
+constexpr int kTailStrips = 4;  // strips a strip_tail_tile at most
+template <int T, int... S>
+constexpr std::array<StripTailFn, kTailStrips> strip_tail_row(std::integer_sequence<int, S...>) {
+    return {{strip_tail_tile<S + 1, T>...}};
+}
+// kStripTails[T - 1][S - 1].
+const std::array<StripTailFn, kTailStrips> kStripTails[kDotColumns] = {
+    strip_tail_row<1>(std::make_integer_sequence<int, kTailStrips>{}),
+    strip_tail_row<2>(std::make_integer_sequence<int, kTailStrips>{}),
+    strip_tail_row<3>(std::make_integer_sequence<int, kTailStrips>{}),
+    strip_tail_row<4>(std::make_integer_sequence<int, kTailStrips>{})};
+
+// Rows [i0, i1) x the `cols` columns from j0 (packed as dot_tile's), A in
+// strips: kTailStrips strips at a time.
+void run_strip_tail(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t cols, const float *packed) {
+    for (int64_t lo = i0; lo < i1;) {
+        const int64_t first = lo / kStrip * kStrip;
+        const int64_t strips = std::min<int64_t>(kTailStrips, ceil_div(i1 - first, kStrip));
+        const int64_t hi = std::min(i1, first + strips * kStrip);
+        kStripTails[cols - 1][strips - 1](m, lo, hi, j0, packed);
+        lo = hi;
+    }
+}
+
 // The dot-product tiles for rows [i, i + rows) x columns [q0, q0 + cols)
 // at `panel`, in as many tiles as their registers allow.
 // most[T - 1]: the rows of a tile of T columns.
@@ -796,18 +849,77 @@ void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner,
     }
 }
 
-// cp: the next block's panels to copy between the tiles' steps, or null.
 // panels null: B read in place (b_col == 1), a last panel of few columns
 // too (no dot products: its columns are not contiguous).
 CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                                         const float *panels, bool rows_inner, CoPack *cp) {
-    const auto &tiles = !panels ? kInPlaceTiles : cp ? kCopyTiles : kTiles;
+                                         const float *panels, bool rows_inner) {
+    const auto &tiles = !panels ? kInPlaceTiles : kTiles;
+    if (panels && m.a_strip) {  // A in strips: a last few columns down the rows (strip_tail_tile)
+        const int64_t rest = (j1 - j0) % kPanel;
+        if (rest && dot_tail(m, rest)) {
+            run_strip_tail(m, i0, i1, j1 - rest, rest, panels + (j1 - rest - j0) * (m.panel_rows ? m.panel_rows : m.R));
+            j1 -= rest;
+        }
+    }
     walk_block(i0, i1, j0, j1, rows_inner, kRows, kPanel, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
         const float *panel = panels ? panels + (q0 - j0) * (m.panel_rows ? m.panel_rows : m.R) : m.b + q0;
         if (panels && dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
         const int64_t vecs = ceil_div(cols, 16);
-        tiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)), cp);
+        tiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)));
     }, m.a_strip != 0);
+}
+
+// The transposed backward-data on few images (Plan::w_blocks): W is not
+// copied whole into panels (its copy, written out and read back from L2 by
+// each row tile, was a third of 1024->1024 7x7's pass); a panel's W is
+// taken kBlockSteps rows at a time into a small buffer that stays in L1,
+// every row tile of every image runs those steps from it, and the tiles'
+// sums wait in `sums` (the panel's positions x 48, an L1 share too) for the
+// next block. The next block's rows are copied under the current block's
+// tiles (CoPack), so only an item's first block waits on its copy.
+template <int MR, int NV, bool Copy>
+CONV_TARGET_AVX512 void block_tile(const Gemm &m, int64_t i0, int64_t j0, int64_t k0, int64_t steps,
+                                   const float *block, float *sums, bool first, bool last, __mmask16 tail,
+                                   CoPack *cp) {
+    __m512 acc[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v)
+            acc[i][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(sums + (i0 + i) * kPanel + 16 * v);
+    const float *a = m.a + i0 * m.a_row + k0 * m.a_red, *panel = block;
+    const int64_t a_row = m.a_row, a_red = m.a_red;
+    int64_t r = 0;
+    if constexpr (Copy)
+        for (; r + 4 <= steps; r += 4) {
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; ++u) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
+            if (cp->left > 0) copy_row(*cp);
+        }
+#pragma GCC unroll 4
+    for (; r < steps; ++r) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
+    if (last) return put_tile<MR, NV>(m, i0, j0, acc, tail);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) _mm512_store_ps(sums + (i0 + i) * kPanel + 16 * v, acc[i][v]);
+}
+
+using BlockTileFn = void (*)(const Gemm &, int64_t, int64_t, int64_t, int64_t, const float *, float *, bool, bool,
+                             __mmask16, CoPack *);
+template <bool Copy, int... Rows>
+constexpr std::array<std::array<BlockTileFn, kVecs>, kRows> block_tile_table(std::integer_sequence<int, Rows...>) {
+    return {{{block_tile<Rows + 1, 1, Copy>, block_tile<Rows + 1, 2, Copy>, block_tile<Rows + 1, 3, Copy>}...}};
+}
+constexpr auto kBlockTiles = block_tile_table<false>(std::make_integer_sequence<int, kRows>{});
+constexpr auto kBlockCopyTiles = block_tile_table<true>(std::make_integer_sequence<int, kRows>{});
+
+// Rows [k0, k0 + steps) of W's columns [q0, q0 + width) (b: W, b_red apart)
+// as one panel's steps at dst, a CoPack to run under tiles.
+CoPack block_copy(const Gemm &w, int64_t k0, int64_t steps, int64_t q0, int64_t width, float *dst) {
+    CoPack c{w.b + k0 * w.b_red + q0, w.b_red, dst, steps, w.R - k0, {}};
+    for (int v = 0; v < kVecs; ++v) c.lanes[v] = first_lanes(std::clamp<int64_t>(width - 16 * v, 0, 16));
+    return c;
 }
 
 // ---- AVX2: the same passes in 6 x 16 tiles over 16-column panels. Partial
@@ -1058,7 +1170,7 @@ void pack_panels(const Gemm &m, int64_t j0, int64_t j1, float *dst) {
 void run_block(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1, const float *panels,
                bool rows_inner) {
     if (cpu_isa() == Isa::avx2) return run_block_avx2(m, i0, i1, j0, j1, panels, rows_inner);
-    run_block_avx512(m, i0, i1, j0, j1, panels, rows_inner, nullptr);
+    run_block_avx512(m, i0, i1, j0, j1, panels, rows_inner);
 }
 
 // The GEMM of image n (channels-first, or channels-last forward per image;
@@ -1097,6 +1209,43 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan, const float *w
     const int64_t M = g.n * P;
     if (fwd) return {x, C, 1, w, 1, C, y, K, false, M, K, C, bias, false, relu, false};
     return {y, K, 1, w, C, 1, x, C, false, M, C, K, nullptr, false, false, false};
+}
+
+// Columns [j0, j1) of dx (W's columns) for every image, W a block of steps
+// at a time. work: two blocks (kBlockSteps x kPanel each) and the sums
+// (images x positions x kPanel), 64-byte aligned.
+CONV_TARGET_AVX512 void run_w_blocks(const ConvArgs &args, const Plan &p, int64_t j0, int64_t j1, float *work) {
+    const ConvGeometry &g = *args.g;
+    const int64_t K = g.k, P = g.out_size();
+    const Gemm w = pass_gemm(args, 0, p);
+    float *blocks[2] = {work, work + kBlockSteps * kPanel};
+    float *const sums = work + 2 * kBlockSteps * kPanel;
+    // The (panel, block) pairs in order; pair e's copy into blocks[e % 2].
+    const int64_t per_panel = ceil_div(K, kBlockSteps), pairs = ceil_div(j1 - j0, kPanel) * per_panel;
+    auto copy_of = [&](int64_t e) {
+        const int64_t q0 = j0 + e / per_panel * kPanel, k0 = e % per_panel * kBlockSteps;
+        return block_copy(w, k0, std::min(kBlockSteps, K - k0), q0, std::min(kPanel, j1 - q0), blocks[e % 2]);
+    };
+    CoPack first = copy_of(0);
+    finish_copy(first);
+    for (int64_t e = 0; e < pairs; ++e) {
+        const int64_t q0 = j0 + e / per_panel * kPanel, k0 = e % per_panel * kBlockSteps;
+        const int64_t steps = std::min(kBlockSteps, K - k0), width = std::min(kPanel, j1 - q0);
+        CoPack next{};
+        if (e + 1 < pairs) next = copy_of(e + 1);
+        const int64_t vecs = ceil_div(width, 16);
+        const __mmask16 tail = first_lanes(width - 16 * (vecs - 1));
+        for (int64_t n = 0; n < g.n; ++n) {
+            const Gemm m = pass_gemm(args, n, p);
+            float *image_sums = sums + n * P * kPanel;
+            walk_block(0, P, q0, q0 + width, true, kRows, kPanel, [&](int64_t i, int64_t, int64_t rows, int64_t) {
+                const auto &tiles = next.left > 0 ? kBlockCopyTiles : kBlockTiles;
+                tiles[rows - 1][vecs - 1](m, i, q0, k0, steps, blocks[e % 2], image_sums, k0 == 0,
+                                          k0 + steps == K, tail, &next);
+            });
+        }
+        finish_copy(next);
+    }
 }
 
 // Backward-filter's GEMM over positions [q0, q0 + len) of image n
@@ -1159,7 +1308,7 @@ CONV_TARGET_AVX512 void swapped_filter(const ConvArgs &args, const Plan &p, int6
                 Gemm m{x + (n * source + lo + shift) * C + c0, 1, C, nullptr, 0, 0, sums + (t * C + c0 - i0) * cols, cols,
                        false, c1 - c0, cols, hi - lo, nullptr, false, false, true};
                 m.panel_rows = len;
-                run_block_avx512(m, 0, c1 - c0, 0, cols, panels + (lo - q0) * kPanel, false, nullptr);
+                run_block_avx512(m, 0, c1 - c0, 0, cols, panels + (lo - q0) * kPanel, false);
             }
         }
     float *dw = static_cast<float *>(args.w);
@@ -1242,7 +1391,7 @@ CONV_TARGET_AVX512 void run_last_taps(const ConvArgs &args, const Plan &p, float
                        out + n * rows * N, N, false, rows, N, (taps.second - taps.first) * src_c,
                        bias, false, relu, false};
                 m.a_seg = src_c, m.a_jump = (step - 1) * src_c, m.panel_rows = R;
-                run_block_avx512(m, a, b, 0, N, panels + taps.first * src_c * kPanel, true, nullptr);
+                run_block_avx512(m, a, b, 0, N, panels + taps.first * src_c * kPanel, true);
                 a = b;
             }
         },
@@ -1253,7 +1402,7 @@ CONV_TARGET_AVX512 void run_last_taps(const ConvArgs &args, const Plan &p, float
 
 }  // namespace
 
-bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
+bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     if (!CONV_HAVE_AVX512_KERNELS || (cpu_isa() != Isa::avx512 && cpu_isa() != Isa::avx2)) return false;
     if (!g.is_pointwise() || g.groups != 1) return false;
     // Empty tensors (no images, channels or positions) take the OpenBLAS
@@ -1328,12 +1477,15 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     // in strips, from two images on: 1 thread, 3-5 alternated rounds over
     // six layers (512->512, 1024->256, 256->1024, 256->256, 512->256,
     // 512->128), batch 2 1.13x (1.08-1.17x), batch 8 1.15x (1.04-1.20x), at
-    // 2 threads batch 8 1.08x and batch 2 even (0.99x); batch 1 stays with
-    // the GEMM: even at 1 thread (0.91-1.08x, the strips' copy for one
-    // image), 0.88x at 2 (the GEMM's finer split); and smaller filters
-    // too (batch 8 and 32: 64->64 14x14 0.87-0.90x, 64->256 16x16 0.92x).
+    // 2 threads batch 8 1.08x and batch 2 even (0.99x). Batch 1 at 1 thread
+    // too since the last few columns run down the strips (strip_tail_tile):
+    // 1.02-1.09x over the same six layers and 128->512 (it was 0.91-1.08x);
+    // at 2 threads it stays with the GEMM, whose finer split won (strips
+    // 0.94x: 256->256 0.84x; with the rows split in two, not four, 0.88x;
+    // with dy's panels packed once for all items, 0.90x). Smaller filters
+    // stay too (batch 8 and 32: 64->64 14x14 0.87-0.90x, 64->256 16x16 0.92x).
     if (op == CONV_OP_FORWARD || g.out_size() >= 784) return true;
-    if (g.out_size() >= kTransposedBelow) return g.n >= 2 && g.c * g.k >= 256 * 256;
+    if (g.out_size() >= kTransposedBelow) return (g.n >= 2 || threads <= 1) && g.c * g.k >= 256 * 256;
     const double macs = (double)g.n * (double)g.c * (double)g.k * (double)g.out_size();
     return g.out_size() < kTransposedBelow && (g.c >= kTransposedChannels || macs >= double(1 << 21));
 }
@@ -1405,7 +1557,7 @@ namespace {
 // panels are packed in other forms).
 bool makes_whole_w(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512 || op == CONV_OP_BACKWARD_FILTER) return false;
-    if (!pw_avx512_covers(g, op)) return false;
+    if (!pw_avx512_covers(g, op, 1)) return false;
     const Plan p = make_plan(g, op, 1);
     return p.transposed || p.last || p.w_transposed;
 }
@@ -1491,30 +1643,13 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     }
     // W's panels as a plan prepared them (pw_avx512_prepare_weights), if it did.
     const float *prepared = static_cast<const float *>(args.prepared);
-    if (p.copies_ahead && !prepared) {
-        // Each thread a run of blocks, two slots: a block's tiles copy the
-        // next block's panels into the other slot as they go (CoPack), so
-        // only the run's first block waits on its copy.
-        const size_t slot_floats = p.slot_bytes / sizeof(float), half = slot_floats / 2;
-        const int64_t runs = std::min<int64_t>(threads, p.items);
-        const Gemm w_gemm = pass_gemm(args, 0, p);
+    if (p.w_blocks && !prepared) {
+        const size_t slot_floats = p.slot_bytes / sizeof(float);
         pool.parallel_for(
-            runs,
-            [&](int64_t run, int s) {
-                const int64_t b0 = p.items * run / runs, b1 = p.items * (run + 1) / runs;
-                float *slots[2] = {scratch + (size_t)s * slot_floats, scratch + (size_t)s * slot_floats + half};
-                auto cols = [&](int64_t b) { return std::pair<int64_t, int64_t>{b * p.cols, std::min(g.c, (b + 1) * p.cols)}; };
-                pack_panels(w_gemm, cols(b0).first, cols(b0).second, slots[0]);
-                for (int64_t b = b0; b < b1; ++b) {
-                    const auto [j0, j1] = cols(b);
-                    float *panels = slots[(b - b0) % 2];
-                    CoPack next{};
-                    if (b + 1 < b1) next = co_pack(w_gemm, cols(b + 1).first, cols(b + 1).second, slots[(b - b0 + 1) % 2]);
-                    for (int64_t n = 0; n < g.n; ++n)
-                        run_block_avx512(pass_gemm(args, n, p), 0, g.out_size(), j0, j1, panels, true,
-                                         next.left > 0 ? &next : nullptr);
-                    finish_copy(next);
-                }
+            p.items,
+            [&](int64_t item, int s) {
+                const int64_t j0 = item * p.cols, j1 = std::min(g.c, j0 + p.cols);
+                run_w_blocks(args, p, j0, j1, scratch + (size_t)s * slot_floats);
             },
             threads);
         return;
@@ -1571,7 +1706,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, p, wt);
             const int64_t j0 = cb * p.cols, j1 = j0 + (cb == p.col_blocks - 1 ? p.last_cols : p.cols);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
-            if (p.b_in_place) return run_block_avx512(m, i0, i1, j0, j1, nullptr, true, nullptr);
+            if (p.b_in_place) return run_block_avx512(m, i0, i1, j0, j1, nullptr, true);
             float *panels = slots + (size_t)s * slot_floats;
             pack_panels(m, j0, j1, panels);
             run_block(m, i0, i1, j0, j1, panels, false);
