@@ -38,8 +38,8 @@
 // are positions, columns channels): W is then B, packed once per call as a
 // plain copy of its rows (for a batch of up to four, a block of W's rows
 // at a time into an L1 buffer, under the previous block's tiles:
-// run_w_blocks), and each tile's sums are scattered into dx's channel rows. Otherwise, on AVX-512, it is the
-// forward's GEMM with W^T in W's place, as strips of 16 of W's columns
+// run_w_blocks), and each tile's sums are scattered into dx's channel
+// rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in W's place, as strips of 16 of W's columns
 // (strip_w). A plan may prepare what is made of W per call (W's panels, or
 // its strips) once: pw_avx512_prepare_weights.
 //
@@ -300,7 +300,8 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.slot_bytes = (size_t)checked_mul(R, p.cols * 4, "workspace");
         p.w_blocks = cpu_isa() == Isa::avx512 && g.n <= kBlockedImages;
         if (p.w_blocks)  // two blocks of W's rows and the sums (run_w_blocks), or the panels if prepared
-            p.slot_bytes = std::max(p.slot_bytes, (size_t)checked_mul(2 * kBlockSteps + g.n * P, kPanel * 4, "workspace"));
+            p.slot_bytes =
+                std::max(p.slot_bytes, (size_t)checked_mul(2 * kBlockSteps + g.n * P, kPanel * 4, "workspace"));
         return p;
     }
     // Channels-last forward onto few positions (AVX2) as the channels-first
@@ -857,7 +858,8 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
     if (panels && m.a_strip) {  // A in strips: a last few columns down the rows (strip_tail_tile)
         const int64_t rest = (j1 - j0) % kPanel;
         if (rest && dot_tail(m, rest)) {
-            run_strip_tail(m, i0, i1, j1 - rest, rest, panels + (j1 - rest - j0) * (m.panel_rows ? m.panel_rows : m.R));
+            const int64_t panel_rows = m.panel_rows ? m.panel_rows : m.R;
+            run_strip_tail(m, i0, i1, j1 - rest, rest, panels + (j1 - rest - j0) * panel_rows);
             j1 -= rest;
         }
     }
