@@ -126,11 +126,11 @@ static void test_resnet_like(void **state)
 /* Channels-first backward-data on planes under 100 positions onto 256+
  * channels runs dx transposed (dy^T W, sums scattered into dx's rows):
  * channel counts around the panel edges past 256, planes of 1 to 99
- * positions in 1-3 dims (row tiles of uneven height), batch 1-3, and
- * filters up to 300 or (a quarter) 683-800, whose blocks are one panel
- * each, so that a block's tiles copy the next block's panels (AVX-512, up
- * to 2 images) across panels and blocks, finished after the tiles where
- * the plane is too small to hold the copy. */
+ * positions in 1-3 dims (row tiles of uneven height), batch 1-3 (on
+ * AVX-512 W taken 64 reduction steps at a time, the next block copied
+ * under the tiles, the sums kept between blocks), and filters up to 300 or
+ * (a quarter) 683-800: many blocks, a last short one, and the copy
+ * finished after the tiles where the plane is too small to hold it. */
 static void test_transposed_backward_data(void **state)
 {
     (void)state;
@@ -178,6 +178,33 @@ static void test_strips_backward_data(void **state)
         int64_t k = channels[tu_range(&r, 0, (int64_t)(sizeof channels / sizeof channels[0]) - 1)];
         tu_problem tp;
         tu_problem_init(&tp, 2, tu_range(&r, 2, 3), c, k, in, kernel);
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, tu_chance(&r, 30));
+    }
+}
+
+/* Channels-last backward-data over fewer than 128 positions with W of 2
+ * MiB or more (dx of 1024+ channels, or two images) takes W through L1 64
+ * reduction steps at a time, as the transposed one (AVX-512): channel
+ * counts off the panel and tile edges, filter counts off the 64-step
+ * blocks, planes of 1-63 positions, batch 1-2. */
+static void test_last_blocked_backward_data(void **state)
+{
+    (void)state;
+    static const int64_t channels[] = {600, 1024, 1031, 1100};
+    static const int64_t filters[] = {513, 520, 900, 1000};
+    uint64_t first = tu_env_seed(9500);
+    int n = tu_env_count(8);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t in[2] = {tu_range(&r, 1, 7), tu_range(&r, 1, 9)}, kernel[2] = {1, 1};
+        int64_t c = channels[tu_range(&r, 0, 3)], k = filters[tu_range(&r, 0, 3)];
+        tu_problem tp;
+        tu_problem_init(&tp, 2, c < 1024 ? 2 : tu_range(&r, 1, 2), c, k, in, kernel);
+        tp.p.channels_last = 1;
         tp.algo = CONV_ALGO_GEMM_1X1;
         assert_true(tu_resolve(&tp));
         tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, tu_chance(&r, 30));
@@ -278,6 +305,7 @@ static void test_prepared_weights(void **state)
         {1, CONV_OP_FORWARD, 20, 50, 12, 1, 1},       {1, CONV_OP_FORWARD, 33, 101, 17, 2, 1},
         {1, CONV_OP_BACKWARD_DATA, 70, 24, 12, 1, 1}, {0, CONV_OP_BACKWARD_DATA, 70, 50, 28, 1, 1}, {0, CONV_OP_BACKWARD_DATA, 128, 200, 7, 1, 1},
         {0, CONV_OP_BACKWARD_DATA, 65, 90, 56, 2, 1},  {0, CONV_OP_FORWARD, 24, 40, 7, 1, 0},
+        {1, CONV_OP_BACKWARD_DATA, 1030, 520, 7, 1, 1},
     };
     conv_context_t ctx = tu_contexts[1];
     const int avx512 = tu_cpu_isa(ctx) == TU_ISA_AVX512;
@@ -337,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
+        cmocka_unit_test(test_last_blocked_backward_data),
         cmocka_unit_test(test_unfolded_1d),
         cmocka_unit_test(test_swapped_backward_filter),
         cmocka_unit_test(test_prepared_weights),

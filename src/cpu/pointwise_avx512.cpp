@@ -23,6 +23,7 @@
 //     on planes under 100     dy read transposed       W (K x C), once per call
 //     positions, 256+ channels
 //   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
+//     (under 128 positions, W of 2 MiB+: W a block of rows at a time, run_w_blocks)
 //   bwd-filter, channels-first  dy of one image (K x P)  x transposed, per chunk of positions
 //   bwd-filter, channels-last   dy read across (K apart) x (N*P x C), per chunk of positions
 //     (from up to 64 channels onto 128+ filters: dW^T = x^T dy, x read across, dy's rows packed)
@@ -97,6 +98,9 @@ constexpr int64_t kTransposedChannels = 256;
 // blocks, the sums and dy's rows of a block then fill 46 KiB of L1.
 constexpr int64_t kBlockSteps = 64;
 constexpr int64_t kBlockedImages = 4;
+// Channels-last backward-data over fewer positions (all images') than this
+// runs so too, with W of 2 MiB or more (last_w_blocks).
+constexpr int64_t kBlockedRows = 128;
 // The widest last panel computed as dot products (dot_tail below).
 constexpr int64_t kDotColumns = 4;
 // Channels-first per image, B (x, or dy) is read in place, not packed,
@@ -185,6 +189,19 @@ constexpr int64_t kStrip = 16;
 // Where row i0 of A starts.
 inline const float *a_rows(const Gemm &m, int64_t i0) {
     return m.a_strip ? m.a + i0 / kStrip * m.a_strip + i0 % kStrip : m.a + i0 * m.a_row;
+}
+
+// Channels-last pointwise backward-data over fewer than kBlockedRows
+// positions (7x7 at batch 1 and 2) runs as the transposed one does, W
+// through L1 a block at a time (run_w_blocks), where W is 2 MiB or more and
+// dx has 1024+ channels or there are two images; else libconv's SGEMM
+// (pw_avx512_covers). 1 thread, 3 alternated rounds, against the SGEMM:
+// batch 1 1024->1024 and 2048->512 7x7 1.21-1.22x, 512->2048 and 512->1024
+// 1.01-1.02x (2 threads 0.94-0.97x), batch 2 1.08-1.30x; W of 256 KiB
+// lost (256->256, 128->512: 0.85-0.89x).
+bool last_w_blocks(const ConvGeometry &g) {
+    return cpu_isa() == Isa::avx512 && g.layout == CONV_LAYOUT_CHANNELS_LAST && g.is_pointwise() &&
+           g.n * g.in_size() < kBlockedRows && g.c * g.k >= 512 * 1024 && (g.c >= 1024 || g.n >= 2);
 }
 
 // How a pass is cut into work items.
@@ -381,11 +398,24 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.shared_bytes = (size_t)checked_mul(R, round_up(outc, panel) * 4, "workspace");
         return p;
     }
+    const int64_t M = checked_mul(g.n, P, "positions");
+    if (!fwd && last_w_blocks(g)) {
+        // Channels-last backward-data on few positions: W through L1 a
+        // block at a time as the transposed one (run_w_blocks); an item:
+        // a thread's share of dx's channels, all positions.
+        const int64_t panels = ceil_div(outc, panel);
+        p.w_blocks = true;
+        p.cols = ceil_div(panels, std::min<int64_t>(panels, threads)) * panel;
+        p.col_blocks = ceil_div(outc, p.cols);
+        p.rows = M, p.row_blocks = 1;
+        p.items = p.col_blocks;
+        p.slot_bytes = (size_t)checked_mul(2 * kBlockSteps + M, kPanel * 4, "workspace");
+        return p;
+    }
     // Channels-last: rows are the positions of all images, columns channels,
     // B (from W) packed once. An item is a block of rows, whose A stays in
     // L2 while its panels pass; with few rows, one block of rows and the
     // columns split, so each thread reads only its share of W.
-    const int64_t M = checked_mul(g.n, P, "positions");
     p.rows = std::max<int64_t>(rows_tile, kRowBlockBytes / (4 * R) / rows_tile * rows_tile);
     int64_t col_parts = 1;
     if (M <= p.rows * threads) {
@@ -1218,7 +1248,8 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan, const float *w
 // (images x positions x kPanel), 64-byte aligned.
 CONV_TARGET_AVX512 void run_w_blocks(const ConvArgs &args, const Plan &p, int64_t j0, int64_t j1, float *work) {
     const ConvGeometry &g = *args.g;
-    const int64_t K = g.k, P = g.out_size();
+    // Channels-last: one GEMM over all images' positions.
+    const int64_t K = g.k, images = p.last ? 1 : g.n, P = p.last ? g.n * g.out_size() : g.out_size();
     const Gemm w = pass_gemm(args, 0, p);
     float *blocks[2] = {work, work + kBlockSteps * kPanel};
     float *const sums = work + 2 * kBlockSteps * kPanel;
@@ -1237,7 +1268,7 @@ CONV_TARGET_AVX512 void run_w_blocks(const ConvArgs &args, const Plan &p, int64_
         if (e + 1 < pairs) next = copy_of(e + 1);
         const int64_t vecs = ceil_div(width, 16);
         const __mmask16 tail = first_lanes(width - 16 * (vecs - 1));
-        for (int64_t n = 0; n < g.n; ++n) {
+        for (int64_t n = 0; n < images; ++n) {
             const Gemm m = pass_gemm(args, n, p);
             float *image_sums = sums + n * P * kPanel;
             walk_block(0, P, q0, q0 + width, true, kRows, kPanel, [&](int64_t i, int64_t, int64_t rows, int64_t) {
@@ -1467,9 +1498,12 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     // Where the GEMM (libconv's AVX-512 SGEMM, blas.h) measured faster, 1
     // thread pinned, batch 1, A/B interleaved, GFLOP/s GEMM vs this kernel:
     // channels-last on a 7x7 image (49 rows): forward 111 vs 78,
-    // backward-data 122 vs 98; from 14x14 up this kernel is even or ahead.
-    // Forward channels-first and backward-filter: even or this kernel ahead.
-    if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return g.n * g.out_size() >= 128;
+    // backward-data 122 vs 98 (but with W of 2 MiB+ W now goes through L1 a
+    // block at a time: last_w_blocks); from 14x14 up this kernel is even or
+    // ahead. Forward channels-first and backward-filter: even or this kernel
+    // ahead.
+    if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
+        return g.n * g.out_size() >= 128 || (op == CONV_OP_BACKWARD_DATA && last_w_blocks(g));
     // Channels-first backward-data on W^T (make_plan), Intel Xeon with AMX,
     // 1 thread, 3 alternated runs, against the GEMM below 28x28 and this
     // kernel reading W as it stands from 28x28 up: 28x28 and larger
