@@ -184,30 +184,36 @@ static void test_strips_backward_data(void **state)
     }
 }
 
-/* Channels-last backward-data over fewer than 128 positions with W of 2
- * MiB or more (dx of 1024+ channels, or two images) takes W through L1 64
- * reduction steps at a time, as the transposed one (AVX-512): channel
- * counts off the panel and tile edges, filter counts off the 64-step
- * blocks, planes of 1-63 positions, batch 1-2. */
-static void test_last_blocked_backward_data(void **state)
+/* Channels-last over fewer than 128 positions (AVX-512): backward-data
+ * with W of 2 MiB or more (dx of 1024+ channels, or two images) takes W
+ * through L1 64 reduction steps at a time, as the transposed one; the
+ * forward from 1024+ channels runs per image as y^T = W x^T, its sums (with
+ * bias and ReLU) scattered across y. Channel counts off the panel and tile
+ * edges, filter counts off the 64-step blocks and the row tiles, planes of
+ * 1-63 positions, batch 1-2. */
+static void test_last_few_positions(void **state)
 {
     (void)state;
     static const int64_t channels[] = {600, 1024, 1031, 1100};
-    static const int64_t filters[] = {513, 520, 900, 1000};
+    static const int64_t filters[] = {513, 520, 900, 1000, 37, 130};
     uint64_t first = tu_env_seed(9500);
-    int n = tu_env_count(8);
+    int n = tu_env_count(16);
     for (int i = 0; i < n; i++) {
         uint64_t seed = first + (uint64_t)i;
         tu_rng r;
         tu_seed(&r, seed);
         int64_t in[2] = {tu_range(&r, 1, 7), tu_range(&r, 1, 9)}, kernel[2] = {1, 1};
-        int64_t c = channels[tu_range(&r, 0, 3)], k = filters[tu_range(&r, 0, 3)];
+        const conv_op_t op = i % 2 ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        int64_t c = channels[tu_range(&r, op == CONV_OP_FORWARD ? 1 : 0, 3)];
+        int64_t k = filters[tu_range(&r, 0, op == CONV_OP_FORWARD ? 5 : 3)];
         tu_problem tp;
         tu_problem_init(&tp, 2, c < 1024 ? 2 : tu_range(&r, 1, 2), c, k, in, kernel);
         tp.p.channels_last = 1;
+        tp.bias = op == CONV_OP_FORWARD && tu_chance(&r, 70);
+        tp.p.relu = op == CONV_OP_FORWARD && tu_chance(&r, 50);
         tp.algo = CONV_ALGO_GEMM_1X1;
         assert_true(tu_resolve(&tp));
-        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, tu_chance(&r, 30));
+        tu_check_random_pass(tu_contexts, seed, &tp, op, &r, tu_chance(&r, 30));
     }
 }
 
@@ -365,7 +371,7 @@ int main(void)
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
-        cmocka_unit_test(test_last_blocked_backward_data),
+        cmocka_unit_test(test_last_few_positions),
         cmocka_unit_test(test_unfolded_1d),
         cmocka_unit_test(test_swapped_backward_filter),
         cmocka_unit_test(test_prepared_weights),

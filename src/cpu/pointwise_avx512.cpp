@@ -18,6 +18,7 @@
 //   forward, channels-first   W (K x C)                x of one image (C x P)
 //     (few channels both sides: x read in place, kInPlaceReduction)
 //   forward, channels-last    x (N*P x C)              W transposed, once per call
+//     (under 128 positions from 1024+ channels: per image as y^T = W x^T, W in place)
 //   bwd-data, channels-first  W^T in strips, per call  dy of one image (K x P)
 //     (AVX2: W read transposed in place; few channels: dy read in place)
 //     on planes under 100     dy read transposed       W (K x C), once per call
@@ -204,12 +205,25 @@ bool last_w_blocks(const ConvGeometry &g) {
            g.n * g.in_size() < kBlockedRows && g.c * g.k >= 512 * 1024 && (g.c >= 1024 || g.n >= 2);
 }
 
+// Channels-last pointwise forward over fewer than kBlockedRows positions
+// from 1024+ channels runs per image as the channels-first one, y^T = W
+// x^T (Plan::last_by_image, as with AVX2): W read in place, not copied
+// transposed per call. 1 thread, 3 alternated rounds, against libconv's
+// SGEMM: 1024->1024, 2048->512, 1024->2048, 1024->256 7x7 1.16-1.30x at
+// batch 1 (2 threads 1.09-1.23x, batch 2 1.19-1.29x); from fewer channels
+// it lost (512->2048 and 512->1024 0.95x, 128->512 0.47x: short reductions,
+// the sums scattered across y).
+bool last_by_image_avx512(const ConvGeometry &g) {
+    return cpu_isa() == Isa::avx512 && g.layout == CONV_LAYOUT_CHANNELS_LAST && g.is_pointwise() &&
+           g.n * g.out_size() < kBlockedRows && g.c >= 1024;
+}
+
 // How a pass is cut into work items.
 struct Plan {
     bool last;          // channels-last: one GEMM over all images, B packed once
     bool transposed;    // channels-first backward-data on a small plane: dx^T = dy^T W
     bool w_transposed;  // channels-first backward-data otherwise (AVX-512): dx = W^T dy, W^T in strips made first
-    bool last_by_image;  // channels-last forward on small planes (AVX2): y^T = W x^T per image
+    bool last_by_image;  // channels-last forward on small planes (AVX2; AVX-512 from 1024+ channels): y^T = W x^T per image
     bool w_blocks;      // transposed, AVX-512, few images: W taken a block of rows at a time (run_w_blocks)
     bool b_in_place;    // channels-first per image, AVX-512, a short reduction: B read as it lies
     int64_t cols;       // columns (B panels) per item
@@ -329,7 +343,8 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
     // ratio to oneDNN: 7x7 0.65-0.69 -> 0.86-0.92 (512->2048, 2048->512,
     // 1024->1024, 512->1024); 14x14 0.97-1.07x. Backward-data so (W read
     // across its rows, C floats apart) lost 0.34-0.79x.
-    if (p.last && fwd && cpu_isa() == Isa::avx2 && g.n * P < kInPlaceRows) p.last = false, p.last_by_image = true;
+    if (p.last && fwd && ((cpu_isa() == Isa::avx2 && g.n * P < kInPlaceRows) || last_by_image_avx512(g)))
+        p.last = false, p.last_by_image = true;
     if (!p.last) {
         // Per image: rows are channels, columns positions. An item packs
         // `cols` positions of the image (an L2 share) and runs its tiles.
@@ -1503,7 +1518,8 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     // ahead. Forward channels-first and backward-filter: even or this kernel
     // ahead.
     if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
-        return g.n * g.out_size() >= 128 || (op == CONV_OP_BACKWARD_DATA && last_w_blocks(g));
+        return g.n * g.out_size() >= 128 || (op == CONV_OP_BACKWARD_DATA && last_w_blocks(g)) ||
+               (op == CONV_OP_FORWARD && last_by_image_avx512(g));
     // Channels-first backward-data on W^T (make_plan), Intel Xeon with AMX,
     // 1 thread, 3 alternated runs, against the GEMM below 28x28 and this
     // kernel reading W as it stands from 28x28 up: 28x28 and larger
