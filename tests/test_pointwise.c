@@ -184,17 +184,17 @@ static void test_strips_backward_data(void **state)
     }
 }
 
-/* Channels-last over fewer than 128 positions (AVX-512): backward-data
+/* Channels-last over fewer than 256 positions (AVX-512): backward-data
  * with W of 2 MiB or more (dx of 1024+ channels, or two images) takes W
  * through L1 64 reduction steps at a time, as the transposed one; the
- * forward from 1024+ channels runs per image as y^T = W x^T, its sums (with
- * bias and ReLU) scattered across y. Channel counts off the panel and tile
- * edges, filter counts off the 64-step blocks and the row tiles, planes of
- * 1-63 positions, batch 1-2. */
+ * forward from 1024+ channels (2048+ from 128 positions) runs per image as
+ * y^T = W x^T, its sums (with bias and ReLU) scattered across y. Channel
+ * counts off the panel and tile edges, filter counts off the 64-step blocks
+ * and the row tiles, planes of 1-63 positions, batch 1-4. */
 static void test_last_few_positions(void **state)
 {
     (void)state;
-    static const int64_t channels[] = {600, 1024, 1031, 1100};
+    static const int64_t channels[] = {600, 1024, 1031, 1100, 2048};
     static const int64_t filters[] = {513, 520, 900, 1000, 37, 130};
     uint64_t first = tu_env_seed(9500);
     int n = tu_env_count(16);
@@ -204,10 +204,10 @@ static void test_last_few_positions(void **state)
         tu_seed(&r, seed);
         int64_t in[2] = {tu_range(&r, 1, 7), tu_range(&r, 1, 9)}, kernel[2] = {1, 1};
         const conv_op_t op = i % 2 ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
-        int64_t c = channels[tu_range(&r, op == CONV_OP_FORWARD ? 1 : 0, 3)];
+        int64_t c = channels[tu_range(&r, op == CONV_OP_FORWARD ? 1 : 0, 4)];
         int64_t k = filters[tu_range(&r, 0, op == CONV_OP_FORWARD ? 5 : 3)];
         tu_problem tp;
-        tu_problem_init(&tp, 2, c < 1024 ? 2 : tu_range(&r, 1, 2), c, k, in, kernel);
+        tu_problem_init(&tp, 2, tu_range(&r, c < 1024 ? 2 : 1, 4), c, k, in, kernel);
         tp.p.channels_last = 1;
         tp.bias = op == CONV_OP_FORWARD && tu_chance(&r, 70);
         tp.p.relu = op == CONV_OP_FORWARD && tu_chance(&r, 50);

@@ -101,7 +101,7 @@ constexpr int64_t kBlockSteps = 64;
 constexpr int64_t kBlockedImages = 4;
 // Channels-last backward-data over fewer positions (all images') than this
 // runs so too, with W of 2 MiB or more (last_w_blocks).
-constexpr int64_t kBlockedRows = 128;
+constexpr int64_t kBlockedRows = 256;
 // The widest last panel computed as dot products (dot_tail below).
 constexpr int64_t kDotColumns = 4;
 // Channels-first per image, B (x, or dy) is read in place, not packed,
@@ -193,29 +193,35 @@ inline const float *a_rows(const Gemm &m, int64_t i0) {
 }
 
 // Channels-last pointwise backward-data over fewer than kBlockedRows
-// positions (7x7 at batch 1 and 2) runs as the transposed one does, W
-// through L1 a block at a time (run_w_blocks), where W is 2 MiB or more and
-// dx has 1024+ channels or there are two images; else libconv's SGEMM
-// (pw_avx512_covers). 1 thread, 3 alternated rounds, against the SGEMM:
+// positions (7x7 up to batch 5, 14x14 at batch 1) runs as the transposed
+// one does, W through L1 a block at a time (run_w_blocks), where W is 2 MiB
+// or more and dx has 1024+ channels or there are two images; else the
+// regular channels-last GEMM or, under 128 positions, libconv's SGEMM
+// (pw_avx512_covers). 1 thread, 3 alternated rounds: against the SGEMM,
 // batch 1 1024->1024 and 2048->512 7x7 1.21-1.22x, 512->2048 and 512->1024
-// 1.01-1.02x (2 threads 0.94-0.97x), batch 2 1.08-1.30x; W of 256 KiB
-// lost (256->256, 128->512: 0.85-0.89x).
+// 1.01-1.02x (2 threads 0.94-0.97x), batch 2 1.08-1.30x, W of 256 KiB lost
+// (256->256, 128->512: 0.85-0.89x); against the channels-last GEMM, batch
+// 4 7x7 1.11-1.34x (512->1024, 512->2048 too; 2 threads 1.26-1.33x), 14x14
+// at batch 1 1.00-1.14x.
 bool last_w_blocks(const ConvGeometry &g) {
     return cpu_isa() == Isa::avx512 && g.layout == CONV_LAYOUT_CHANNELS_LAST && g.is_pointwise() &&
            g.n * g.in_size() < kBlockedRows && g.c * g.k >= 512 * 1024 && (g.c >= 1024 || g.n >= 2);
 }
 
-// Channels-last pointwise forward over fewer than kBlockedRows positions
-// from 1024+ channels runs per image as the channels-first one, y^T = W
-// x^T (Plan::last_by_image, as with AVX2): W read in place, not copied
-// transposed per call. 1 thread, 3 alternated rounds, against libconv's
-// SGEMM: 1024->1024, 2048->512, 1024->2048, 1024->256 7x7 1.16-1.30x at
-// batch 1 (2 threads 1.09-1.23x, batch 2 1.19-1.29x); from fewer channels
-// it lost (512->2048 and 512->1024 0.95x, 128->512 0.47x: short reductions,
-// the sums scattered across y).
+// Channels-last pointwise forward over fewer than 128 positions from 1024+
+// channels, or fewer than 256 from 2048+, runs per image as the
+// channels-first one, y^T = W x^T (Plan::last_by_image, as with AVX2): W
+// read in place, not copied transposed per call. 1 thread, 3 alternated
+// rounds, against libconv's SGEMM: 1024->1024, 2048->512, 1024->2048,
+// 1024->256 7x7 1.16-1.30x at batch 1 (2 threads 1.09-1.23x, batch 2
+// 1.19-1.29x); from fewer channels it lost (512->2048 and 512->1024 0.95x,
+// 128->512 0.47x: short reductions, the sums scattered across y). Against
+// the channels-last GEMM over 196 positions: 2048->512 1.26x (7x7, batch 4)
+// and 1.36x (14x14), from 1024 channels 0.92-1.04x (W, streamed once per
+// image, then read four times).
 bool last_by_image_avx512(const ConvGeometry &g) {
     return cpu_isa() == Isa::avx512 && g.layout == CONV_LAYOUT_CHANNELS_LAST && g.is_pointwise() &&
-           g.n * g.out_size() < kBlockedRows && g.c >= 1024;
+           (g.n * g.out_size() < kBlockedRows / 2 ? g.c >= 1024 : g.n * g.out_size() < kBlockedRows && g.c >= 2048);
 }
 
 // How a pass is cut into work items.
