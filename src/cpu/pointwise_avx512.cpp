@@ -18,13 +18,13 @@
 //   forward, channels-first   W (K x C)                x of one image (C x P)
 //     (few channels both sides: x read in place, kInPlaceReduction)
 //   forward, channels-last    x (N*P x C)              W transposed, once per call
-//     (under 128 positions from 1024+ channels: per image as y^T = W x^T, W in place)
+//     (few positions, 1024+ channels: per image as y^T = W x^T, last_by_image_avx512)
 //   bwd-data, channels-first  W^T in strips, per call  dy of one image (K x P)
 //     (AVX2: W read transposed in place; few channels: dy read in place)
 //     on planes under 100     dy read transposed       W (K x C), once per call
 //     positions, 256+ channels
 //   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
-//     (under 128 positions, W of 2 MiB+: W a block of rows at a time, run_w_blocks)
+//     (few positions, W of 2 MiB+: W a block of rows at a time, last_w_blocks)
 //   bwd-filter, channels-first  dy of one image (K x P)  x transposed, per chunk of positions
 //   bwd-filter, channels-last   dy read across (K apart) x (N*P x C), per chunk of positions
 //     (from up to 64 channels onto 128+ filters: dW^T = x^T dy, x read across, dy's rows packed)
@@ -41,8 +41,8 @@
 // plain copy of its rows (for a batch of up to four, a block of W's rows
 // at a time into an L1 buffer, under the previous block's tiles:
 // run_w_blocks), and each tile's sums are scattered into dx's channel
-// rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in W's place, as strips of 16 of W's columns
-// (strip_w). A plan may prepare what is made of W per call (W's panels, or
+// rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in W's
+// place, as strips of 16 of W's columns (strip_w). A plan may prepare what is made of W per call (W's panels, or
 // its strips) once: pw_avx512_prepare_weights.
 //
 // Backward-filter reduces over positions: chunks of them (an L2 share of
@@ -224,6 +224,12 @@ bool last_by_image_avx512(const ConvGeometry &g) {
            (g.n * g.out_size() < kBlockedRows / 2 ? g.c >= 1024 : g.n * g.out_size() < kBlockedRows && g.c >= 2048);
 }
 
+// A thread's workspace for run_w_blocks over `rows` positions (all
+// images'): two blocks of W's rows and the tiles' sums, a panel wide.
+size_t w_blocks_slot_bytes(int64_t rows) {
+    return (size_t)checked_mul(2 * kBlockSteps + rows, kPanel * 4, "workspace");
+}
+
 // How a pass is cut into work items.
 struct Plan {
     bool last;          // channels-last: one GEMM over all images, B packed once
@@ -336,9 +342,8 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.items = p.col_blocks;
         p.slot_bytes = (size_t)checked_mul(R, p.cols * 4, "workspace");
         p.w_blocks = cpu_isa() == Isa::avx512 && g.n <= kBlockedImages;
-        if (p.w_blocks)  // two blocks of W's rows and the sums (run_w_blocks), or the panels if prepared
-            p.slot_bytes =
-                std::max(p.slot_bytes, (size_t)checked_mul(2 * kBlockSteps + g.n * P, kPanel * 4, "workspace"));
+        if (p.w_blocks)  // or the panels, if prepared
+            p.slot_bytes = std::max(p.slot_bytes, w_blocks_slot_bytes(g.n * P));
         return p;
     }
     // Channels-last forward onto few positions (AVX2) as the channels-first
@@ -430,7 +435,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.col_blocks = ceil_div(outc, p.cols);
         p.rows = M, p.row_blocks = 1;
         p.items = p.col_blocks;
-        p.slot_bytes = (size_t)checked_mul(2 * kBlockSteps + M, kPanel * 4, "workspace");
+        p.slot_bytes = w_blocks_slot_bytes(M);
         return p;
     }
     // Channels-last: rows are the positions of all images, columns channels,
@@ -717,7 +722,6 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void put_tile(const Gem
         }
 }
 
-
 // Rows [i0, i0 + MR) x columns [j0, j0 + 16 * NV) of the output from one
 // panel, the last vector's lanes limited by `tail`. InPlace: `panel` points
 // into B (m.b at column j0), not at a packed panel.
@@ -906,16 +910,16 @@ void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner,
 CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                                          const float *panels, bool rows_inner) {
     const auto &tiles = !panels ? kInPlaceTiles : kTiles;
+    const int64_t panel_rows = m.panel_rows ? m.panel_rows : m.R;
     if (panels && m.a_strip) {  // A in strips: a last few columns down the rows (strip_tail_tile)
         const int64_t rest = (j1 - j0) % kPanel;
         if (rest && dot_tail(m, rest)) {
-            const int64_t panel_rows = m.panel_rows ? m.panel_rows : m.R;
             run_strip_tail(m, i0, i1, j1 - rest, rest, panels + (j1 - rest - j0) * panel_rows);
             j1 -= rest;
         }
     }
     walk_block(i0, i1, j0, j1, rows_inner, kRows, kPanel, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
-        const float *panel = panels ? panels + (q0 - j0) * (m.panel_rows ? m.panel_rows : m.R) : m.b + q0;
+        const float *panel = panels ? panels + (q0 - j0) * panel_rows : m.b + q0;
         if (panels && dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
         const int64_t vecs = ceil_div(cols, 16);
         tiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)));
@@ -1274,16 +1278,20 @@ CONV_TARGET_AVX512 void run_w_blocks(const ConvArgs &args, const Plan &p, int64_
     const Gemm w = pass_gemm(args, 0, p);
     float *blocks[2] = {work, work + kBlockSteps * kPanel};
     float *const sums = work + 2 * kBlockSteps * kPanel;
-    // The (panel, block) pairs in order; pair e's copy into blocks[e % 2].
+    // The (panel, block) pairs in order: pair e's panel from column q0, its
+    // block from step k0, copied into blocks[e % 2].
     const int64_t per_panel = ceil_div(K, kBlockSteps), pairs = ceil_div(j1 - j0, kPanel) * per_panel;
+    auto pair_at = [&](int64_t e) {
+        return std::pair<int64_t, int64_t>{j0 + e / per_panel * kPanel, e % per_panel * kBlockSteps};
+    };
     auto copy_of = [&](int64_t e) {
-        const int64_t q0 = j0 + e / per_panel * kPanel, k0 = e % per_panel * kBlockSteps;
+        const auto [q0, k0] = pair_at(e);
         return block_copy(w, k0, std::min(kBlockSteps, K - k0), q0, std::min(kPanel, j1 - q0), blocks[e % 2]);
     };
     CoPack first = copy_of(0);
     finish_copy(first);
     for (int64_t e = 0; e < pairs; ++e) {
-        const int64_t q0 = j0 + e / per_panel * kPanel, k0 = e % per_panel * kBlockSteps;
+        const auto [q0, k0] = pair_at(e);
         const int64_t steps = std::min(kBlockSteps, K - k0), width = std::min(kPanel, j1 - q0);
         CoPack next{};
         if (e + 1 < pairs) next = copy_of(e + 1);
@@ -1519,9 +1527,10 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     // Where the GEMM (libconv's AVX-512 SGEMM, blas.h) measured faster, 1
     // thread pinned, batch 1, A/B interleaved, GFLOP/s GEMM vs this kernel:
     // channels-last on a 7x7 image (49 rows): forward 111 vs 78,
-    // backward-data 122 vs 98 (but with W of 2 MiB+ W now goes through L1 a
-    // block at a time: last_w_blocks); from 14x14 up this kernel is even or
-    // ahead. Forward channels-first and backward-filter: even or this kernel
+    // backward-data 122 vs 98 -- except where W of 2 MiB+ goes through L1 a
+    // block at a time (last_w_blocks) or the forward runs per image from
+    // 1024+ channels (last_by_image_avx512); from 14x14 up this kernel is
+    // even or ahead. Forward channels-first and backward-filter: even or this kernel
     // ahead.
     if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
         return g.n * g.out_size() >= 128 || (op == CONV_OP_BACKWARD_DATA && last_w_blocks(g)) ||
