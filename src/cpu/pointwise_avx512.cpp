@@ -1291,7 +1291,10 @@ CONV_TARGET_AVX512 void run_w_blocks(const ConvArgs &args, const Plan &p, int64_
     CoPack first = copy_of(0);
     finish_copy(first);
     for (int64_t e = 0; e < pairs; ++e) {
-        const auto [q0, k0] = pair_at(e);
+        // Plain variables, not a structured binding: the tiles' lambda below
+        // captures them (C++17 does not allow capturing a binding).
+        const std::pair<int64_t, int64_t> at = pair_at(e);
+        const int64_t q0 = at.first, k0 = at.second;
         const int64_t steps = std::min(kBlockSteps, K - k0), width = std::min(kPanel, j1 - q0);
         CoPack next{};
         if (e + 1 < pairs) next = copy_of(e + 1);
