@@ -8,7 +8,8 @@
  * and their last partial one, 1-4 vectors a tile, row remainders, work
  * items of several rows, channel blocks (strict: 32 at most); and plans
  * with prepared weights, fresh and stale; backward-filter laying dy out
- * chunk by chunk on large planes. ctest runs it with AVX-512 tiles
+ * chunk by chunk on large planes; backward-data's large filters packed a
+ * block of dy's channels at a time. ctest runs it with AVX-512 tiles
  * and again with CONV_CPU_ISA=baseline (portable). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -135,6 +136,53 @@ static void test_layers(void **state)
                                    sizeof failure))
                     fail_msg("%s", failure);
             }
+    conv_context_destroy(ctx);
+}
+
+/* Backward-data with filters of 4 MB and more packed a block of dy's
+ * channels at a time for all of a thread's dx vectors (source-major order,
+ * runs_source_major): the items' sums carried between blocks in the
+ * thread's slot. Both layouts, either math mode (their channel blocks
+ * differ), 1 and 2 threads, unit and strided (phases), a partial last
+ * vector (350 dx channels), several images, on an exact workspace against
+ * guard pages. */
+static void test_source_major(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    const struct {
+        int64_t n, hw, stride;
+        int last, threads;
+        conv_math_t math;
+    } cases[] = {
+        {1, 5, 1, 0, 1, CONV_MATH_STRICT}, {2, 6, 2, 0, 2, CONV_MATH_DEFAULT},
+        {1, 4, 1, 1, 2, CONV_MATH_STRICT}, {3, 5, 1, 1, 1, CONV_MATH_DEFAULT},
+        {1, 7, 1, 0, 2, CONV_MATH_DEFAULT},
+    };
+    tu_rng r;
+    tu_seed(&r, 0xd1ec5a);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].hw, cases[i].hw + 1}, kernel[2] = {3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, 350, 340, in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = cases[i].stride;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+        }
+        tp.p.channels_last = cases[i].last;
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        char what[640], failure[1536];
+        int len = snprintf(what, sizeof what, "backward-data (%d threads) ", cases[i].threads);
+        tu_describe(&tp, what + len, sizeof what - (size_t)len);
+        assert_ok(conv_context_set_threads(ctx, cases[i].threads));
+        assert_ok(conv_context_set_math(ctx, cases[i].math));
+        if (tu_run_checked(ctx, NULL, &tp, CONV_OP_BACKWARD_DATA, &r, 1,
+                           TU_RUN_EXACT_WORKSPACE | (i % 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER), what,
+                           failure, sizeof failure))
+            fail_msg("%s", failure);
+    }
     conv_context_destroy(ctx);
 }
 
@@ -347,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
+        cmocka_unit_test(test_source_major),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

@@ -289,15 +289,22 @@ FilterWalk filter_walk(const Shape &s, int64_t gi) {
                   : FilterWalk{taps, s.cdg * taps, gi * s.csg * s.cdg * taps + taps - 1, -1};
 }
 
+// What one call of the packing below writes: source channels [begin, end)
+// of each vector (the whole filter, or a block of channels of it), the
+// vectors `wvec` elements apart from `out`, channel `begin` first.
+struct PackTarget {
+    int64_t begin, end, wvec;
+};
+
 // Vector v of group gi: [c][tap][16 destination channels], zero past cdg,
 // one source channel at a time (its 16 x taps block stays in L1: walking a
 // lane at a time over the whole vector cost 1.8 ns a weight on 512x512 3x3).
 template <class T>
-void pack_vector(const Shape &s, const T *w, int64_t gi, int64_t v, T *out) {
+void pack_vector(const Shape &s, const T *w, int64_t gi, int64_t v, PackTarget pt, T *out) {
     const FilterWalk f = filter_walk(s, gi);
     const int64_t m0 = v * kLanes, lanes = std::min<int64_t>(kLanes, s.cdg - m0);
-    for (int64_t c = 0; c < s.csg; ++c) {
-        T *block = out + c * s.taps * kLanes;
+    for (int64_t c = pt.begin; c < pt.end; ++c) {
+        T *block = out + (c - pt.begin) * s.taps * kLanes;
         for (int64_t l = 0; l < lanes; ++l) {
             const T *from = w + f.base + (m0 + l) * f.mstride + c * f.cstride;
             for (int64_t t = 0; t < s.taps; ++t) block[t * kLanes + l] = from[t * f.step];
@@ -331,19 +338,22 @@ CONV_TARGET_AVX512 void rotate_block_avx512(const float *from, int64_t taps, int
 // rounds: 256->256 28x28 forward 1.07x, backward-data 1.03x, 128->256
 // 56x56 1.03x, 128->128 28x28 forward 1.05x; small filters even.
 CONV_TARGET_AVX512 void pack_last_avx512(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_t count,
-                                         float *out) {
+                                         PackTarget pt, float *out) {
     const FilterWalk f = filter_walk(s, gi);
+    if (f.mstride == 1) {  // a (c, tap)'s vectors are one run: read in order
+        for (int64_t c = pt.begin; c < pt.end; ++c)
+            for (int64_t t = 0; t < s.taps; ++t)
+                for (int64_t v = v0; v < v0 + count; ++v) {
+                    const int64_t m0 = v * kLanes;
+                    _mm512_store_ps(out + (v - v0) * pt.wvec + ((c - pt.begin) * s.taps + t) * kLanes,
+                                    _mm512_maskz_loadu_ps(first_lanes(std::min<int64_t>(kLanes, s.cdg - m0)),
+                                                          w + f.base + m0 + c * f.cstride + t * f.step));
+                }
+        return;
+    }
     for (int64_t v = v0; v < v0 + count; ++v) {
         const int64_t m0 = v * kLanes, lanes = std::min<int64_t>(kLanes, s.cdg - m0);
-        float *to = out + (v - v0) * s.wvec;
-        if (f.mstride == 1) {
-            const __mmask16 keep = first_lanes(lanes);
-            for (int64_t c = 0; c < s.csg; ++c)
-                for (int64_t t = 0; t < s.taps; ++t)
-                    _mm512_store_ps(to + (c * s.taps + t) * kLanes,
-                                    _mm512_maskz_loadu_ps(keep, w + f.base + m0 + c * f.cstride + t * f.step));
-            continue;
-        }
+        float *to = out + (v - v0) * pt.wvec;
         // Forward: row l is filter m0 + l, its element j = tap * C + c (f.cstride 1, f.step C).
         const float *rows = w + f.base + m0 * f.mstride;
         const int64_t len = s.taps * s.csg;
@@ -352,7 +362,7 @@ CONV_TARGET_AVX512 void pack_last_avx512(const Shape &s, const float *w, int64_t
             load_transposed16(rows + j0, f.mstride, lanes, first_lanes(len - j0), x);
             for (int64_t u = 0; u < std::min<int64_t>(kLanes, len - j0); ++u) {
                 const int64_t t = (j0 + u) / s.csg, c = (j0 + u) % s.csg;
-                _mm512_store_ps(to + (c * s.taps + t) * kLanes, x[u]);
+                if (c >= pt.begin && c < pt.end) _mm512_store_ps(to + ((c - pt.begin) * s.taps + t) * kLanes, x[u]);
             }
         }
     }
@@ -363,23 +373,24 @@ CONV_TARGET_AVX512 void pack_last_avx512(const Shape &s, const float *w, int64_t
 // filter), each vector's 16 x taps block of destination channels transposed,
 // then written with the taps reversed (the 180-degree rotation). The
 // vectors' blocks of one filter are one contiguous span, read together.
-void pack_rotated(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_t count, float *out,
-                  TransposeRows transpose) {
+void pack_rotated(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_t count, PackTarget pt,
+                  float *out, TransposeRows transpose) {
     alignas(64) float block[kRotatedTaps * kLanes];
     const bool rotate_in_place = cpu_isa() == Isa::avx512 && s.taps <= kLanes;  // rotate_block_avx512
     const int64_t m0 = v0 * kLanes, m1 = std::min(s.cdg, (v0 + count) * kLanes);
     const int64_t bytes = (m1 - m0) * s.taps * (int64_t)sizeof(float);
-    for (int64_t c = 0; c < s.csg; ++c) {
+    for (int64_t c = pt.begin; c < pt.end; ++c) {
         const float *from = w + ((gi * s.csg + c) * s.cdg + m0) * s.taps;
         // The spans lie a filter apart (18 KB on 512->512 3x3): too far for
-        // the hardware prefetcher, so each would wait on memory.
-        if (c + kPackAhead < s.csg) {
+        // the hardware prefetcher, so each would wait on memory. Spans of a
+        // page or more (all of a filter's vectors) it follows itself.
+        if (bytes < 4096 && c + kPackAhead < s.csg) {
             const char *next = reinterpret_cast<const char *>(from + kPackAhead * s.cdg * s.taps);
             for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(next + b, _MM_HINT_T0);
         }
         for (int64_t i = 0; i < count; ++i) {
             const int64_t lanes = std::min<int64_t>(kLanes, m1 - m0 - i * kLanes);
-            float *to = out + i * s.wvec + c * s.taps * kLanes;
+            float *to = out + i * pt.wvec + (c - pt.begin) * s.taps * kLanes;
             if (rotate_in_place) {
                 rotate_block_avx512(from + i * kLanes * s.taps, s.taps, lanes, to);
                 continue;
@@ -392,30 +403,32 @@ void pack_rotated(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_
 }
 #endif
 
-// The packed vectors [v0, v0 + count) of group gi, each s.wvec after the
-// last; channels-first fp32 filters by transposes (with AVX2 as well: the
-// scalar walk took 18-21% of a 256->256 14x14 pass at batch 1), and
-// channels-last ones on AVX-512 (pack_last_avx512).
+// The packed vectors [v0, v0 + count) of group gi, where pt says;
+// channels-first fp32 filters by transposes (with AVX2 as well: the scalar
+// walk took 18-21% of a 256->256 14x14 pass at batch 1), and channels-last
+// ones on AVX-512 (pack_last_avx512).
 template <class T>
-void pack(const Shape &s, const T *w, int64_t gi, int64_t v0, int64_t count, T *out) {
+void pack(const Shape &s, const T *w, int64_t gi, int64_t v0, int64_t count, PackTarget pt, T *out) {
+    if (pt.begin >= pt.end) return;
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>) {
         const Isa isa = cpu_isa();
         if (!s.last && (isa == Isa::avx512 || isa == Isa::avx2)) {
             const TransposeRows transpose = isa == Isa::avx512 ? transpose_rows_avx512 : transpose_rows_avx2;
-            if (!s.backward) {
-                const int64_t row = s.csg * s.taps;
+            if (!s.backward) {  // a filter's row: [c][tap]
+                const int64_t row = s.csg * s.taps, first = pt.begin * s.taps;
                 for (int64_t v = v0; v < v0 + count; ++v)
-                    transpose(w + (gi * s.cdg + v * kLanes) * row, row, std::min<int64_t>(kLanes, s.cdg - v * kLanes),
-                              row, out + (v - v0) * s.wvec);
+                    transpose(w + (gi * s.cdg + v * kLanes) * row + first, row,
+                              std::min<int64_t>(kLanes, s.cdg - v * kLanes), (pt.end - pt.begin) * s.taps,
+                              out + (v - v0) * pt.wvec);
                 return;
             }
-            if (s.taps <= kRotatedTaps) return pack_rotated(s, w, gi, v0, count, out, transpose);
+            if (s.taps <= kRotatedTaps) return pack_rotated(s, w, gi, v0, count, pt, out, transpose);
         }
-        if (s.last && isa == Isa::avx512) return pack_last_avx512(s, w, gi, v0, count, out);
+        if (s.last && isa == Isa::avx512) return pack_last_avx512(s, w, gi, v0, count, pt, out);
     }
 #endif
-    for (int64_t v = v0; v < v0 + count; ++v) pack_vector(s, w, gi, v, out + (v - v0) * s.wvec);
+    for (int64_t v = v0; v < v0 + count; ++v) pack_vector(s, w, gi, v, pt, out + (v - v0) * pt.wvec);
 }
 
 // The whole filter, by blocks of the tiles' vectors.
@@ -426,7 +439,8 @@ void pack_weights(const Shape &s, const T *w, T *packed, ThreadPool &pool, int t
         s.groups * blocks,
         [&](int64_t i, int) {
             const int64_t gi = i / blocks, v0 = i % blocks * s.nv;
-            pack(s, w, gi, v0, std::min<int64_t>(s.nv, s.dvec - v0), packed + (gi * s.dvec + v0) * s.wvec);
+            pack(s, w, gi, v0, std::min<int64_t>(s.nv, s.dvec - v0), PackTarget{0, s.csg, s.wvec},
+                 packed + (gi * s.dvec + v0) * s.wvec);
         },
         threads);
 }
@@ -1393,6 +1407,49 @@ bool packs_per_item(const Shape &s, int threads) {
     return per_item <= by_image;
 }
 
+// Source-major order (run_typed): a thread takes a share of the channel
+// blocks (kb) of every item, and runs the source channels' blocks
+// outermost -- each block of source channels packed for all its vectors at
+// once, then every item's tiles over that block, their sums waiting in the
+// thread's slot (in L2) between blocks. Backward-data's per-item packing
+// reads each filter's span of the item's destination channels (2.3 KB runs
+// a filter apart on 512->512 3x3, which the hardware prefetcher does not
+// follow: a third of the pass waited on them); a block of filters' spans of
+// all the thread's channels is one run in memory. Where the items' sums fit
+// kSourceMajorSums.
+constexpr int64_t kSourceMajorSums = 1 << 20;
+constexpr int64_t kSourceMajorFilter = 4 << 20;  // bytes of packed filter from which it pays
+
+struct SourceMajor {
+    int64_t parts;           // threads' shares of the channel blocks
+    int64_t part_blocks;     // the most channel blocks a share holds
+    int64_t items;           // a share's items: its channel blocks x images x phases x rows x segments
+    int64_t block_w;         // elements from one packed vector to the next: a block of source channels'
+    int64_t block;           // elements of a packed block (of the most vectors a share holds)
+    int64_t slot;            // elements of a thread's slot: the packed block, then the items' sums
+};
+
+// `rows`: the call's rows per item.
+SourceMajor source_major(const Shape &s, int threads, int64_t rows) {
+    SourceMajor m;
+    const int64_t kblocks = ceil_div(s.dvec, s.nv);
+    m.parts = std::min<int64_t>(std::max(threads, 1), kblocks);
+    m.part_blocks = ceil_div(kblocks, m.parts);
+    m.items = m.part_blocks * s.n * s.fz * s.fh * s.fw * s.zd * ceil_div(s.hd, rows) * ceil_div(s.wd, s.seg);
+    m.block_w = s.cblock * s.taps * kLanes;
+    m.block = round_up(m.part_blocks * s.nv * m.block_w, 16);
+    m.slot = m.block + m.items * kItemSums;
+    return m;
+}
+
+
+bool runs_source_major(const Shape &s, int threads, size_t es) {
+    if (!s.backward || s.groups != 1 || es != sizeof(float) || cpu_isa() != Isa::avx512) return false;
+    if (s.packed < kSourceMajorFilter) return false;
+    if (ceil_div(s.dvec, s.nv) < threads || !packs_per_item(s, threads)) return false;
+    return (double)source_major(s, threads, s.rows).items * kItemSums * (double)es <= (double)kSourceMajorSums;
+}
+
 // The generated tiles one call runs: per phase, per (vectors, positions) its
 // items meet -- the full tile, the last channel block's and each row
 // segment's remainder -- and with AVX2, whose tiles run on across rows, per
@@ -1403,11 +1460,12 @@ bool packs_per_item(const Shape &s, int threads) {
 class GeneratedTiles {
 public:
     // `rows`: the rows of the call's items (the last of a phase may have fewer).
+    // `vector_w`: elements from one packed vector of weights to the next.
     GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len, const StepLists &lists, int64_t rows,
-                   bool floats) {
+                   int64_t vector_w, bool floats) {
         if (!floats || !jit::enabled()) return;
         try {
-            look_up(s, steps, phase_len, lists, rows);
+            look_up(s, steps, phase_len, lists, rows, vector_w);
         } catch (...) {
             fn_.clear();
             held_.clear();
@@ -1420,7 +1478,8 @@ public:
     }
 
 private:
-    void look_up(const Shape &s, const Step *steps, int64_t phase_len, const StepLists &lists, int64_t rows) {
+    void look_up(const Shape &s, const Step *steps, int64_t phase_len, const StepLists &lists, int64_t rows,
+                 int64_t vector_w) {
         const int64_t phases = s.fz * s.fh * s.fw;
         fn_.assign(phases * s.variants * kMaxVectors * kMaxPositions * kMaxPositions, nullptr);
         const int64_t kblocks = ceil_div(s.dvec, s.nv);
@@ -1433,7 +1492,7 @@ private:
             if (hj == 0 || wj == 0 || phase_extent(s.zdst, ph.z, s.fz) == 0) continue;
             jit::DirectTileSpec spec;
             spec.ymm = s.wrap;
-            spec.channel_x = s.plane, spec.channel_w = s.taps * kLanes, spec.vector_w = s.wvec;
+            spec.channel_x = s.plane, spec.channel_w = s.taps * kLanes, spec.vector_w = vector_w;
             const int64_t per_channel = phase_len ? lists.count[list] : 0;
             for (int64_t j = 0; j < per_channel; ++j) {
                 spec.tap_x.push_back(steps[list * phase_len + j].x);
@@ -1489,6 +1548,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const T *w_in = static_cast<const T *>(args.w);
     const T *packed = static_cast<const T *>(args.prepared);
     const bool per_item = !packed && packs_per_item(s, threads);
+    const bool by_source = per_item && runs_source_major(s, threads, sizeof(T));
     if (!packed && !per_item) {
         T *own = reinterpret_cast<T *>(base + s.packed_at);
         pack_weights(s, w_in, own, pool, threads);
@@ -1525,15 +1585,21 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         per_item || by_image ? s.rows : std::min(s.rows, ceil_div(s.hd, ceil_div(4 * threads, others * s.zd)));
     // Row groups of every depth slice (of a phase), slice-major: rg / slice_groups is the slice.
     const int64_t slice_groups = ceil_div(s.hd, rows), rgroups = s.zd * slice_groups;
-    const GeneratedTiles generated(s, steps, phase_len, lists, rows, std::is_same_v<T, float>);
+    const SourceMajor major = source_major(s, threads, rows);
+    const GeneratedTiles generated(s, steps, phase_len, lists, rows, by_source ? major.block_w : s.wvec,
+                                   std::is_same_v<T, float>);
     // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
     // block kb of group gi, whose packed vectors start at w.
     // `image`: image n's padded source planes.
     // Items whose destination rows are asked for ownership under their tiles (kOwnedBytes).
     const bool owns_lines = CONV_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512 &&
                             !s.wrap && (double)s.n * (double)s.cd * (double)s.dst_plane * sizeof(float) >= double(kOwnedBytes);
-    auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t p, int64_t rg, int64_t sg,
-                       const T *w, const T *image, Trickle &ahead) {
+    // Source channels [c_begin, c_end) of the item (c_begin a multiple of
+    // s.cblock), weights from w (channel c_begin's, vectors wvec apart); its sums
+    // in `item_sums` (or, where null, in the item's own buffer), stored to
+    // the destination after the last channel.
+    auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t p, int64_t rg, int64_t sg, const T *w,
+                       int64_t wvec, const T *image, Trickle &ahead, int64_t c_begin, int64_t c_end, T *item_sums) {
         const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
         const Phase ph = phase_of(s, p);
         const int64_t oz = rg / slice_groups;  // the item's slice of the phase
@@ -1547,12 +1613,14 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         if (it.rows <= 0 || it.len <= 0) return;
         it.m0 = kb * s.nv * kLanes, it.width = nv * kLanes;
         it.valid = std::min(it.width, s.cdg - it.m0);
-        alignas(64) T sums[kItemSums];
+        alignas(64) T own[kItemSums];
+        T *sums = item_sums ? item_sums : own;
+        const bool last = c_end == s.csg;
         T *item_dst = dst + n * dst_image + gi * s.cdg * (s.last ? 1 : s.dst_plane) + (ph.z + oz * s.fz) * dst_slice;
         DestinationLines lines;
         if constexpr (std::is_same_v<T, float>)
-            if (owns_lines) {
-                const int64_t tiles = ceil_div(s.csg, s.cblock) * it.rows * ceil_div(it.len, s.ur);
+            if (owns_lines && last) {
+                const int64_t tiles = ceil_div(c_end - c_begin, s.cblock) * it.rows * ceil_div(it.len, s.ur);
                 const int64_t at = (it.ph + it.oh0 * s.fh) * s.wdst + it.pw + it.ow0 * s.fw;
                 if (!s.last)
                     lines = DestinationLines(item_dst + at + it.m0 * s.dst_plane, s.fh * s.wdst, s.dst_plane, it.rows,
@@ -1567,9 +1635,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         const int64_t list = lists.list(s, p, oz);
         const Step *phase = steps + list * phase_len;
         const int64_t per_channel = phase_len ? lists.count[list] : 0;
-        for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
+        for (int64_t c0 = c_begin; c0 < c_end; c0 += s.cblock) {
             const int64_t channels = std::min(s.cblock, s.csg - c0);
-            Tile t{nullptr, w + c0 * s.taps * kLanes, s.wvec, phase, channels * per_channel, nullptr,
+            Tile t{nullptr, w + (c0 - c_begin) * s.taps * kLanes, wvec, phase, channels * per_channel, nullptr,
                    c0 == 0 ? Mode::fresh : args.strict ? Mode::partial : Mode::running, {}};
             const T *block = x + c0 * s.plane + it.oh0 * s.rstep + it.ow0;  // the item's first position
             if (s.wrap) {  // tiles over the item's positions in row order, across rows
@@ -1610,7 +1678,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     lines.step();
                 }
         }
-        store_item(s, it, sums, item_dst, bias ? bias + gi * s.cdg : nullptr, relu);
+        if (last) store_item(s, it, sums, item_dst, bias ? bias + gi * s.cdg : nullptr, relu);
     };
     auto image_at = [&](int64_t n) { return (in_place ? input : source) + n * image_source; };
     // An image of the source as the caller holds it, and about the tiles
@@ -1640,8 +1708,33 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                         for (int64_t p = 0; p < phases; ++p)
                             for (int64_t rg = 0; rg < rgroups; ++rg)
                                 for (int64_t sg = 0; sg < segs; ++sg)
-                                    compute(n, gi, kb, p, rg, sg,
-                                            packed + (gi * s.dvec + kb * s.nv) * s.wvec, image, ahead);
+                                    compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec,
+                                            s.wvec, image, ahead, 0, s.csg, nullptr);
+            },
+            threads);
+        return;
+    }
+    if (by_source) {  // a share of the channel blocks, everywhere, source channels outermost
+        pool.parallel_for(
+            major.parts,
+            [&](int64_t part, int slot) {
+                const int64_t kb0 = part * kblocks / major.parts, kb1 = (part + 1) * kblocks / major.parts;
+                const int64_t v0 = kb0 * s.nv, count = std::min(kb1 * s.nv, s.dvec) - v0;
+                T *block = slots + slot * major.slot;  // [vector][block's channel][tap][16]
+                T *sums = block + major.block;
+                Trickle none;
+                for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
+                    const int64_t c1 = std::min(c0 + s.cblock, s.csg);
+                    pack(s, w_in, 0, v0, count, PackTarget{c0, c1, major.block_w}, block);
+                    int64_t i = 0;
+                    for (int64_t kb = kb0; kb < kb1; ++kb)
+                        for (int64_t n = 0; n < s.n; ++n)
+                            for (int64_t p = 0; p < phases; ++p)
+                                for (int64_t rg = 0; rg < rgroups; ++rg)
+                                    for (int64_t sg = 0; sg < segs; ++sg, ++i)
+                                        compute(n, 0, kb, p, rg, sg, block + (kb * s.nv - v0) * major.block_w,
+                                                major.block_w, image_at(n), none, c0, c1, sums + i * kItemSums);
+                }
             },
             threads);
         return;
@@ -1652,13 +1745,14 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             [&](int64_t item, int slot) {
                 int64_t kb = item % kblocks, gi = item / kblocks;
                 T *w = slots + slot * s.nv * s.wvec;
-                pack(s, w_in, gi, kb * s.nv, std::min<int64_t>(s.nv, s.dvec - kb * s.nv), w);
+                pack(s, w_in, gi, kb * s.nv, std::min<int64_t>(s.nv, s.dvec - kb * s.nv), PackTarget{0, s.csg, s.wvec},
+                     w);
                 Trickle none;
                 for (int64_t n = 0; n < s.n; ++n)
                     for (int64_t p = 0; p < phases; ++p)
                         for (int64_t rg = 0; rg < rgroups; ++rg)
                             for (int64_t sg = 0; sg < segs; ++sg)
-                                compute(n, gi, kb, p, rg, sg, w, image_at(n), none);
+                                compute(n, gi, kb, p, rg, sg, w, s.wvec, image_at(n), none, 0, s.csg, nullptr);
             },
             threads);
         return;
@@ -1670,7 +1764,8 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             int64_t p = rest % phases, kb = rest / phases % kblocks;
             int64_t gi = rest / phases / kblocks % s.groups, n = rest / phases / kblocks / s.groups;
             Trickle none;
-            compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, image_at(n), none);
+            compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, s.wvec, image_at(n), none, 0,
+                    s.csg, nullptr);
         },
         threads);
 }
@@ -1988,7 +2083,15 @@ public:
             if (op == CONV_OP_FORWARD)
                 return g.out_size() >= 56 * 56 || (!strided && g.out_size() >= 28 * 28) ||
                        (generated && (g.cg() <= 4 || (!strided && (g.cg() <= 64 || g.n >= 8))));
-            return (!strided && g.in_size() >= 28 * 28) || (generated && ((g.c <= 128 && g.k <= 128) || g.n >= 4));
+            // Since filters of 4 MB and more are packed a block of dy's
+            // channels at a time (runs_source_major), unit-stride backward-data
+            // with them too: forced against im2col, 1 thread, batch 1, 3
+            // alternated runs: 512->512 7x7 1.33x, 14x14 1.35x, 1024->1024 7x7
+            // even (strided 512->512 onto 14x14 1.01x: not).
+            const bool big_filter = (double)g.c * (double)g.kg() * (double)g.kernel_size() * sizeof(float) >=
+                                    double(kSourceMajorFilter);
+            return (!strided && g.in_size() >= 28 * 28) ||
+                   (generated && ((g.c <= 128 && g.k <= 128) || g.n >= 4 || (!strided && big_filter && g.groups == 1)));
         }
         if (op == CONV_OP_BACKWARD_DATA && strided) return true;
         if (op == CONV_OP_BACKWARD_DATA) return g.in_size() <= 14 * 14;
@@ -1999,10 +2102,17 @@ public:
         if (op == CONV_OP_BACKWARD_FILTER) return direct_filter_workspace(g, dtype, threads);
         if (direct_narrow_applies(g, op, dtype)) return direct_narrow_workspace(g, op, threads);
         const Shape s = make_shape(g, op, dtype_size(dtype), true);
-        const int64_t weights = packs_per_item(s, threads)
-                                    ? checked_mul(checked_mul(threads * s.nv, s.wvec, "workspace"),
-                                                  (int64_t)dtype_size(dtype), "workspace")
-                                    : s.packed;
+        const size_t es = dtype_size(dtype);
+        int64_t weights = packs_per_item(s, threads)
+                              ? checked_mul(checked_mul(threads * s.nv, s.wvec, "workspace"), (int64_t)es, "workspace")
+                              : s.packed;
+        // Source-major slots, as either math mode's channel blocks make them.
+        for (bool strict : {true, false}) {
+            const Shape m = make_shape(g, op, es, strict);
+            if (runs_source_major(m, threads, es))
+                weights = std::max(weights, checked_mul(checked_mul(threads, source_major(m, threads, m.rows).slot,
+                                                                    "workspace"), (int64_t)es, "workspace"));
+        }
         return (size_t)checked_add((int64_t)s.packed_at, weights, "workspace");
     }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
