@@ -349,15 +349,21 @@ CONV_TARGET_AVX512 void rotate_block_avx512(const float *from, int64_t taps, int
 CONV_TARGET_AVX512 void pack_last_avx512(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_t count,
                                          PackTarget pt, float *out) {
     const FilterWalk f = filter_walk(s, gi);
-    if (f.mstride == 1) {  // a (c, tap)'s vectors are one run: read in order
+    if (f.mstride == 1) {
+        // A source channel's taps x vectors are one run of memory: each
+        // vector's taps (a tap's run apart, read as parallel ascending
+        // streams) go to one run of the packed vector. Tap by tap across
+        // the vectors, the stores went to a line of every vector in turn:
+        // 0.83x on 512->512 14x14 at stride 2.
         for (int64_t c = pt.begin; c < pt.end; ++c)
-            for (int64_t t = 0; t < s.taps; ++t)
-                for (int64_t v = v0; v < v0 + count; ++v) {
-                    const int64_t m0 = v * kLanes;
-                    _mm512_store_ps(out + (v - v0) * pt.wvec + ((c - pt.begin) * s.taps + t) * kLanes,
-                                    _mm512_maskz_loadu_ps(first_lanes(std::min<int64_t>(kLanes, s.cdg - m0)),
-                                                          w + f.base + m0 + c * f.cstride + t * f.step));
-                }
+            for (int64_t v = v0; v < v0 + count; ++v) {
+                const int64_t m0 = v * kLanes;
+                const __mmask16 keep = first_lanes(std::min<int64_t>(kLanes, s.cdg - m0));
+                const float *from = w + f.base + m0 + c * f.cstride;
+                float *to = out + (v - v0) * pt.wvec + (c - pt.begin) * s.taps * kLanes;
+                for (int64_t t = 0; t < s.taps; ++t)
+                    _mm512_store_ps(to + t * kLanes, _mm512_maskz_loadu_ps(keep, from + t * f.step));
+            }
         return;
     }
     for (int64_t v = v0; v < v0 + count; ++v) {
