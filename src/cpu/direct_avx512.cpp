@@ -2099,14 +2099,15 @@ public:
                 return g.out_size() >= 56 * 56 || (!strided && g.out_size() >= 28 * 28) ||
                        (generated && (g.cg() <= 4 || (!strided && (g.cg() <= 64 || g.n >= 8))));
             // Since filters of 4 MB and more are packed a block of dy's
-            // channels at a time (runs_source_major), unit-stride backward-data
-            // with them too: forced against im2col, 1 thread, batch 1, 3
-            // alternated runs: 512->512 7x7 1.33x, 14x14 1.35x, 1024->1024 7x7
-            // even (strided 512->512 onto 14x14 1.01x: not).
-            const bool big_filter = (double)g.c * (double)g.kg() * (double)g.kernel_size() * sizeof(float) >=
-                                    double(kSourceMajorFilter);
+            // channels at a time (runs_source_major), backward-data with
+            // filters of 4-16 MB too: forced against im2col, 1 thread, batch
+            // 1, 3 alternated runs: 512->512 7x7 1.33x, 14x14 1.35x, strided
+            // onto 14x14 1.42x and onto 28x28 1.20x; 1024->1024 7x7 even,
+            // strided onto 14x14 0.96x (so not from 16 MB).
+            const double filter = (double)g.c * (double)g.kg() * (double)g.kernel_size() * sizeof(float);
+            const bool big_filter = filter >= double(kSourceMajorFilter) && filter < double(4 * kSourceMajorFilter);
             return (!strided && g.in_size() >= 28 * 28) ||
-                   (generated && ((g.c <= 128 && g.k <= 128) || g.n >= 4 || (!strided && big_filter && g.groups == 1)));
+                   (generated && ((g.c <= 128 && g.k <= 128) || g.n >= 4 || (big_filter && g.groups == 1)));
         }
         if (op == CONV_OP_BACKWARD_DATA && strided) return true;
         if (op == CONV_OP_BACKWARD_DATA) return g.in_size() <= 14 * 14;
