@@ -2093,10 +2093,14 @@ public:
         // 1.13-1.58x at 8; forward at unit stride 0.75-0.95x, 1.00-1.05x,
         // 1.09-1.26x (strided 0.72, 0.92, 1.09x; 256->256 onto 14x14 0.90x
         // at 8).
+        // Since (2026-12-01), the unit-stride forward onto 14x14 from 128-512
+        // channels, forced against im2col (3 alternated runs): 1 thread
+        // 1.05-1.14x (256->256, 512->512, 256->1024, 128->128), 2 threads
+        // 1.04-1.17x, batch 2 1.16x; onto 7x7 even (256->256, 512->512).
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
             const bool generated = jit::enabled();
             if (op == CONV_OP_FORWARD)
-                return g.out_size() >= 56 * 56 || (!strided && g.out_size() >= 28 * 28) ||
+                return g.out_size() >= 56 * 56 || (!strided && g.out_size() >= (generated ? 14 * 14 : 28 * 28)) ||
                        (generated && (g.cg() <= 4 || (!strided && (g.cg() <= 64 || g.n >= 8))));
             // Since filters of 4 MB and more are packed a block of dy's
             // channels at a time (runs_source_major), backward-data with
