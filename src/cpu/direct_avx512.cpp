@@ -328,13 +328,18 @@ void pack_vector(const Shape &s, const T *w, int64_t gi, int64_t v, PackTarget p
 // element j.
 using TransposeRows = void (*)(const float *rows, int64_t stride, int64_t lanes, int64_t len, float *out);
 
-// A block of `lanes` filters' `taps` weights (taps <= 16, contiguous, a
-// filter `taps` floats after the last) as `taps` vectors of 16 lanes with
-// the taps reversed, stored straight to `to` (no staging block).
+// A block of `lanes` filters' `taps` weights (contiguous, a filter `taps`
+// floats after the last) as `taps` vectors of 16 lanes with the taps
+// reversed, stored straight to `to` (no staging block), 16 taps at a time:
+// through the staging block 3-D and 5x5 layers' backward-data ran 0.88-0.96x
+// as fast (1 thread, 3 alternated runs).
 CONV_TARGET_AVX512 void rotate_block_avx512(const float *from, int64_t taps, int64_t lanes, float *to) {
-    __m512 v[16];
-    load_transposed16(from, taps, lanes, first_lanes(taps), v);
-    for (int64_t t = 0; t < taps; ++t) _mm512_store_ps(to + (taps - 1 - t) * kLanes, v[t]);
+    for (int64_t t0 = 0; t0 < taps; t0 += kLanes) {
+        __m512 v[16];
+        const int64_t n = std::min<int64_t>(kLanes, taps - t0);
+        load_transposed16(from + t0, taps, lanes, first_lanes(n), v);
+        for (int64_t t = 0; t < n; ++t) _mm512_store_ps(to + (taps - 1 - t0 - t) * kLanes, v[t]);
+    }
 }
 
 // Channels-last filters, vectors [v0, v0 + count) of group gi, each s.wvec
@@ -391,7 +396,7 @@ CONV_TARGET_AVX512 void pack_last_avx512(const Shape &s, const float *w, int64_t
 void pack_rotated(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_t count, PackTarget pt,
                   float *out, TransposeRows transpose) {
     alignas(64) float block[kRotatedTaps * kLanes];
-    const bool rotate_in_place = cpu_isa() == Isa::avx512 && s.taps <= kLanes;  // rotate_block_avx512
+    const bool rotate_in_place = cpu_isa() == Isa::avx512;  // rotate_block_avx512
     const int64_t m0 = v0 * kLanes, m1 = std::min(s.cdg, (v0 + count) * kLanes);
     const int64_t bytes = (m1 - m0) * s.taps * (int64_t)sizeof(float);
     for (int64_t c = pt.begin; c < pt.end; ++c) {
