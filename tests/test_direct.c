@@ -9,7 +9,8 @@
  * items of several rows, channel blocks (strict: 32 at most); and plans
  * with prepared weights, fresh and stale; backward-filter laying dy out
  * chunk by chunk on large planes; backward-data's large filters packed a
- * block of dy's channels at a time. ctest runs it with AVX-512 tiles
+ * block of dy's channels at a time, and large items' vectors a range of
+ * source channels at a time. ctest runs it with AVX-512 tiles
  * and again with CONV_CPU_ISA=baseline (portable). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -179,6 +180,58 @@ static void test_source_major(void **state)
         assert_ok(conv_context_set_threads(ctx, cases[i].threads));
         assert_ok(conv_context_set_math(ctx, cases[i].math));
         if (tu_run_checked(ctx, NULL, &tp, CONV_OP_BACKWARD_DATA, &r, 1,
+                           TU_RUN_EXACT_WORKSPACE | (i % 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER), what,
+                           failure, sizeof failure))
+            fail_msg("%s", failure);
+    }
+    conv_context_destroy(ctx);
+}
+
+/* Work items whose packed vectors outgrow an L2 share pack and run them a
+ * range of source channels at a time (item_ranges), their sums carried
+ * between ranges: forward from 1000 channels (2-D, strided, channels-last),
+ * 3-D from 300, and backward-data from 1000 dy channels (a filter under
+ * source-major's 4 MB), either math mode, 1 and 2 threads, exact
+ * workspaces against guard pages. */
+static void test_item_ranges(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    const struct {
+        int spatial;
+        int64_t n, c, k, hw, stride;
+        int last, threads, op;
+        conv_math_t math;
+    } cases[] = {
+        {2, 1, 1000, 130, 5, 1, 0, 1, CONV_OP_FORWARD, CONV_MATH_STRICT},
+        {2, 2, 1000, 140, 7, 2, 0, 1, CONV_OP_FORWARD, CONV_MATH_DEFAULT},
+        {2, 1, 1000, 260, 4, 1, 1, 2, CONV_OP_FORWARD, CONV_MATH_STRICT},
+        {3, 1, 300, 140, 4, 1, 0, 1, CONV_OP_FORWARD, CONV_MATH_DEFAULT},
+        {2, 1, 100, 1000, 5, 1, 0, 1, CONV_OP_BACKWARD_DATA, CONV_MATH_STRICT},
+    };
+    tu_rng r;
+    tu_seed(&r, 0xd1ec5b);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int sp = cases[i].spatial;
+        int64_t in[3] = {2, cases[i].hw, cases[i].hw + 1}, kernel[3] = {3, 3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, sp, cases[i].n, cases[i].c, cases[i].k, sp == 3 ? in : in + 1, kernel);
+        for (int a = 0; a < sp; a++) {
+            tp.p.stride[a] = cases[i].stride;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+        }
+        tp.p.channels_last = cases[i].last;
+        tp.bias = cases[i].op == CONV_OP_FORWARD;
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        char what[640], failure[1536];
+        int len = snprintf(what, sizeof what, "%s (%d threads) ", tu_op_name((conv_op_t)cases[i].op),
+                           cases[i].threads);
+        tu_describe(&tp, what + len, sizeof what - (size_t)len);
+        assert_ok(conv_context_set_threads(ctx, cases[i].threads));
+        assert_ok(conv_context_set_math(ctx, cases[i].math));
+        if (tu_run_checked(ctx, NULL, &tp, (conv_op_t)cases[i].op, &r, 1,
                            TU_RUN_EXACT_WORKSPACE | (i % 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER), what,
                            failure, sizeof failure))
             fail_msg("%s", failure);
@@ -395,7 +448,7 @@ int main(void)
         cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
-        cmocka_unit_test(test_source_major),
+        cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

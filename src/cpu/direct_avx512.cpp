@@ -56,6 +56,7 @@
 // an item's positions in row order across its rows (tiles_wrap); without
 // either, or in float64, through portable C++.
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -1471,6 +1472,40 @@ bool runs_source_major(const Shape &s, int threads, size_t es) {
     return (double)source_major(s, threads, s.rows).items * kItemSums * (double)es <= (double)kSourceMajorSums;
 }
 
+// Where an item's packed vectors (packs_per_item) would outgrow an L2 share
+// (kItemSlotBytes), the item packs and runs them a range of source channels
+// at a time, its sums carried between ranges in the thread's slot: each
+// filter's range is still one run of memory, and the packed range stays in
+// L2 for the tiles instead of going out to L3 and back.
+constexpr int64_t kItemSlotBytes = 1 << 20;
+constexpr int64_t kItemRangeSums = 512 << 10;  // bytes of an item's sums carried between ranges
+
+struct ItemRanges {
+    int64_t count = 1;      // ranges of source channels
+    int64_t channels = 0;   // channels a range (a multiple of s.cblock)
+    int64_t range_w = 0;    // elements from one packed vector to the next: a range's
+    int64_t sums_at = 0;    // elements into the thread's slot: the item's sums
+    int64_t slot = 0;       // elements of a thread's slot
+};
+
+// `rows`: the call's rows per item.
+ItemRanges item_ranges(const Shape &s, int64_t rows, size_t es) {
+    ItemRanges r;
+    r.channels = s.csg, r.range_w = s.wvec, r.slot = s.nv * s.wvec;
+    if (es != sizeof(float) || cpu_isa() != Isa::avx512) return r;
+    const double slot_bytes = (double)s.nv * (double)s.wvec * (double)es;
+    const int64_t sums = s.n * s.fz * s.fh * s.fw * s.zd * ceil_div(s.hd, rows) * ceil_div(s.wd, s.seg) * kItemSums;
+    if (slot_bytes <= kItemSlotBytes || (double)sums * (double)es > kItemRangeSums) return r;
+    const int64_t blocks = ceil_div(s.csg, s.cblock);
+    const int64_t want = std::min<int64_t>(blocks, (int64_t)std::ceil(slot_bytes / kItemSlotBytes));
+    r.channels = ceil_div(blocks, want) * s.cblock;
+    r.count = ceil_div(s.csg, r.channels);
+    r.range_w = r.channels * s.taps * kLanes;
+    r.sums_at = round_up(s.nv * r.range_w, 16);
+    r.slot = r.sums_at + sums;
+    return r;
+}
+
 // The generated tiles one call runs: per phase, per (vectors, positions) its
 // items meet -- the full tile, the last channel block's and each row
 // segment's remainder -- and with AVX2, whose tiles run on across rows, per
@@ -1607,7 +1642,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // Row groups of every depth slice (of a phase), slice-major: rg / slice_groups is the slice.
     const int64_t slice_groups = ceil_div(s.hd, rows), rgroups = s.zd * slice_groups;
     const SourceMajor major = source_major(s, threads, rows);
-    const GeneratedTiles generated(s, steps, phase_len, lists, rows, by_source ? major.block_w : s.wvec,
+    const ItemRanges ranges = per_item && !by_source ? item_ranges(s, rows, sizeof(T)) : ItemRanges{};
+    const GeneratedTiles generated(s, steps, phase_len, lists, rows,
+                                   by_source ? major.block_w : ranges.count > 1 ? ranges.range_w : s.wvec,
                                    std::is_same_v<T, float>);
     // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
     // block kb of group gi, whose packed vectors start at w.
@@ -1765,10 +1802,25 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             s.groups * kblocks,
             [&](int64_t item, int slot) {
                 int64_t kb = item % kblocks, gi = item / kblocks;
-                T *w = slots + slot * s.nv * s.wvec;
-                pack(s, w_in, gi, kb * s.nv, std::min<int64_t>(s.nv, s.dvec - kb * s.nv), PackTarget{0, s.csg, s.wvec},
-                     w);
+                const int64_t count = std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
                 Trickle none;
+                if (ranges.count > 1) {
+                    T *w = slots + slot * ranges.slot, *sums = w + ranges.sums_at;
+                    for (int64_t c0 = 0; c0 < s.csg; c0 += ranges.channels) {
+                        const int64_t c1 = std::min(c0 + ranges.channels, s.csg);
+                        pack(s, w_in, gi, kb * s.nv, count, PackTarget{c0, c1, ranges.range_w}, w);
+                        int64_t i = 0;
+                        for (int64_t n = 0; n < s.n; ++n)
+                            for (int64_t p = 0; p < phases; ++p)
+                                for (int64_t rg = 0; rg < rgroups; ++rg)
+                                    for (int64_t sg = 0; sg < segs; ++sg, ++i)
+                                        compute(n, gi, kb, p, rg, sg, w, ranges.range_w, image_at(n), none, c0, c1,
+                                                sums + i * kItemSums);
+                    }
+                    return;
+                }
+                T *w = slots + slot * s.nv * s.wvec;
+                pack(s, w_in, gi, kb * s.nv, count, PackTarget{0, s.csg, s.wvec}, w);
                 for (int64_t n = 0; n < s.n; ++n)
                     for (int64_t p = 0; p < phases; ++p)
                         for (int64_t rg = 0; rg < rgroups; ++rg)
@@ -2132,12 +2184,15 @@ public:
         int64_t weights = packs_per_item(s, threads)
                               ? checked_mul(checked_mul(threads * s.nv, s.wvec, "workspace"), (int64_t)es, "workspace")
                               : s.packed;
-        // Source-major slots, as either math mode's channel blocks make them.
+        // Source-major slots, or items' ranges, as either math mode's channel blocks make them.
         for (bool strict : {true, false}) {
             const Shape m = make_shape(g, op, es, strict);
+            int64_t slot = 0;
             if (runs_source_major(m, threads, es))
-                weights = std::max(weights, checked_mul(checked_mul(threads, source_major(m, threads, m.rows).slot,
-                                                                    "workspace"), (int64_t)es, "workspace"));
+                slot = source_major(m, threads, m.rows).slot;
+            else if (packs_per_item(m, threads))
+                slot = item_ranges(m, m.rows, es).slot;
+            weights = std::max(weights, checked_mul(checked_mul(threads, slot, "workspace"), (int64_t)es, "workspace"));
         }
         return (size_t)checked_add((int64_t)s.packed_at, weights, "workspace");
     }
