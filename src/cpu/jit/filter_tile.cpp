@@ -39,7 +39,7 @@ bool fits(const FilterTileSpec &s) {
 
 class FilterTileCode final : public FilterTileKernel, private Xbyak::CodeGenerator {
 public:
-    explicit FilterTileCode(const FilterTileSpec &s) : Xbyak::CodeGenerator(8192, Xbyak::DontSetProtectRWE) {
+    explicit FilterTileCode(const FilterTileSpec &s) : Xbyak::CodeGenerator(16384, Xbyak::DontSetProtectRWE) {
         generate(s);
         setProtectModeRE();  // written; from now on only executed
     }
