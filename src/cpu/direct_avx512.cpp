@@ -1458,7 +1458,11 @@ SourceMajor source_major(const Shape &s, int threads, int64_t rows) {
     const int64_t kblocks = ceil_div(s.dvec, s.nv);
     m.parts = std::min<int64_t>(std::max(threads, 1), kblocks);
     m.part_blocks = ceil_div(kblocks, m.parts);
-    m.items = m.part_blocks * s.n * s.fz * s.fh * s.fw * s.zd * ceil_div(s.hd, rows) * ceil_div(s.wd, s.seg);
+    // (in double, then capped: many images must not overflow a count that
+    // runs_source_major only takes up to kSourceMajorSums)
+    const double items = (double)m.part_blocks * (double)s.n * (double)(s.fz * s.fh * s.fw * s.zd) *
+                         (double)ceil_div(s.hd, rows) * (double)ceil_div(s.wd, s.seg);
+    m.items = (int64_t)std::min(items, double(int64_t(1) << 40));
     m.block_w = s.cblock * s.taps * kLanes;
     m.block = round_up(m.part_blocks * s.nv * m.block_w, 16);
     m.slot = m.block + m.items * kItemSums;
@@ -1494,15 +1498,16 @@ ItemRanges item_ranges(const Shape &s, int64_t rows, size_t es) {
     r.channels = s.csg, r.range_w = s.wvec, r.slot = s.nv * s.wvec;
     if (es != sizeof(float) || cpu_isa() != Isa::avx512) return r;
     const double slot_bytes = (double)s.nv * (double)s.wvec * (double)es;
-    const int64_t sums = s.n * s.fz * s.fh * s.fw * s.zd * ceil_div(s.hd, rows) * ceil_div(s.wd, s.seg) * kItemSums;
-    if (slot_bytes <= kItemSlotBytes || (double)sums * (double)es > kItemRangeSums) return r;
+    const double sums = (double)s.n * (double)(s.fz * s.fh * s.fw * s.zd) * (double)ceil_div(s.hd, rows) *
+                        (double)ceil_div(s.wd, s.seg) * kItemSums;
+    if (slot_bytes <= kItemSlotBytes || sums * (double)es > kItemRangeSums) return r;
     const int64_t blocks = ceil_div(s.csg, s.cblock);
     const int64_t want = std::min<int64_t>(blocks, (int64_t)std::ceil(slot_bytes / kItemSlotBytes));
     r.channels = ceil_div(blocks, want) * s.cblock;
     r.count = ceil_div(s.csg, r.channels);
     r.range_w = r.channels * s.taps * kLanes;
     r.sums_at = round_up(s.nv * r.range_w, 16);
-    r.slot = r.sums_at + sums;
+    r.slot = r.sums_at + (int64_t)sums;
     return r;
 }
 
