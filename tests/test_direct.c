@@ -140,6 +140,25 @@ static void test_layers(void **state)
     conv_context_destroy(ctx);
 }
 
+/* One pass of tp (direct_avx512 forced) on `threads` threads in `math`,
+ * real data on an exact workspace against a guard page (after or before
+ * it), checked against the reference. */
+static void check_exact(conv_context_t ctx, tu_problem *tp, conv_op_t op, int threads, conv_math_t math,
+                        int guard_before, tu_rng *r)
+{
+    tp->algo = direct();
+    assert_true(tu_resolve(tp));
+    char what[640], failure[1536];
+    int len = snprintf(what, sizeof what, "%s (%d threads) ", tu_op_name(op), threads);
+    tu_describe(tp, what + len, sizeof what - (size_t)len);
+    assert_ok(conv_context_set_threads(ctx, threads));
+    assert_ok(conv_context_set_math(ctx, math));
+    if (tu_run_checked(ctx, NULL, tp, op, r, 1,
+                       TU_RUN_EXACT_WORKSPACE | (guard_before ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER), what,
+                       failure, sizeof failure))
+        fail_msg("%s", failure);
+}
+
 /* Backward-data with filters of 4 MB and more packed a block of dy's
  * channels at a time for all of a thread's dx vectors (source-major order,
  * runs_source_major): the items' sums carried between blocks in the
@@ -172,17 +191,7 @@ static void test_source_major(void **state)
             tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
         }
         tp.p.channels_last = cases[i].last;
-        tp.algo = direct();
-        assert_true(tu_resolve(&tp));
-        char what[640], failure[1536];
-        int len = snprintf(what, sizeof what, "backward-data (%d threads) ", cases[i].threads);
-        tu_describe(&tp, what + len, sizeof what - (size_t)len);
-        assert_ok(conv_context_set_threads(ctx, cases[i].threads));
-        assert_ok(conv_context_set_math(ctx, cases[i].math));
-        if (tu_run_checked(ctx, NULL, &tp, CONV_OP_BACKWARD_DATA, &r, 1,
-                           TU_RUN_EXACT_WORKSPACE | (i % 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER), what,
-                           failure, sizeof failure))
-            fail_msg("%s", failure);
+        check_exact(ctx, &tp, CONV_OP_BACKWARD_DATA, cases[i].threads, cases[i].math, (int)(i % 2), &r);
     }
     conv_context_destroy(ctx);
 }
@@ -223,18 +232,7 @@ static void test_item_ranges(void **state)
         }
         tp.p.channels_last = cases[i].last;
         tp.bias = cases[i].op == CONV_OP_FORWARD;
-        tp.algo = direct();
-        assert_true(tu_resolve(&tp));
-        char what[640], failure[1536];
-        int len = snprintf(what, sizeof what, "%s (%d threads) ", tu_op_name((conv_op_t)cases[i].op),
-                           cases[i].threads);
-        tu_describe(&tp, what + len, sizeof what - (size_t)len);
-        assert_ok(conv_context_set_threads(ctx, cases[i].threads));
-        assert_ok(conv_context_set_math(ctx, cases[i].math));
-        if (tu_run_checked(ctx, NULL, &tp, (conv_op_t)cases[i].op, &r, 1,
-                           TU_RUN_EXACT_WORKSPACE | (i % 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER), what,
-                           failure, sizeof failure))
-            fail_msg("%s", failure);
+        check_exact(ctx, &tp, (conv_op_t)cases[i].op, cases[i].threads, cases[i].math, (int)(i % 2), &r);
     }
     conv_context_destroy(ctx);
 }
