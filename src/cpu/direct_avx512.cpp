@@ -375,17 +375,16 @@ CONV_TARGET_AVX512 void pack_last_avx512(const Shape &s, const float *w, int64_t
     for (int64_t v = v0; v < v0 + count; ++v) {
         const int64_t m0 = v * kLanes, lanes = std::min<int64_t>(kLanes, s.cdg - m0);
         float *to = out + (v - v0) * pt.wvec;
-        // Forward: row l is filter m0 + l, its element j = tap * C + c (f.cstride 1, f.step C).
+        // Forward: row l is filter m0 + l, its element tap * C + c (f.cstride
+        // 1, f.step C): each tap's run of the range's channels, 16 at a time.
         const float *rows = w + f.base + m0 * f.mstride;
-        const int64_t len = s.taps * s.csg;
-        for (int64_t j0 = 0; j0 < len; j0 += kLanes) {
-            __m512 x[16];
-            load_transposed16(rows + j0, f.mstride, lanes, first_lanes(len - j0), x);
-            for (int64_t u = 0; u < std::min<int64_t>(kLanes, len - j0); ++u) {
-                const int64_t t = (j0 + u) / s.csg, c = (j0 + u) % s.csg;
-                if (c >= pt.begin && c < pt.end) _mm512_store_ps(to + ((c - pt.begin) * s.taps + t) * kLanes, x[u]);
+        for (int64_t t = 0; t < s.taps; ++t)
+            for (int64_t c0 = pt.begin; c0 < pt.end; c0 += kLanes) {
+                __m512 x[16];
+                const int64_t n = std::min<int64_t>(kLanes, pt.end - c0);
+                load_transposed16(rows + t * s.csg + c0, f.mstride, lanes, first_lanes(n), x);
+                for (int64_t u = 0; u < n; ++u) _mm512_store_ps(to + ((c0 - pt.begin + u) * s.taps + t) * kLanes, x[u]);
             }
-        }
     }
 }
 
@@ -1777,60 +1776,46 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             threads);
         return;
     }
+    // Channel blocks [kb0, kb1) of group gi over source channels [c0, c1):
+    // their vectors packed into w (`range_w` apart), then every item's
+    // tiles; item i's sums carried at sums + i * kItemSums (null: the
+    // range is all channels, each item's sums its own).
+    auto pack_and_run = [&](int64_t gi, int64_t kb0, int64_t kb1, int64_t c0, int64_t c1, T *w, int64_t range_w,
+                            T *sums) {
+        const int64_t v0 = kb0 * s.nv;
+        pack(s, w_in, gi, v0, std::min(kb1 * s.nv, s.dvec) - v0, PackTarget{c0, c1, range_w}, w);
+        Trickle none;
+        int64_t i = 0;
+        for (int64_t kb = kb0; kb < kb1; ++kb)
+            for (int64_t n = 0; n < s.n; ++n)
+                for (int64_t p = 0; p < phases; ++p)
+                    for (int64_t rg = 0; rg < rgroups; ++rg)
+                        for (int64_t sg = 0; sg < segs; ++sg, ++i)
+                            compute(n, gi, kb, p, rg, sg, w + (kb - kb0) * s.nv * range_w, range_w, image_at(n),
+                                    none, c0, c1, sums ? sums + i * kItemSums : nullptr);
+    };
     if (by_source) {  // a share of the channel blocks, everywhere, source channels outermost
         pool.parallel_for(
             major.parts,
             [&](int64_t part, int slot) {
                 const int64_t kb0 = part * kblocks / major.parts, kb1 = (part + 1) * kblocks / major.parts;
-                const int64_t v0 = kb0 * s.nv, count = std::min(kb1 * s.nv, s.dvec) - v0;
                 T *block = slots + slot * major.slot;  // [vector][block's channel][tap][16]
-                T *sums = block + major.block;
-                Trickle none;
-                for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock) {
-                    const int64_t c1 = std::min(c0 + s.cblock, s.csg);
-                    pack(s, w_in, 0, v0, count, PackTarget{c0, c1, major.block_w}, block);
-                    int64_t i = 0;
-                    for (int64_t kb = kb0; kb < kb1; ++kb)
-                        for (int64_t n = 0; n < s.n; ++n)
-                            for (int64_t p = 0; p < phases; ++p)
-                                for (int64_t rg = 0; rg < rgroups; ++rg)
-                                    for (int64_t sg = 0; sg < segs; ++sg, ++i)
-                                        compute(n, 0, kb, p, rg, sg, block + (kb * s.nv - v0) * major.block_w,
-                                                major.block_w, image_at(n), none, c0, c1, sums + i * kItemSums);
-                }
+                for (int64_t c0 = 0; c0 < s.csg; c0 += s.cblock)
+                    pack_and_run(0, kb0, kb1, c0, std::min(c0 + s.cblock, s.csg), block, major.block_w,
+                                 block + major.block);
             },
             threads);
         return;
     }
-    if (per_item) {  // an item: one channel block of a group, everywhere
+    if (per_item) {  // an item: one channel block of a group, everywhere (a range of channels at a time)
         pool.parallel_for(
             s.groups * kblocks,
             [&](int64_t item, int slot) {
-                int64_t kb = item % kblocks, gi = item / kblocks;
-                const int64_t count = std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
-                Trickle none;
-                if (ranges.count > 1) {
-                    T *w = slots + slot * ranges.slot, *sums = w + ranges.sums_at;
-                    for (int64_t c0 = 0; c0 < s.csg; c0 += ranges.channels) {
-                        const int64_t c1 = std::min(c0 + ranges.channels, s.csg);
-                        pack(s, w_in, gi, kb * s.nv, count, PackTarget{c0, c1, ranges.range_w}, w);
-                        int64_t i = 0;
-                        for (int64_t n = 0; n < s.n; ++n)
-                            for (int64_t p = 0; p < phases; ++p)
-                                for (int64_t rg = 0; rg < rgroups; ++rg)
-                                    for (int64_t sg = 0; sg < segs; ++sg, ++i)
-                                        compute(n, gi, kb, p, rg, sg, w, ranges.range_w, image_at(n), none, c0, c1,
-                                                sums + i * kItemSums);
-                    }
-                    return;
-                }
-                T *w = slots + slot * s.nv * s.wvec;
-                pack(s, w_in, gi, kb * s.nv, count, PackTarget{0, s.csg, s.wvec}, w);
-                for (int64_t n = 0; n < s.n; ++n)
-                    for (int64_t p = 0; p < phases; ++p)
-                        for (int64_t rg = 0; rg < rgroups; ++rg)
-                            for (int64_t sg = 0; sg < segs; ++sg)
-                                compute(n, gi, kb, p, rg, sg, w, s.wvec, image_at(n), none, 0, s.csg, nullptr);
+                const int64_t kb = item % kblocks, gi = item / kblocks;
+                T *w = slots + slot * ranges.slot;
+                T *sums = ranges.count > 1 ? w + ranges.sums_at : nullptr;
+                for (int64_t c0 = 0; c0 < s.csg; c0 += ranges.channels)
+                    pack_and_run(gi, kb, kb + 1, c0, std::min(c0 + ranges.channels, s.csg), w, ranges.range_w, sums);
             },
             threads);
         return;

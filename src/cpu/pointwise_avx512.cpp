@@ -42,8 +42,9 @@
 // at a time into an L1 buffer, under the previous block's tiles:
 // run_w_blocks), and each tile's sums are scattered into dx's channel
 // rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in W's
-// place, as strips of 16 of W's columns (strip_w). A plan may prepare what is made of W per call (W's panels, or
-// its strips) once: pw_avx512_prepare_weights.
+// place, as strips of 16 of W's columns (strip_w). A plan may prepare what
+// is made of W per call (W's panels, or its strips) once:
+// pw_avx512_prepare_weights.
 //
 // Backward-filter reduces over positions: chunks of them (an L2 share of
 // B, the same chunks for any thread count, so the sums' order is too) are
@@ -1533,8 +1534,8 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     // backward-data 122 vs 98 -- except where W of 2 MiB+ goes through L1 a
     // block at a time (last_w_blocks) or the forward runs per image from
     // 1024+ channels (last_by_image_avx512); from 14x14 up this kernel is
-    // even or ahead. Forward channels-first and backward-filter: even or this kernel
-    // ahead.
+    // even or ahead. Forward channels-first and backward-filter: even or
+    // this kernel ahead.
     if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
         return g.n * g.out_size() >= 128 || (op == CONV_OP_BACKWARD_DATA && last_w_blocks(g)) ||
                (op == CONV_OP_FORWARD && last_by_image_avx512(g));
