@@ -15,6 +15,7 @@
  * A failure prints its seed; CONV_TEST_SEED=<seed> CONV_TEST_COUNT=1 reruns it.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -323,6 +324,132 @@ static void test_filter_infinity_in_dy(void **state)
     tu_case_free(&c);
 }
 
+/* Channels-first backward-filter with padding 1 before and dy rows of up to
+ * 31 columns (depthwise_avx512_filter_rows.cpp): both strides, padding
+ * after 0 or 1, planes of 1-20 rows, dy rows of 1-31 columns (one or two
+ * vectors; up to 7 two channels a vector, so odd channel counts leave a
+ * channel without its pair), channel counts around its 16-channel blocks,
+ * batch 1-3, bias; exact on integers and within rounding on reals, on
+ * 1-3 threads with exact workspaces against guard pages. */
+static void test_filter_rows(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(6000);
+    int n = tu_env_count(300);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t stride = tu_range(&r, 1, 2), out_w = tu_chance(&r, 50) ? tu_range(&r, 1, 8) : tu_range(&r, 1, 31);
+        int64_t pad_end = tu_range(&r, 0, 1);
+        /* x as wide as that many dy columns with the padding: out = (in + 1 + pad_end - 3) / s + 1. */
+        int64_t in_w = (out_w - 1) * stride + 2 - pad_end + (stride == 2 ? tu_range(&r, 0, 1) : 0);
+        int64_t in[2] = {tu_range(&r, 1, 20), in_w < 1 ? 1 : in_w}, kernel[2] = {3, 3};
+        int64_t c = tu_chance(&r, 30) ? tu_range(&r, 15, 40) : tu_range(&r, 1, 9);
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 3), c, c, in, kernel);
+        tp.p.groups = c;
+        tp.bias = tu_chance(&r, 40);
+        tp.dtype = CONV_DTYPE_FLOAT32;
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = stride;
+            tp.desc_pad_begin[a] = 1;
+            tp.desc_pad_end[a] = pad_end;
+        }
+        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        if (!tu_resolve(&tp))
+            continue;
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_FILTER, &r, tu_chance(&r, 30));
+    }
+}
+
+/* 5 channels of h x w with padding 1 and stride s, backward-filter, x and dy
+ * all ones: the case the two infinity tests below edit before running. */
+static void make_rows_case(tu_case *c, conv_desc_t *d, int64_t h, int64_t w, int64_t s)
+{
+    int64_t in[2] = {h, w}, kernel[2] = {3, 3};
+    tu_problem tp;
+    tu_problem_init(&tp, 2, 1, 5, 5, in, kernel);
+    tp.p.groups = 5;
+    for (int a = 0; a < 2; a++) {
+        tp.p.stride[a] = s;
+        tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+    }
+    tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+    assert_true(tu_resolve(&tp));
+    tu_rng r;
+    tu_seed(&r, 99);
+    assert_ok(tu_case_make(c, tu_contexts[0], &tp, 0));
+    assert_ok(tu_make_desc(&tp, CONV_OP_BACKWARD_FILTER, d));
+    tu_case_fill(c, CONV_OP_BACKWARD_FILTER, &r, 0);
+    for (int64_t i = 0; i < c->x.elems; i++)
+        tu_set(&c->x, i, 1.0);
+    for (int64_t i = 0; i < c->y.elems; i++)
+        tu_set(&c->y, i, 1.0);
+}
+
+/* Runs the case and checks that dw's tap t is +inf exactly where
+ * inf_tap(t) says, finite elsewhere, for every channel. */
+static void check_rows_infinity(tu_case *c, conv_desc_t d, const char *what, int inf_taps)
+{
+    if (tu_case_run(c, tu_contexts[0], d, CONV_OP_BACKWARD_FILTER, NULL) != CONV_STATUS_SUCCESS)
+        fail_msg("%s: %s", what, conv_last_error());
+    for (int64_t ch = 0; ch < 5; ch++)
+        for (int t = 0; t < 9; t++) {
+            double v = tu_get(&c->w, ch * 9 + t);
+            int want_inf = (inf_taps >> t) & 1;
+            if (want_inf ? !(isinf(v) && v > 0) : !isfinite(v))
+                fail_msg("%s: channel %lld tap %d: dw = %g", what, (long long)ch, t, v);
+        }
+}
+
+/* The rows kernel's padding: an infinity in dy at a row's first column
+ * (taps with kw = 0 read the padding there, and taps with kh = 0 too in
+ * the first row) counts in the other taps only; an infinity in x's last
+ * row and column is read by taps with kh, kw >= 1 only (stride 1), and
+ * neither by a lane past a row's outputs nor by a second channel's half
+ * of a vector (7-column rows). Widths 14 (one channel a vector) and 7
+ * (two), both strides. AVX-512 only: the other ISAs' kernels multiply
+ * zero-padded x by dy, so such a dy infinity gives NaN there, as an
+ * im2col with zero padding does. */
+static void test_filter_rows_infinity(void **state)
+{
+    (void)state;
+    if (tu_cpu_isa(tu_contexts[0]) != TU_ISA_AVX512)
+        skip();
+    static const int64_t shapes[][3] = {{14, 14, 1}, {7, 7, 1}, {6, 29, 1}, {14, 14, 2}, {9, 28, 2}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int64_t h = shapes[i][0], w = shapes[i][1], s = shapes[i][2];
+        int64_t oh = (h - 1) / s + 1, ow = (w - 1) / s + 1;
+        tu_case c;
+        conv_desc_t d;
+        char what[64];
+        /* dy(row 0, column 0) and dy(row 1, column 0) of every channel:
+         * taps kw >= 1 read x there (kh = 0 only from row 1). */
+        make_rows_case(&c, &d, h, w, s);
+        for (int64_t plane = 0; plane < 5; plane++) {
+            tu_set(&c.y, plane * oh * ow, INFINITY);
+            if (oh > 1)
+                tu_set(&c.y, plane * oh * ow + ow, INFINITY);
+        }
+        snprintf(what, sizeof what, "dy %lldx%lld s%lld", (long long)h, (long long)w, (long long)s);
+        check_rows_infinity(&c, d, what, oh > 1 ? 0x1b6 : 0x1b0); /* kw >= 1; kh >= 1 unless row 1 */
+        conv_desc_destroy(d);
+        tu_case_free(&c);
+        if (s != 1)
+            continue;
+        /* x(h - 1, w - 1): the dy at (h - 1 - kh + 1, w - 1 - kw + 1)
+         * must exist, so kh, kw >= 1. */
+        make_rows_case(&c, &d, h, w, s);
+        for (int64_t plane = 0; plane < 5; plane++)
+            tu_set(&c.x, plane * h * w + h * w - 1, INFINITY);
+        snprintf(what, sizeof what, "x %lldx%lld", (long long)h, (long long)w);
+        check_rows_infinity(&c, d, what, 0x1b0);
+        conv_desc_destroy(d);
+        tu_case_free(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +462,8 @@ int main(void)
         cmocka_unit_test(test_sums_by_threads),
         cmocka_unit_test(test_filter_unread_infinity),
         cmocka_unit_test(test_filter_infinity_in_dy),
+        cmocka_unit_test(test_filter_rows),
+        cmocka_unit_test(test_filter_rows_infinity),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

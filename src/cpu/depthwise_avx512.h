@@ -35,6 +35,14 @@ bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads);
 size_t dw_ring_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_ring_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
+// Channels-first backward-filter at stride 1, "same" padding, planes up to
+// 16 columns wide: whole dy rows in a vector, x read in place
+// (depthwise_avx512_filter_rows.cpp); preferred over dw_blocked_* and
+// dw_nchw_* where it covers.
+bool dw_filter_rows_covers(const ConvGeometry &g, conv_op_t op);
+size_t dw_filter_rows_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+void dw_filter_rows_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
 // Channels-first small planes through 16-channel blocks
 // (depthwise_avx512_blocked.cpp); preferred over dw_nchw_* where it covers.
 bool dw_blocked_covers(const ConvGeometry &g, conv_op_t op);

@@ -392,6 +392,7 @@ bool dw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
 
 size_t dw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
     size_t bytes = g.layout == CONV_LAYOUT_CHANNELS_LAST ? dw_nhwc_workspace_bytes(g, op, threads)
+                   : dw_filter_rows_covers(g, op) ? dw_filter_rows_workspace_bytes(g, op, threads)
                    : dw_blocked_covers(g, op)            ? dw_blocked_workspace_bytes(g, op, threads)
                                                          : dw_nchw_workspace_bytes(g, op, threads);
     return (bytes + 63) / 64 * 64;
@@ -400,6 +401,8 @@ size_t dw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thread
 void dw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     if (args.g->layout == CONV_LAYOUT_CHANNELS_LAST)
         dw_nhwc_run(args, ws, pool, threads);
+    else if (dw_filter_rows_covers(*args.g, args.op))
+        dw_filter_rows_run(args, ws, pool, threads);
     else if (dw_blocked_covers(*args.g, args.op))
         dw_blocked_run(args, ws, pool, threads);
     else

@@ -1,0 +1,383 @@
+// Channels-first (NCHW) depthwise 3x3 backward-filter on planes whose dy
+// rows fit one or two vectors (up to 31 columns: 7x7 to 28x28 at stride 1,
+// 14x14 to 56x56 at stride 2), padding 1 before, fp32, AVX-512, read in
+// place: dy row by dy row, 16 output columns a vector.
+//
+// dw(tap) = sum over images and positions of dy(p) * x(p + tap). For a dy
+// row, the inputs under tap (kh, kw) are x row S * r + kh - 1's columns
+// S * j + kw - 1. At stride 1 they are one load from column -1 and the same
+// shifted down by one and two lanes (valignd); at stride 2 two loads split
+// into even and odd columns (vpermt2ps) give kw = 0 and 1, the even ones
+// shifted by a lane kw = 2. An x row is loaded and shifted once and used by
+// every dy row whose window covers it (three at stride 1, two at 2).
+//
+// Masks: loads read only columns inside the row (masked-off lanes read as
+// 0 and never fault), and each FMA is merge-masked to the outputs whose tap
+// lies inside the row: a lane whose tap is padding, or that is no output,
+// adds nothing, whatever x and dy hold there (no inf * 0 = NaN). Padding
+// rows are skipped.
+//
+// A channel's 9 sums stay in registers over the batch; 16 channels' sums
+// are then reduced across lanes together (per tap four levels of shuffles
+// and adds: 45 instructions for 16 channels, 21 for 8 vectors of two,
+// where 16 separate reductions take 128). One block of 16 channels is one
+// work item, so the sums' order does not depend on the thread count.
+//
+// Where it takes over (dw_filter_rows_covers): depthwise_avx512_blocked.cpp
+// transposed 16 channels' x and dy into channel-blocked tiles (two 16 x 16
+// transposes, 128 shuffles, for every 16 positions' 144 FMAs: half its time
+// in perf); depthwise_avx512_nchw.cpp's plane kernels ran these rows in
+// blocks with every tap a masked load.
+#include <algorithm>
+#include <cstdint>
+
+#include "core/checked.h"
+#include "cpu/avx512.h"
+#include "cpu/depthwise_avx512.h"
+#include "cpu/epilogue.h"
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kK = 3;              // window size
+constexpr int kTaps = kK * kK;
+constexpr int kVec = 16;           // floats per zmm; also channels per work item
+constexpr int kMaxVectors = 2;     // vectors per dy row
+// Per-thread scratch: the block's sums, [tap][channel][lane].
+constexpr int64_t kSlotFloats = int64_t{kTaps} * kVec * kVec;
+
+// How many lanes, from column -1's (stride 1) or from the even columns'
+// (stride 2), a dy row's loads and shifts use: each output column's lane,
+// and those its taps read. A vector's shifted copies take their last lanes
+// from the next vector, the last vector's from itself: these must fit the
+// row's vectors, 16 each (8 each with two channels a vector).
+int64_t row_span(const ConvGeometry &g) {
+    const int64_t iw = g.in[2], ow = g.out[2];
+    if (g.stride[2] == 1) return std::min(ow, iw - 1) + 2;  // column c in lane c + 1
+    // Stride 2: tap 2 of output j is even column lane j + 1 (column 2 j + 1).
+    return std::max(ow, std::min(ow - 1, (iw - 2) / 2) + 2);
+}
+
+constexpr int64_t kMaxSpan = int64_t{kVec} * kMaxVectors;
+// Rows whose span fits 8 lanes take two channels a vector (a vector half
+// empty otherwise, and 7x7 is MobileNet's last plane).
+constexpr int64_t kPairSpan = kVec / 2;
+
+// A plane's rows: the geometry and its lane masks. With two channels a
+// vector (G = 2), lanes 0-7 are the first channel's columns, 8-15 the
+// second's.
+struct RowShape {
+    int64_t ih, iw, oh, ow;
+    // Per vector v: the lanes each tap column's FMA adds (output columns
+    // whose tap lies inside the row), the dy lanes that are outputs (per
+    // channel), the lanes of the x loads that fall inside the row (stride
+    // 1: per channel; stride 2: of the two loads a vector splits).
+    __mmask16 tap[kMaxVectors][kK], out[kMaxVectors][2], read[kMaxVectors][2];
+};
+
+RowShape row_shape(const ConvGeometry &g, int pair) {
+    RowShape p{};
+    p.ih = g.in[1], p.iw = g.in[2], p.oh = g.out[1], p.ow = g.out[2];
+    const int64_t s = g.stride[2], width = pair ? kVec / 2 : kVec;
+    const auto inside = [&](int64_t col) { return col >= 0 && col < p.iw; };
+    for (int v = 0; v < kMaxVectors; ++v)
+        for (int l = 0; l < kVec; ++l) {
+            const int half = (int)(l / width);  // the lane's channel
+            const int64_t j = pair ? l % width : v * kVec + l;  // its output column
+            const uint16_t bit = (uint16_t)(1u << l);
+            if (j < p.ow) {
+                p.out[v][half] |= bit;
+                for (int kw = 0; kw < kK; ++kw)
+                    if (inside(s * j + kw - 1)) p.tap[v][kw] |= bit;
+            }
+            // The column a load puts in lane l: each channel's row from
+            // column -1 (stride 1), or 32 v - 1 on, in two loads (stride 2).
+            if (s == 1 && inside((pair ? j : v * kVec + l) - 1)) p.read[v][half] |= bit;
+            if (s == 2)
+                for (int h = 0; h < 2; ++h)
+                    if (inside(2 * v * kVec - 1 + (pair ? 0 : h * kVec) + l)) p.read[v][h] |= bit;
+        }
+    return p;
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+
+// The inputs under a dy row's V vectors of one x row, per tap column.
+template <int V>
+struct RowSet {
+    __m512 v[kK][V];
+};
+
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 shift_down(__m512 lo, __m512 hi,
+                                                                           int n) {
+    const __m512i a = _mm512_castps_si512(lo), b = _mm512_castps_si512(hi);
+    return _mm512_castsi512_ps(n == 1 ? _mm512_alignr_epi32(b, a, 1) : _mm512_alignr_epi32(b, a, 2));
+}
+
+// Stride 1: x row `row` (a pointer to its column 0) under the dy row's
+// vector `v` (a strip of 16 columns; `next`: the row goes on, and the last
+// two lanes of the shifted copies come from the next 16 columns); with two
+// channels a vector, `other` is the second channel's same row.
+template <int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<1> load_set_s1(
+    const RowShape &p, const float *row, const float *other, int v, bool next) {
+    __m512 c = _mm512_maskz_loadu_ps(p.read[v][0], row + v * kVec - 1);  // columns 16 v - 1 ...
+    if (G == 2) c = _mm512_mask_loadu_ps(c, p.read[0][1], other - 1 - kVec / 2);
+    const __m512 n = next ? _mm512_maskz_loadu_ps(p.read[v + 1][0], row + (v + 1) * kVec - 1) : c;
+    return {{{c}, {shift_down(c, n, 1)}, {shift_down(c, n, 2)}}};
+}
+
+// Stride 2: x row `row` under the dy row's V vectors (two channels a
+// vector: `other` as above).
+template <int V, int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(const RowShape &p,
+                                                                               const float *row,
+                                                                               const float *other) {
+    // Columns 32 v - 1 ... in a and b (two channels: each one's -1 ...),
+    // split into even and odd lanes.
+    RowSet<V> s;
+    const __m512i even = even_lanes(), odd = odd_lanes();
+    for (int v = 0; v < V; ++v) {
+        const float *at = row + 2 * v * kVec - 1;
+        const __m512 a = _mm512_maskz_loadu_ps(p.read[v][0], at);
+        const __m512 b = G == 2 ? _mm512_maskz_loadu_ps(p.read[v][1], other - 1)
+                                : _mm512_maskz_loadu_ps(p.read[v][1], at + kVec);
+        s.v[0][v] = _mm512_permutex2var_ps(a, even, b);  // columns 2 j - 1
+        s.v[1][v] = _mm512_permutex2var_ps(a, odd, b);   // 2 j
+    }
+    for (int v = 0; v < V; ++v)  // 2 j + 1: the next even lane
+        s.v[2][v] = shift_down(s.v[0][v], s.v[0][v + 1 < V ? v + 1 : v], 1);
+    return s;
+}
+
+// acc[kh * 3 + kw] += d * s.v[kw] in the lanes whose tap is inside the
+// row (the dy row's vectors v0 ...). The merge mask leaves the others'
+// sums alone.
+template <int V>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void add_row(
+    const RowShape &p, __m512 (&acc)[kTaps], int kh, const __m512 (&d)[V], const RowSet<V> &s,
+    int v0 = 0) {
+    for (int v = 0; v < V; ++v)
+        for (int kw = 0; kw < kK; ++kw)
+            acc[kh * kK + kw] =
+                _mm512_mask3_fmadd_ps(s.v[kw][v], d[v], acc[kh * kK + kw], p.tap[v0 + v][kw]);
+}
+
+// The dy row's vectors v0 ... (with two channels a vector: `other` as above).
+template <int V, int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void load_dy(const RowShape &p,
+                                                                      const float *row,
+                                                                      const float *other,
+                                                                      __m512 (&d)[V], int v0 = 0) {
+    for (int v = 0; v < V; ++v)
+        d[v] = _mm512_maskz_loadu_ps(p.out[v0 + v][0], row + (v0 + v) * kVec);
+    if (G == 2) d[0] = _mm512_mask_loadu_ps(d[0], p.out[0][1], other - kVec / 2);
+}
+
+// One image's planes of a channel (x1, dy1: the second channel's, with two
+// a vector).
+struct Planes {
+    const float *x, *dy, *x1, *dy1;
+};
+
+// Stride 1: dy row r's vector v with x rows r - 1, r, r + 1 in `above`,
+// `at`, `below` (`below` loaded here). Checked: rows outside the plane
+// neither read nor used; unchecked rows have all three inside.
+template <int G, bool Checked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dy_row_s1(
+    const RowShape &p, const Planes &q, int v, bool next, int64_t r, const RowSet<1> &above,
+    const RowSet<1> &at, RowSet<1> &below, __m512 (&acc)[kTaps]) {
+    const bool lower = !Checked || r + 1 < p.ih;
+    if (lower) below = load_set_s1<G>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
+    __m512 d[1];
+    load_dy<1, G>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d, v);
+    if (!Checked || r > 0) add_row<1>(p, acc, 0, d, above, v);
+    add_row<1>(p, acc, 1, d, at, v);
+    if (lower) add_row<1>(p, acc, 2, d, below, v);
+}
+
+// Stride 2: dy row r with x rows 2 r - 1 (`top`, loaded by the row
+// before), 2 r and 2 r + 1 (loaded here, into `bottom`).
+template <int V, int G, bool Checked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dy_row_s2(
+    const RowShape &p, const Planes &q, int64_t r, const RowSet<V> &top, RowSet<V> &bottom,
+    __m512 (&acc)[kTaps]) {
+    __m512 d[V];
+    load_dy<V, G>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d);
+    if (!Checked || r > 0) add_row<V>(p, acc, 0, d, top);
+    const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
+    if (!Checked || 2 * r < p.ih)
+        add_row<V>(p, acc, 1, d, load_set_s2<V, G>(p, q.x + mid, q.x1 + mid));
+    if (!Checked || 2 * r + 1 < p.ih) {
+        bottom = load_set_s2<V, G>(p, q.x + low, q.x1 + low);
+        add_row<V>(p, acc, 2, d, bottom);
+    }
+}
+
+// One image's plane of one channel added into acc: the first and last
+// rows checked, those between not (their windows lie inside the plane),
+// unrolled so the row sets' roles rotate by name, not by register moves.
+// At stride 1 a row of two vectors runs as two strips of 16 columns (all
+// rows of one, then of the other: the three rows' shifted copies of both
+// would not fit the registers).
+template <int S, int V, int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums(const RowShape &p,
+                                                                         const Planes &q,
+                                                                         __m512 (&acc)[kTaps]) {
+    if (S == 1) {
+        for (int v = 0; v < V; ++v) {
+            const bool next = v + 1 < V;
+            // Row r's roles: (above, at, below) = (a, b, c) rotated r times.
+            RowSet<1> a{}, b = load_set_s1<G>(p, q.x, q.x1, v, next), c{};
+            dy_row_s1<G, true>(p, q, v, next, 0, a, b, c, acc);
+            int64_t r = 1;
+            for (; r + 3 < p.oh; r += 3) {  // rows r .. r + 2 <= oh - 2 < ih - 1
+                dy_row_s1<G, false>(p, q, v, next, r, b, c, a, acc);
+                dy_row_s1<G, false>(p, q, v, next, r + 1, c, a, b, acc);
+                dy_row_s1<G, false>(p, q, v, next, r + 2, a, b, c, acc);
+            }
+            if (r < p.oh) dy_row_s1<G, true>(p, q, v, next, r, b, c, a, acc);
+            if (r + 1 < p.oh) dy_row_s1<G, true>(p, q, v, next, r + 1, c, a, b, acc);
+            if (r + 2 < p.oh) dy_row_s1<G, true>(p, q, v, next, r + 2, a, b, c, acc);
+        }
+    } else {
+        // Row r's (top, bottom) = (a, b) for even r, (b, a) for odd.
+        RowSet<V> a{}, b{};
+        dy_row_s2<V, G, true>(p, q, 0, a, b, acc);
+        int64_t r = 1;
+        for (; r + 2 < p.oh && 2 * r + 3 < p.ih; r += 2) {  // rows r, r + 1: 2 r + 3 < ih
+            dy_row_s2<V, G, false>(p, q, r, b, a, acc);
+            dy_row_s2<V, G, false>(p, q, r + 1, a, b, acc);
+        }
+        for (; r < p.oh; r += 2) {
+            dy_row_s2<V, G, true>(p, q, r, b, a, acc);
+            if (r + 1 < p.oh) dy_row_s2<V, G, true>(p, q, r + 1, a, b, acc);
+        }
+    }
+}
+
+// The sums' reduction across lanes, a level at a time: in-lane unpacks and
+// shuffles halve each 128-bit chunk twice, then 128-bit shuffles add the
+// chunks. Two levels of 2 -> 1 vectors: out = lo(p, q) + hi(p, q).
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 level1(__m512 p, __m512 q) {
+    return _mm512_add_ps(_mm512_unpacklo_ps(p, q), _mm512_unpackhi_ps(p, q));
+}
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 level2(__m512 p, __m512 q) {
+    return _mm512_add_ps(_mm512_shuffle_ps(p, q, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(p, q, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+// Chunks 0 + 1 and 2 + 3 of p, then of q.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 chunk_pairs(__m512 p, __m512 q) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// One tap's sums of a block's 16 channels, from `v` (16 / G vectors, 64 B
+// apart: channel ch's, or with G = 2 channels 2 i and 2 i + 1's in lanes
+// 0-7 and 8-15 of vector i), one lane each: lane_of(ch, G).
+template <int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 reduce_block(const float *v) {
+    constexpr int n = kVec / G;
+    __m512 a[n / 2], b[n / 4];
+    for (int i = 0; i < n / 2; ++i)
+        a[i] = level1(_mm512_load_ps(v + 2 * i * kVec), _mm512_load_ps(v + (2 * i + 1) * kVec));
+    for (int i = 0; i < n / 4; ++i) b[i] = level2(a[2 * i], a[2 * i + 1]);
+    // b[i] chunk k: [vector 4 i's chunk k sum, 4 i + 1's, 4 i + 2's, 4 i + 3's].
+    if (G == 2) return chunk_pairs(b[0], b[1]);  // halves kept apart
+    return chunk_pairs(chunk_pairs(b[0], b[1]), chunk_pairs(b[2], b[3]));
+}
+
+// The lane of channel ch's sum in reduce_block<G>'s result.
+constexpr int lane_of(int ch, int G) {
+    // G = 2: vector i = ch / 2's half h in chunk 2 (i / 4) + h, place i % 4.
+    return G == 1 ? ch : (ch / 8) * 8 + (ch % 2) * 4 + (ch / 2) % 4;
+}
+
+// dw of channels [c0, c0 + cb): each channel's sums over the batch (G
+// channels a vector), kept per tap in the slot, then the block's reduced
+// together.
+template <int S, int V, int G>
+CONV_TARGET_AVX512 void filter_block(const RowShape &shape, const ConvGeometry &g,
+                                     const float *x, const float *dy, float *dw, int64_t c0, int cb,
+                                     float *slot) {
+    constexpr int kPerTap = kVec / G;  // vectors a tap's sums take
+    RowShape p = shape;                // a local copy: its masks stay in registers
+    const int64_t in_plane = p.ih * p.iw, out_plane = p.oh * p.ow;
+    for (int ch = 0; ch < kVec; ch += G) {
+        __m512 acc[kTaps];
+        for (auto &v : acc) v = _mm512_setzero_ps();
+        if (G == 2 && ch + 1 == cb)  // a channel without its pair: its half only
+            for (int v = 0; v < kMaxVectors; ++v) {
+                for (auto &m : p.tap[v]) m &= 0x00ff;
+                p.read[v][1] = p.out[v][1] = 0;
+            }
+        if (ch < cb)
+            for (int64_t n = 0; n < g.n; ++n) {
+                const int64_t plane = n * g.c + c0 + ch;
+                const float *xp = x + plane * in_plane, *dp = dy + plane * out_plane;
+                plane_sums<S, V, G>(p, {xp, dp, xp + in_plane, dp + out_plane}, acc);
+            }
+        for (int t = 0; t < kTaps; ++t)
+            _mm512_store_ps(slot + (t * kPerTap + ch / G) * kVec, acc[t]);
+    }
+    alignas(64) float sums[kTaps][kVec];
+    for (int t = 0; t < kTaps; ++t)
+        _mm512_store_ps(sums[t], reduce_block<G>(slot + t * kPerTap * kVec));
+    for (int ch = 0; ch < cb; ++ch)
+        for (int t = 0; t < kTaps; ++t) dw[(c0 + ch) * kTaps + t] = sums[t][lane_of(ch, G)];
+}
+
+#endif  // CONV_HAVE_AVX512_KERNELS
+
+}  // namespace
+
+bool dw_filter_rows_covers(const ConvGeometry &g, conv_op_t op) {
+    if (op != CONV_OP_BACKWARD_FILTER) return false;
+    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.k != g.c) return false;  // multiplier 1
+    if (!g.is_planar() || g.in_size() == 0) return false;
+    if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
+    if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
+    if (g.stride[1] != g.stride[2] || g.stride[1] < 1 || g.stride[1] > 2) return false;
+    if (g.pad_begin[1] != 1 || g.pad_begin[2] != 1) return false;
+    // Every dy row and column reads some of x (padding after of at most 1).
+    if (g.out[1] > ceil_div(g.in[1], g.stride[1]) || g.out[2] > ceil_div(g.in[2], g.stride[2]))
+        return false;
+    return row_span(g) <= kMaxSpan;
+}
+
+size_t dw_filter_rows_workspace_bytes(const ConvGeometry &, conv_op_t, int threads) {
+    return (size_t)checked_mul(kSlotFloats * (int64_t)sizeof(float), threads, "workspace");
+}
+
+void dw_filter_rows_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
+#if CONV_HAVE_AVX512_KERNELS
+    const ConvGeometry &g = *a.g;
+    const int64_t span = row_span(g);
+    const bool pair = span <= kPairSpan, two = span > kVec, s2 = g.stride[2] == 2;
+    const RowShape p = row_shape(g, pair);
+    const float *x = static_cast<const float *>(a.x), *dy = static_cast<const float *>(a.y);
+    float *dw = static_cast<float *>(a.w), *scratch = static_cast<float *>(ws);
+    pool.parallel_for(
+        ceil_div(g.c, kVec),
+        [&](int64_t block, int s) {
+            const int64_t c0 = block * kVec;
+            const int cb = (int)std::min<int64_t>(kVec, g.c - c0);
+            float *slot = scratch + s * kSlotFloats;
+            if (pair)
+                s2 ? filter_block<2, 1, 2>(p, g, x, dy, dw, c0, cb, slot)
+                   : filter_block<1, 1, 2>(p, g, x, dy, dw, c0, cb, slot);
+            else if (s2)
+                two ? filter_block<2, 2, 1>(p, g, x, dy, dw, c0, cb, slot)
+                    : filter_block<2, 1, 1>(p, g, x, dy, dw, c0, cb, slot);
+            else
+                two ? filter_block<1, 2, 1>(p, g, x, dy, dw, c0, cb, slot)
+                    : filter_block<1, 1, 1>(p, g, x, dy, dw, c0, cb, slot);
+        },
+        threads);
+    if (a.bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, dy, a.bias, pool, threads);
+#else
+    (void)a, (void)ws, (void)pool, (void)threads;
+#endif
+}
+
+}  // namespace conv::cpu
