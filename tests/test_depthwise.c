@@ -324,14 +324,16 @@ static void test_filter_infinity_in_dy(void **state)
     tu_case_free(&c);
 }
 
-/* Channels-first backward-filter with padding 1 before and dy rows of up to
- * 31 columns (depthwise_avx512_filter_rows.cpp): both strides, padding
- * after 0 or 1, planes of 1-20 rows, dy rows of 1-31 columns (one or two
- * vectors; up to 7 two channels a vector, so odd channel counts leave a
- * channel without its pair), channel counts around its 16-channel blocks,
- * batch 1-3, bias; exact on integers and within rounding on reals, on
- * 1-3 threads with exact workspaces against guard pages. */
-static void test_filter_rows(void **state)
+/* Channels-first passes with padding 1 before and output rows of up to 31
+ * columns (depthwise_avx512_filter_rows.cpp: backward-filter;
+ * depthwise_avx512_forward_rows.cpp: forward, and backward-data at stride
+ * 1): both strides, padding after 0-2, planes of 1-20 rows, rows of 1-31
+ * columns (one or two vectors; up to 7 two channels a vector, so odd
+ * channel counts leave a channel without its pair), channel counts around
+ * the 16-channel blocks, batch 1-3, bias and ReLU; exact on integers and
+ * within rounding on reals, on 1-3 threads with exact workspaces against
+ * guard pages. */
+static void test_rows(void **state)
 {
     (void)state;
     uint64_t first = tu_env_seed(6000);
@@ -341,7 +343,7 @@ static void test_filter_rows(void **state)
         tu_rng r;
         tu_seed(&r, seed);
         int64_t stride = tu_range(&r, 1, 2), out_w = tu_chance(&r, 50) ? tu_range(&r, 1, 8) : tu_range(&r, 1, 31);
-        int64_t pad_end = tu_range(&r, 0, 1);
+        int64_t pad_end = tu_chance(&r, 15) ? 2 : tu_range(&r, 0, 1);
         /* x as wide as that many dy columns with the padding: out = (in + 1 + pad_end - 3) / s + 1. */
         int64_t in_w = (out_w - 1) * stride + 2 - pad_end + (stride == 2 ? tu_range(&r, 0, 1) : 0);
         int64_t in[2] = {tu_range(&r, 1, 20), in_w < 1 ? 1 : in_w}, kernel[2] = {3, 3};
@@ -350,6 +352,7 @@ static void test_filter_rows(void **state)
         tu_problem_init(&tp, 2, tu_range(&r, 1, 3), c, c, in, kernel);
         tp.p.groups = c;
         tp.bias = tu_chance(&r, 40);
+        tp.p.relu = tu_chance(&r, 30);
         tp.dtype = CONV_DTYPE_FLOAT32;
         for (int a = 0; a < 2; a++) {
             tp.p.stride[a] = stride;
@@ -359,7 +362,9 @@ static void test_filter_rows(void **state)
         tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
         if (!tu_resolve(&tp))
             continue;
-        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_FILTER, &r, tu_chance(&r, 30));
+        int real = tu_chance(&r, 30);
+        for (int op = 0; op < 3; op++)
+            tu_check_random_pass(tu_contexts, seed, &tp, (conv_op_t)op, &r, real);
     }
 }
 
@@ -462,7 +467,7 @@ int main(void)
         cmocka_unit_test(test_sums_by_threads),
         cmocka_unit_test(test_filter_unread_infinity),
         cmocka_unit_test(test_filter_infinity_in_dy),
-        cmocka_unit_test(test_filter_rows),
+        cmocka_unit_test(test_rows),
         cmocka_unit_test(test_filter_rows_infinity),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);

@@ -43,6 +43,14 @@ bool dw_filter_rows_covers(const ConvGeometry &g, conv_op_t op);
 size_t dw_filter_rows_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_filter_rows_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
+// Channels-first forward, and backward-data at stride 1, multiplier 1,
+// padding 1 before, output rows of up to 31 columns: row by row, x (dy)
+// read in place (depthwise_avx512_forward_rows.cpp); preferred over
+// dw_nchw_* where it covers.
+bool dw_forward_rows_covers(const ConvGeometry &g, conv_op_t op);
+size_t dw_forward_rows_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+void dw_forward_rows_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
 // Channels-first small planes through 16-channel blocks
 // (depthwise_avx512_blocked.cpp); preferred over dw_nchw_* where it covers.
 bool dw_blocked_covers(const ConvGeometry &g, conv_op_t op);

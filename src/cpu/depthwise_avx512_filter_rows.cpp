@@ -34,121 +34,19 @@
 #include "core/checked.h"
 #include "cpu/avx512.h"
 #include "cpu/depthwise_avx512.h"
+#include "cpu/depthwise_avx512_rows.h"
 #include "cpu/epilogue.h"
 
 namespace conv::cpu {
 namespace {
 
-constexpr int kK = 3;              // window size
-constexpr int kTaps = kK * kK;
-constexpr int kVec = 16;           // floats per zmm; also channels per work item
-constexpr int kMaxVectors = 2;     // vectors per dy row
+using namespace dw_rows;
+
+
 // Per-thread scratch: the block's sums, [tap][channel][lane].
 constexpr int64_t kSlotFloats = int64_t{kTaps} * kVec * kVec;
 
-// How many lanes, from column -1's (stride 1) or from the even columns'
-// (stride 2), a dy row's loads and shifts use: each output column's lane,
-// and those its taps read. A vector's shifted copies take their last lanes
-// from the next vector, the last vector's from itself: these must fit the
-// row's vectors, 16 each (8 each with two channels a vector).
-int64_t row_span(const ConvGeometry &g) {
-    const int64_t iw = g.in[2], ow = g.out[2];
-    if (g.stride[2] == 1) return std::min(ow, iw - 1) + 2;  // column c in lane c + 1
-    // Stride 2: tap 2 of output j is even column lane j + 1 (column 2 j + 1).
-    return std::max(ow, std::min(ow - 1, (iw - 2) / 2) + 2);
-}
-
-constexpr int64_t kMaxSpan = int64_t{kVec} * kMaxVectors;
-// Rows whose span fits 8 lanes take two channels a vector (a vector half
-// empty otherwise, and 7x7 is MobileNet's last plane).
-constexpr int64_t kPairSpan = kVec / 2;
-
-// A plane's rows: the geometry and its lane masks. With two channels a
-// vector (G = 2), lanes 0-7 are the first channel's columns, 8-15 the
-// second's.
-struct RowShape {
-    int64_t ih, iw, oh, ow;
-    // Per vector v: the lanes each tap column's FMA adds (output columns
-    // whose tap lies inside the row), the dy lanes that are outputs (per
-    // channel), the lanes of the x loads that fall inside the row (stride
-    // 1: per channel; stride 2: of the two loads a vector splits).
-    __mmask16 tap[kMaxVectors][kK], out[kMaxVectors][2], read[kMaxVectors][2];
-};
-
-RowShape row_shape(const ConvGeometry &g, int pair) {
-    RowShape p{};
-    p.ih = g.in[1], p.iw = g.in[2], p.oh = g.out[1], p.ow = g.out[2];
-    const int64_t s = g.stride[2], width = pair ? kVec / 2 : kVec;
-    const auto inside = [&](int64_t col) { return col >= 0 && col < p.iw; };
-    for (int v = 0; v < kMaxVectors; ++v)
-        for (int l = 0; l < kVec; ++l) {
-            const int half = (int)(l / width);  // the lane's channel
-            const int64_t j = pair ? l % width : v * kVec + l;  // its output column
-            const uint16_t bit = (uint16_t)(1u << l);
-            if (j < p.ow) {
-                p.out[v][half] |= bit;
-                for (int kw = 0; kw < kK; ++kw)
-                    if (inside(s * j + kw - 1)) p.tap[v][kw] |= bit;
-            }
-            // The column a load puts in lane l: each channel's row from
-            // column -1 (stride 1), or 32 v - 1 on, in two loads (stride 2).
-            if (s == 1 && inside((pair ? j : v * kVec + l) - 1)) p.read[v][half] |= bit;
-            if (s == 2)
-                for (int h = 0; h < 2; ++h)
-                    if (inside(2 * v * kVec - 1 + (pair ? 0 : h * kVec) + l)) p.read[v][h] |= bit;
-        }
-    return p;
-}
-
 #if CONV_HAVE_AVX512_KERNELS
-
-// The inputs under a dy row's V vectors of one x row, per tap column.
-template <int V>
-struct RowSet {
-    __m512 v[kK][V];
-};
-
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 shift_down(__m512 lo, __m512 hi,
-                                                                           int n) {
-    const __m512i a = _mm512_castps_si512(lo), b = _mm512_castps_si512(hi);
-    return _mm512_castsi512_ps(n == 1 ? _mm512_alignr_epi32(b, a, 1) : _mm512_alignr_epi32(b, a, 2));
-}
-
-// Stride 1: x row `row` (a pointer to its column 0) under the dy row's
-// vector `v` (a strip of 16 columns; `next`: the row goes on, and the last
-// two lanes of the shifted copies come from the next 16 columns); with two
-// channels a vector, `other` is the second channel's same row.
-template <int G>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<1> load_set_s1(
-    const RowShape &p, const float *row, const float *other, int v, bool next) {
-    __m512 c = _mm512_maskz_loadu_ps(p.read[v][0], row + v * kVec - 1);  // columns 16 v - 1 ...
-    if (G == 2) c = _mm512_mask_loadu_ps(c, p.read[0][1], other - 1 - kVec / 2);
-    const __m512 n = next ? _mm512_maskz_loadu_ps(p.read[v + 1][0], row + (v + 1) * kVec - 1) : c;
-    return {{{c}, {shift_down(c, n, 1)}, {shift_down(c, n, 2)}}};
-}
-
-// Stride 2: x row `row` under the dy row's V vectors (two channels a
-// vector: `other` as above).
-template <int V, int G>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(const RowShape &p,
-                                                                               const float *row,
-                                                                               const float *other) {
-    // Columns 32 v - 1 ... in a and b (two channels: each one's -1 ...),
-    // split into even and odd lanes.
-    RowSet<V> s;
-    const __m512i even = even_lanes(), odd = odd_lanes();
-    for (int v = 0; v < V; ++v) {
-        const float *at = row + 2 * v * kVec - 1;
-        const __m512 a = _mm512_maskz_loadu_ps(p.read[v][0], at);
-        const __m512 b = G == 2 ? _mm512_maskz_loadu_ps(p.read[v][1], other - 1)
-                                : _mm512_maskz_loadu_ps(p.read[v][1], at + kVec);
-        s.v[0][v] = _mm512_permutex2var_ps(a, even, b);  // columns 2 j - 1
-        s.v[1][v] = _mm512_permutex2var_ps(a, odd, b);   // 2 j
-    }
-    for (int v = 0; v < V; ++v)  // 2 j + 1: the next even lane
-        s.v[2][v] = shift_down(s.v[0][v], s.v[0][v + 1 < V ? v + 1 : v], 1);
-    return s;
-}
 
 // acc[kh * 3 + kw] += d * s.v[kw] in the lanes whose tap is inside the
 // row (the dy row's vectors v0 ...). The merge mask leaves the others'
@@ -173,12 +71,6 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void load_dy(const RowS
         d[v] = _mm512_maskz_loadu_ps(p.out[v0 + v][0], row + (v0 + v) * kVec);
     if (G == 2) d[0] = _mm512_mask_loadu_ps(d[0], p.out[0][1], other - kVec / 2);
 }
-
-// One image's planes of a channel (x1, dy1: the second channel's, with two
-// a vector).
-struct Planes {
-    const float *x, *dy, *x1, *dy1;
-};
 
 // Stride 1: dy row r's vector v with x rows r - 1, r, r + 1 in `above`,
 // `at`, `below` (`below` loaded here). Checked: rows outside the plane
@@ -342,7 +234,7 @@ bool dw_filter_rows_covers(const ConvGeometry &g, conv_op_t op) {
     // Every dy row and column reads some of x (padding after of at most 1).
     if (g.out[1] > ceil_div(g.in[1], g.stride[1]) || g.out[2] > ceil_div(g.in[2], g.stride[2]))
         return false;
-    return row_span(g) <= kMaxSpan;
+    return row_span(g.in[2], g.out[2], g.stride[2]) <= kMaxSpan;
 }
 
 size_t dw_filter_rows_workspace_bytes(const ConvGeometry &, conv_op_t, int threads) {
@@ -352,9 +244,9 @@ size_t dw_filter_rows_workspace_bytes(const ConvGeometry &, conv_op_t, int threa
 void dw_filter_rows_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *a.g;
-    const int64_t span = row_span(g);
+    const int64_t span = row_span(g.in[2], g.out[2], g.stride[2]);
     const bool pair = span <= kPairSpan, two = span > kVec, s2 = g.stride[2] == 2;
-    const RowShape p = row_shape(g, pair);
+    const RowShape p = row_shape(g.in[1], g.in[2], g.out[1], g.out[2], g.stride[2], pair);
     const float *x = static_cast<const float *>(a.x), *dy = static_cast<const float *>(a.y);
     float *dw = static_cast<float *>(a.w), *scratch = static_cast<float *>(ws);
     pool.parallel_for(

@@ -1,0 +1,268 @@
+// Channels-first (NCHW) depthwise 3x3 forward, and backward-data at stride
+// 1 (the forward of dy with the flipped window), multiplier 1, padding 1
+// before, on output rows of up to 31 columns; fp32, AVX-512, read in place
+// row by row (depthwise_avx512_rows.h): an output row's vector is the sum
+// of 9 merge-masked FMAs, the input rows' tap vectors each loaded and
+// shifted once for the two or three output rows under them, the 9 weights
+// broadcast once a channel (two channels a vector for rows of up to 7
+// columns: 7x7, and 14x14 at stride 2).
+//
+// Against depthwise_avx512_nchw.cpp's plane kernels, which it takes over on
+// these planes: those sweep blocks of rows with every tap a masked load
+// (three loads a row and tap row where one load and two shifts do), and
+// small planes flat or two a vector with per-vector masks. oneDNN runs these
+// layers on its channel-blocked layout (nChw16c), which needs no masks.
+//
+// Each output is bias + its taps' products added in a fixed order (tap
+// rows top to bottom, columns left to right), on any thread count.
+#include <algorithm>
+#include <cstdint>
+
+#include "core/checked.h"
+#include "cpu/avx512.h"
+#include "cpu/depthwise_avx512.h"
+#include "cpu/depthwise_avx512_rows.h"
+
+namespace conv::cpu {
+namespace {
+
+using namespace dw_rows;
+
+// The pass as a forward convolution: `in` read in rows into `out`.
+struct RowPass {
+    const float *in, *w, *bias;
+    float *out;
+    int64_t n, c;            // images, channels
+    int64_t in_plane, out_plane;
+    bool flip;               // backward-data: the window flipped
+    bool relu;
+};
+
+#if CONV_HAVE_AVX512_KERNELS
+
+// A vector's channels' weights (tap t of the window, flipped or not) and
+// bias: broadcast, or with two channels a vector, the first's in lanes 0-7
+// and the second's in 8-15.
+struct Weights {
+    __m512 w[kTaps], bias;
+};
+
+template <int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) Weights channel_weights(
+    const RowPass &pass, int64_t c, bool lone) {
+    Weights k;
+    const float *w0 = pass.w + c * kTaps, *w1 = G == 2 && !lone ? w0 + kTaps : w0;
+    for (int t = 0; t < kTaps; ++t) {
+        const int at = pass.flip ? kTaps - 1 - t : t;
+        k.w[t] = G == 2 ? _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(w0[at]), _mm512_set1_ps(w1[at]))
+                        : _mm512_set1_ps(w0[at]);
+    }
+    const float b0 = pass.bias ? pass.bias[c] : 0.0f;
+    const float b1 = pass.bias && G == 2 && !lone ? pass.bias[c + 1] : b0;
+    k.bias = G == 2 ? _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(b0), _mm512_set1_ps(b1))
+                    : _mm512_set1_ps(b0);
+    return k;
+}
+
+// One image's planes of a vector's channel(s): the input read in rows, the
+// output (x1, y1: the second channel's, with two a vector).
+struct Rows {
+    const float *x, *x1;
+    float *y, *y1;
+};
+
+// acc += the products of tap row kh (vectors v0 ...) in the lanes whose tap
+// is inside the row.
+template <int V>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void add_taps(
+    const RowShape &p, const Weights &k, int kh, const RowSet<V> &s, __m512 (&acc)[V], int v0 = 0) {
+    for (int v = 0; v < V; ++v)
+        for (int kw = 0; kw < kK; ++kw)
+            acc[v] = _mm512_mask3_fmadd_ps(s.v[kw][v], k.w[kh * kK + kw], acc[v], p.tap[v0 + v][kw]);
+}
+
+// Stores an output row's vectors v0 ... (through the ReLU when asked); with
+// two channels a vector, lanes 8-15 into the second channel's row `other`.
+template <int V, int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_row(
+    const RowShape &p, bool relu, const __m512 (&acc)[V], float *row, float *other, int v0 = 0) {
+    for (int v = 0; v < V; ++v) {
+        const __m512 a = relu ? _mm512_max_ps(acc[v], _mm512_setzero_ps()) : acc[v];
+        _mm512_mask_storeu_ps(row + (v0 + v) * kVec, p.out[v0 + v][0], a);
+        if (G == 2) _mm512_mask_storeu_ps(other - kVec / 2, p.out[0][1], a);
+    }
+}
+
+// Stride 1: output row r's vector v from input rows r - 1, r, r + 1 in
+// `above`, `at`, `below` (`below` loaded here). Checked: input rows outside
+// the plane neither read nor used; unchecked rows have all three inside.
+template <int G, bool Checked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void out_row_s1(
+    const RowShape &p, const Rows &q, const Weights &k, bool relu, int v, bool next, int64_t r,
+    const RowSet<1> &above, const RowSet<1> &at, RowSet<1> &below) {
+    const bool lower = !Checked || r + 1 < p.ih;
+    if (lower) below = load_set_s1<G>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
+    __m512 acc[1] = {k.bias};
+    if (!Checked || (r > 0 && r <= p.ih)) add_taps<1>(p, k, 0, above, acc, v);
+    if (!Checked || r < p.ih) add_taps<1>(p, k, 1, at, acc, v);
+    if (lower) add_taps<1>(p, k, 2, below, acc, v);
+    store_row<1, G>(p, relu, acc, q.y + r * p.ow, q.y1 + r * p.ow, v);
+}
+
+// Stride 2: output row r from input rows 2 r - 1 (`top`, loaded by the row
+// before), 2 r and 2 r + 1 (loaded here, into `bottom`).
+template <int V, int G, bool Checked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void out_row_s2(
+    const RowShape &p, const Rows &q, const Weights &k, bool relu, int64_t r,
+    const RowSet<V> &top, RowSet<V> &bottom) {
+    __m512 acc[V];
+    for (auto &a : acc) a = k.bias;
+    if (!Checked || (r > 0 && 2 * r - 1 < p.ih)) add_taps<V>(p, k, 0, top, acc);
+    const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
+    if (!Checked || 2 * r < p.ih) add_taps<V>(p, k, 1, load_set_s2<V, G>(p, q.x + mid, q.x1 + mid), acc);
+    if (!Checked || 2 * r + 1 < p.ih) {
+        bottom = load_set_s2<V, G>(p, q.x + low, q.x1 + low);
+        add_taps<V>(p, k, 2, bottom, acc);
+    }
+    store_row<V, G>(p, relu, acc, q.y + r * p.ow, q.y1 + r * p.ow);
+}
+
+// One image's output plane(s) of a vector's channel(s). The first rows and
+// the last are checked, those between not; unrolled so the input row
+// sets' roles rotate by name, not by register moves. At stride 1 a row of
+// two vectors runs as two strips of 16 columns.
+template <int S, int V, int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane(const RowShape &p,
+                                                                    const Rows &q,
+                                                                    const Weights &k, bool relu) {
+    if (S == 1) {
+        for (int v = 0; v < V; ++v) {
+            const bool next = v + 1 < V;
+            // Row r's roles: (above, at, below) = (a, b, c) rotated r times.
+            RowSet<1> a{}, b = load_set_s1<G>(p, q.x, q.x1, v, next), c{};
+            out_row_s1<G, true>(p, q, k, relu, v, next, 0, a, b, c);
+            int64_t r = 1;
+            for (; r + 3 < std::min(p.oh, p.ih); r += 3) {  // input rows up to r + 3 < ih
+                out_row_s1<G, false>(p, q, k, relu, v, next, r, b, c, a);
+                out_row_s1<G, false>(p, q, k, relu, v, next, r + 1, c, a, b);
+                out_row_s1<G, false>(p, q, k, relu, v, next, r + 2, a, b, c);
+            }
+            for (; r < p.oh; r += 3) {
+                out_row_s1<G, true>(p, q, k, relu, v, next, r, b, c, a);
+                if (r + 1 < p.oh) out_row_s1<G, true>(p, q, k, relu, v, next, r + 1, c, a, b);
+                if (r + 2 < p.oh) out_row_s1<G, true>(p, q, k, relu, v, next, r + 2, a, b, c);
+            }
+        }
+    } else {
+        // Row r's (top, bottom) = (a, b) for even r, (b, a) for odd.
+        RowSet<V> a{}, b{};
+        out_row_s2<V, G, true>(p, q, k, relu, 0, a, b);
+        int64_t r = 1;
+        for (; r + 2 < p.oh && 2 * r + 3 < p.ih; r += 2) {  // rows r, r + 1: 2 r + 3 < ih
+            out_row_s2<V, G, false>(p, q, k, relu, r, b, a);
+            out_row_s2<V, G, false>(p, q, k, relu, r + 1, a, b);
+        }
+        for (; r < p.oh; r += 2) {
+            out_row_s2<V, G, true>(p, q, k, relu, r, b, a);
+            if (r + 1 < p.oh) out_row_s2<V, G, true>(p, q, k, relu, r + 1, a, b);
+        }
+    }
+}
+
+// Image n's channels [c0, c0 + cb), G at a time.
+template <int S, int V, int G>
+CONV_TARGET_AVX512 void channel_block(const RowShape &shape, const RowPass &pass, int64_t n,
+                                      int64_t c0, int64_t cb) {
+    RowShape p = shape;  // a local copy: its masks stay in registers
+    for (int64_t ch = 0; ch < cb; ch += G) {
+        const int64_t c = c0 + ch;
+        const bool lone = G == 2 && ch + 1 == cb;
+        if (lone)  // a channel without its pair: its half only
+            for (int v = 0; v < kMaxVectors; ++v) {
+                for (auto &m : p.tap[v]) m &= 0x00ff;
+                p.read[v][1] = p.out[v][1] = 0;
+            }
+        const int64_t plane_at = n * pass.c + c;
+        const float *in = pass.in + plane_at * pass.in_plane;
+        float *out = pass.out + plane_at * pass.out_plane;
+        const Weights k = channel_weights<G>(pass, c, lone);
+        plane<S, V, G>(p, {in, in + pass.in_plane, out, out + pass.out_plane}, k, pass.relu);
+    }
+}
+
+#endif  // CONV_HAVE_AVX512_KERNELS
+
+// Whether the rows kernels take the pass as a forward convolution of an
+// ih x iw plane into oh x ow at stride s (padding 1 before).
+bool rows_fit(int64_t iw, int64_t ow, int64_t s) { return row_span(iw, ow, s) <= kMaxSpan; }
+
+bool window_fits(const ConvGeometry &g) {
+    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.k != g.c) return false;  // multiplier 1
+    if (!g.is_planar() || g.in_size() == 0) return false;
+    if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
+    if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
+    return g.stride[1] == g.stride[2] && g.stride[1] >= 1 && g.stride[1] <= 2;
+}
+
+}  // namespace
+
+bool dw_forward_rows_covers(const ConvGeometry &g, conv_op_t op) {
+    if (!window_fits(g)) return false;
+    if (op == CONV_OP_FORWARD)
+        return g.pad_begin[1] == 1 && g.pad_begin[2] == 1 && rows_fit(g.in[2], g.out[2], g.stride[2]);
+    // Backward-data at stride 1: dy read in rows, padded by 2 - pad before.
+    if (op == CONV_OP_BACKWARD_DATA)
+        return g.stride[1] == 1 && g.pad_begin[1] == 1 && g.pad_begin[2] == 1 &&
+               rows_fit(g.out[2], g.in[2], 1);
+    return false;
+}
+
+size_t dw_forward_rows_workspace_bytes(const ConvGeometry &, conv_op_t, int) { return 0; }
+
+void dw_forward_rows_run(const ConvArgs &a, void *, ThreadPool &pool, int threads) {
+#if CONV_HAVE_AVX512_KERNELS
+    const ConvGeometry &g = *a.g;
+    const bool fwd = a.op == CONV_OP_FORWARD;
+    RowPass pass{};
+    pass.w = static_cast<const float *>(a.w);
+    pass.n = g.n, pass.c = g.c;
+    int64_t ih = g.in[1], iw = g.in[2], oh = g.out[1], ow = g.out[2], s = g.stride[2];
+    if (fwd) {
+        pass.in = static_cast<const float *>(a.x);
+        pass.out = static_cast<float *>(a.y);
+        pass.bias = static_cast<const float *>(a.bias);
+        pass.relu = g.activation == CONV_ACTIVATION_RELU;
+    } else {
+        pass.in = static_cast<const float *>(a.y);
+        pass.out = static_cast<float *>(a.x);
+        pass.flip = true;
+        std::swap(ih, oh), std::swap(iw, ow);
+    }
+    pass.in_plane = ih * iw, pass.out_plane = oh * ow;
+    const int64_t span = row_span(iw, ow, s);
+    const bool pair = span <= kPairSpan, two = span > kVec;
+    const RowShape p = row_shape(ih, iw, oh, ow, s, pair);
+    // Items: an image's block of 16 channels.
+    const int64_t blocks = ceil_div(g.c, (int64_t)kVec);
+    pool.parallel_for(
+        g.n * blocks,
+        [&](int64_t item, int) {
+            const int64_t n = item / blocks, c0 = item % blocks * kVec;
+            const int64_t cb = std::min<int64_t>(kVec, g.c - c0);
+            if (pair)
+                s == 2 ? channel_block<2, 1, 2>(p, pass, n, c0, cb)
+                       : channel_block<1, 1, 2>(p, pass, n, c0, cb);
+            else if (s == 2)
+                two ? channel_block<2, 2, 1>(p, pass, n, c0, cb)
+                    : channel_block<2, 1, 1>(p, pass, n, c0, cb);
+            else
+                two ? channel_block<1, 2, 1>(p, pass, n, c0, cb)
+                    : channel_block<1, 1, 1>(p, pass, n, c0, cb);
+        },
+        threads);
+#else
+    (void)a, (void)pool, (void)threads;
+#endif
+}
+
+}  // namespace conv::cpu

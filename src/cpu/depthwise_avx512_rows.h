@@ -1,0 +1,142 @@
+// Row machinery shared by the channels-first depthwise 3x3 kernels that
+// sweep a plane row by row with an output row's columns in a vector's
+// lanes (depthwise_avx512_filter_rows.cpp, depthwise_avx512_forward_rows.cpp):
+// padding 1 before, stride 1 or 2, output rows of up to two vectors, or two
+// channels a vector (lanes 0-7 and 8-15) for rows of up to 8 lanes.
+//
+// An input row is read in place: at stride 1 one load from column -1 and
+// the same shifted down by one and two lanes (valignd) put tap columns 0,
+// 1, 2 of each output column in its lane; at stride 2 two loads split into
+// even and odd columns (vpermt2ps) give taps 0 and 1, the even ones shifted
+// by a lane tap 2. Loads read only columns inside the row (masked-off lanes
+// read as 0 and never fault); RowShape::tap marks, per tap column, the
+// output lanes whose tap lies inside the row, for the kernels' merge-masked
+// FMAs (a padded tap adds nothing, whatever the other operand holds).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cpu/algorithm.h"
+#include "cpu/avx512.h"
+
+namespace conv::cpu::dw_rows {
+
+constexpr int kK = 3;              // window size
+constexpr int kTaps = kK * kK;
+constexpr int kVec = 16;           // floats per zmm; also channels per work item
+constexpr int kMaxVectors = 2;     // vectors per output row
+// How many lanes, from column -1's (stride 1) or from the even columns'
+// (stride 2), an output row's loads and shifts use: each output column's lane,
+// and those its taps read. A vector's shifted copies take their last lanes
+// from the next vector, the last vector's from itself: these must fit the
+// row's vectors, 16 each (8 each with two channels a vector).
+inline int64_t row_span(int64_t iw, int64_t ow, int64_t s) {
+    if (s == 1) return std::max(ow, std::min(ow, iw - 1) + 2);  // column c in lane c + 1
+    // Stride 2: tap 2 of output j is even column lane j + 1 (column 2 j + 1).
+    return std::max(ow, std::min(ow - 1, (iw - 2) / 2) + 2);
+}
+
+constexpr int64_t kMaxSpan = int64_t{kVec} * kMaxVectors;
+// Rows whose span fits 8 lanes take two channels a vector (a vector half
+// empty otherwise, and 7x7 is MobileNet's last plane).
+constexpr int64_t kPairSpan = kVec / 2;
+
+// A plane's rows: the geometry and its lane masks. With two channels a
+// vector (G = 2), lanes 0-7 are the first channel's columns, 8-15 the
+// second's.
+struct RowShape {
+    int64_t ih, iw, oh, ow;
+    // Per vector v: the lanes each tap column's FMA adds (output columns
+    // whose tap lies inside the row), the dy lanes that are outputs (per
+    // channel), the lanes of the x loads that fall inside the row (stride
+    // 1: per channel; stride 2: of the two loads a vector splits).
+    __mmask16 tap[kMaxVectors][kK], out[kMaxVectors][2], read[kMaxVectors][2];
+};
+
+// The rows of an ih x iw input plane and its oh x ow output plane, stride s.
+inline RowShape row_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t s, bool pair) {
+    RowShape p{};
+    p.ih = ih, p.iw = iw, p.oh = oh, p.ow = ow;
+    const int64_t width = pair ? kVec / 2 : kVec;
+    const auto inside = [&](int64_t col) { return col >= 0 && col < p.iw; };
+    for (int v = 0; v < kMaxVectors; ++v)
+        for (int l = 0; l < kVec; ++l) {
+            const int half = (int)(l / width);  // the lane's channel
+            const int64_t j = pair ? l % width : v * kVec + l;  // its output column
+            const uint16_t bit = (uint16_t)(1u << l);
+            if (j < p.ow) {
+                p.out[v][half] |= bit;
+                for (int kw = 0; kw < kK; ++kw)
+                    if (inside(s * j + kw - 1)) p.tap[v][kw] |= bit;
+            }
+            // The column a load puts in lane l: each channel's row from
+            // column -1 (stride 1), or 32 v - 1 on, in two loads (stride 2).
+            if (s == 1 && inside((pair ? j : v * kVec + l) - 1)) p.read[v][half] |= bit;
+            if (s == 2)
+                for (int h = 0; h < 2; ++h)
+                    if (inside(2 * v * kVec - 1 + (pair ? 0 : h * kVec) + l)) p.read[v][h] |= bit;
+        }
+    return p;
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+
+// The inputs under an output row's V vectors of one input row, per tap
+// column.
+template <int V>
+struct RowSet {
+    __m512 v[kK][V];
+};
+
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 shift_down(__m512 lo, __m512 hi,
+                                                                           int n) {
+    const __m512i a = _mm512_castps_si512(lo), b = _mm512_castps_si512(hi);
+    return _mm512_castsi512_ps(n == 1 ? _mm512_alignr_epi32(b, a, 1) : _mm512_alignr_epi32(b, a, 2));
+}
+
+// Stride 1: input row `row` (a pointer to its column 0) under the output row's
+// vector `v` (a strip of 16 columns; `next`: the row goes on, and the last
+// two lanes of the shifted copies come from the next 16 columns); with two
+// channels a vector, `other` is the second channel's same row.
+template <int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<1> load_set_s1(
+    const RowShape &p, const float *row, const float *other, int v, bool next) {
+    __m512 c = _mm512_maskz_loadu_ps(p.read[v][0], row + v * kVec - 1);  // columns 16 v - 1 ...
+    if (G == 2) c = _mm512_mask_loadu_ps(c, p.read[0][1], other - 1 - kVec / 2);
+    const __m512 n = next ? _mm512_maskz_loadu_ps(p.read[v + 1][0], row + (v + 1) * kVec - 1) : c;
+    return {{{c}, {shift_down(c, n, 1)}, {shift_down(c, n, 2)}}};
+}
+
+// Stride 2: input row `row` under the output row's V vectors (two channels a
+// vector: `other` as above).
+template <int V, int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(const RowShape &p,
+                                                                               const float *row,
+                                                                               const float *other) {
+    // Columns 32 v - 1 ... in a and b (two channels: each one's -1 ...),
+    // split into even and odd lanes.
+    RowSet<V> s;
+    const __m512i even = even_lanes(), odd = odd_lanes();
+    for (int v = 0; v < V; ++v) {
+        const float *at = row + 2 * v * kVec - 1;
+        const __m512 a = _mm512_maskz_loadu_ps(p.read[v][0], at);
+        const __m512 b = G == 2 ? _mm512_maskz_loadu_ps(p.read[v][1], other - 1)
+                                : _mm512_maskz_loadu_ps(p.read[v][1], at + kVec);
+        s.v[0][v] = _mm512_permutex2var_ps(a, even, b);  // columns 2 j - 1
+        s.v[1][v] = _mm512_permutex2var_ps(a, odd, b);   // 2 j
+    }
+    for (int v = 0; v < V; ++v)  // 2 j + 1: the next even lane
+        s.v[2][v] = shift_down(s.v[0][v], s.v[0][v + 1 < V ? v + 1 : v], 1);
+    return s;
+}
+
+// One image's planes of a channel: the input read in rows (x1: the
+// second channel's, with two a vector) and the other (the output, or dy).
+struct Planes {
+    const float *x, *dy, *x1, *dy1;
+};
+
+#endif  // CONV_HAVE_AVX512_KERNELS
+
+}  // namespace conv::cpu::dw_rows
