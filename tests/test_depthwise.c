@@ -327,7 +327,8 @@ static void test_filter_infinity_in_dy(void **state)
 /* Channels-first passes with padding 1 before and output rows of up to 31
  * columns (depthwise_avx512_filter_rows.cpp: backward-filter;
  * depthwise_avx512_forward_rows.cpp: forward, and backward-data at stride
- * 1): both strides, padding after 0-2, planes of 1-20 rows, rows of 1-31
+ * 1; depthwise_avx512_backward_rows.cpp: backward-data at stride 2, dx rows
+ * without any dy row below them zeroed): both strides, padding after 0-2, planes of 1-20 rows, rows of 1-31
  * columns (one or two vectors; up to 7 two channels a vector, so odd
  * channel counts leave a channel without its pair), channel counts around
  * the 16-channel blocks, batch 1-3, bias and ReLU; exact on integers and

@@ -51,6 +51,14 @@ bool dw_forward_rows_covers(const ConvGeometry &g, conv_op_t op);
 size_t dw_forward_rows_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_forward_rows_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
+// Channels-first backward-data at stride 2, multiplier 1, padding 1 before,
+// dy rows of up to 15 columns: dx rows from dy rows read in place, even and
+// odd columns interleaved (depthwise_avx512_backward_rows.cpp); preferred
+// over dw_nchw_* where it covers.
+bool dw_backward_rows_covers(const ConvGeometry &g, conv_op_t op);
+size_t dw_backward_rows_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+void dw_backward_rows_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
 // Channels-first small planes through 16-channel blocks
 // (depthwise_avx512_blocked.cpp); preferred over dw_nchw_* where it covers.
 bool dw_blocked_covers(const ConvGeometry &g, conv_op_t op);

@@ -394,6 +394,7 @@ size_t dw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thread
     size_t bytes = g.layout == CONV_LAYOUT_CHANNELS_LAST ? dw_nhwc_workspace_bytes(g, op, threads)
                    : dw_filter_rows_covers(g, op) ? dw_filter_rows_workspace_bytes(g, op, threads)
                    : dw_forward_rows_covers(g, op) ? dw_forward_rows_workspace_bytes(g, op, threads)
+                   : dw_backward_rows_covers(g, op) ? dw_backward_rows_workspace_bytes(g, op, threads)
                    : dw_blocked_covers(g, op)            ? dw_blocked_workspace_bytes(g, op, threads)
                                                          : dw_nchw_workspace_bytes(g, op, threads);
     return (bytes + 63) / 64 * 64;
@@ -406,6 +407,8 @@ void dw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         dw_filter_rows_run(args, ws, pool, threads);
     else if (dw_forward_rows_covers(*args.g, args.op))
         dw_forward_rows_run(args, ws, pool, threads);
+    else if (dw_backward_rows_covers(*args.g, args.op))
+        dw_backward_rows_run(args, ws, pool, threads);
     else if (dw_blocked_covers(*args.g, args.op))
         dw_blocked_run(args, ws, pool, threads);
     else
