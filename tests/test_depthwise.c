@@ -209,8 +209,10 @@ static void check_bits_by_threads(const tu_problem *tp, conv_op_t op, size_t lay
 }
 
 /* Backward-filter on small planes (channels-first: the 16-channel-block
- * kernel of depthwise_avx512_blocked.cpp; channels-last from 256 channels
- * while x and y fit L2: the ring kernels, whose parts of the batch are
+ * kernel of depthwise_avx512_blocked.cpp or the row kernel of
+ * depthwise_avx512_filter_rows.cpp; channels-last, while x and y fit L2,
+ * the tile kernel of depthwise_avx512_nhwc_tile.cpp on planes up to 14x14
+ * and from 256 channels the ring kernels, whose parts of the batch are
  * fixed): channel counts with and without a tail block, both strides, odd
  * planes and asymmetric padding, real data; each matches the reference,
  * and 1, 2 and 3 threads give the same bits (the parts of the batch a

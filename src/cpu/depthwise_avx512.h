@@ -19,6 +19,11 @@ size_t dw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thread
 // Runs a covered pass; `ws` holds dw_avx512_workspace_bytes(g, op, threads).
 void dw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
+// Channels-first, 2-D, a 3x3 window without dilation, equal strides of 1
+// or 2, channel multiplier 1, a non-empty input: the frame every
+// channels-first kernel below starts from (each then names its planes).
+bool dw_first_3x3(const ConvGeometry &g);
+
 // The two layouts' halves of the above (depthwise_avx512_nchw.cpp and
 // depthwise_avx512_nhwc.cpp).
 bool dw_nchw_covers(const ConvGeometry &g, conv_op_t op);
@@ -28,6 +33,13 @@ void dw_nchw_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t op);
 size_t dw_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_nhwc_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
+// Channels-last backward-filter on planes of up to 14x14: a 16-channel
+// block's plane copied into a zero-padded tile, image by image
+// (depthwise_avx512_nhwc_tile.cpp); dw_nhwc_* sends it there where it covers.
+bool dw_nhwc_tile_covers(const ConvGeometry &g, conv_op_t op);
+size_t dw_nhwc_tile_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+void dw_nhwc_tile_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
 // Channels-last passes with many channels through rows copied into a ring
 // (depthwise_avx512_ring.cpp); dw_nhwc_* sends them there where it covers.

@@ -24,6 +24,7 @@
 #include "core/checked.h"
 #include "cpu/avx512.h"
 #include "cpu/depthwise_avx512.h"
+#include "cpu/depthwise_avx512_rows.h"
 
 namespace conv::cpu {
 namespace {
@@ -150,12 +151,7 @@ CONV_TARGET_AVX512 void channel_block(const Shape &shape, const ConvGeometry &g,
 }  // namespace
 
 bool dw_backward_rows_covers(const ConvGeometry &g, conv_op_t op) {
-    if (op != CONV_OP_BACKWARD_DATA) return false;
-    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.k != g.c) return false;  // multiplier 1
-    if (!g.is_planar() || g.in_size() == 0) return false;
-    if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
-    if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
-    if (g.stride[1] != 2 || g.stride[2] != 2) return false;
+    if (op != CONV_OP_BACKWARD_DATA || !dw_first_3x3(g) || g.stride[1] != 2) return false;
     if (g.pad_begin[1] != 1 || g.pad_begin[2] != 1) return false;
     // dx columns 2 j - 1 + kw of the dy row's 16 lanes: up to 32 (16 a channel).
     return g.out[2] <= kMaxDyColumns && g.in[2] <= 2 * kVec;
@@ -170,18 +166,12 @@ void dw_backward_rows_run(const ConvArgs &a, void *, ThreadPool &pool, int threa
     const Shape s = make_shape(g, pair);
     const float *dy = static_cast<const float *>(a.y), *w = static_cast<const float *>(a.w);
     float *dx = static_cast<float *>(a.x);
-    const int64_t blocks = ceil_div(g.c, (int64_t)kVec);
-    pool.parallel_for(
-        g.n * blocks,
-        [&](int64_t item, int) {
-            const int64_t n = item / blocks, c0 = item % blocks * kVec;
-            const int64_t cb = std::min<int64_t>(kVec, g.c - c0);
-            if (pair)
-                channel_block<2>(s, g, dy, w, dx, n, c0, cb);
-            else
-                channel_block<1>(s, g, dy, w, dx, n, c0, cb);
-        },
-        threads);
+    dw_rows::for_image_blocks(g, pool, threads, [&](int64_t n, int64_t c0, int64_t cb) {
+        if (pair)
+            channel_block<2>(s, g, dy, w, dx, n, c0, cb);
+        else
+            channel_block<1>(s, g, dy, w, dx, n, c0, cb);
+    });
 #else
     (void)a, (void)pool, (void)threads;
 #endif

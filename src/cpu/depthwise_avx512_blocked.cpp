@@ -171,12 +171,7 @@ CONV_TARGET_AVX512 void filter_item(const BlockedShape &b, const ConvGeometry &g
 }  // namespace
 
 bool dw_blocked_covers(const ConvGeometry &g, conv_op_t op) {
-    if (op != CONV_OP_BACKWARD_FILTER) return false;
-    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.k != g.c) return false;  // multiplier 1
-    if (!g.is_planar() || g.in_size() == 0) return false;
-    if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
-    if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
-    if (g.stride[1] != g.stride[2] || g.stride[1] < 1 || g.stride[1] > 2) return false;
+    if (op != CONV_OP_BACKWARD_FILTER || !dw_first_3x3(g)) return false;
     if (g.pad_begin[1] < 0 || g.pad_begin[2] < 0) return false;
     // Planes up to 14x14. Measured (1 thread, MobileNet's layers, against
     // the plane kernels, interleaved): 7x7 0.080 -> 0.030 ms (batch 1),

@@ -224,12 +224,7 @@ CONV_TARGET_AVX512 void filter_block(const RowShape &shape, const ConvGeometry &
 }  // namespace
 
 bool dw_filter_rows_covers(const ConvGeometry &g, conv_op_t op) {
-    if (op != CONV_OP_BACKWARD_FILTER) return false;
-    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.k != g.c) return false;  // multiplier 1
-    if (!g.is_planar() || g.in_size() == 0) return false;
-    if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
-    if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
-    if (g.stride[1] != g.stride[2] || g.stride[1] < 1 || g.stride[1] > 2) return false;
+    if (op != CONV_OP_BACKWARD_FILTER || !dw_first_3x3(g)) return false;
     if (g.pad_begin[1] != 1 || g.pad_begin[2] != 1) return false;
     // Every dy row and column reads some of x (padding after of at most 1).
     if (g.out[1] > ceil_div(g.in[1], g.stride[1]) || g.out[2] > ceil_div(g.in[2], g.stride[2]))

@@ -196,18 +196,10 @@ CONV_TARGET_AVX512 void channel_block(const RowShape &shape, const RowPass &pass
 // ih x iw plane into oh x ow at stride s (padding 1 before).
 bool rows_fit(int64_t iw, int64_t ow, int64_t s) { return row_span(iw, ow, s) <= kMaxSpan; }
 
-bool window_fits(const ConvGeometry &g) {
-    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.k != g.c) return false;  // multiplier 1
-    if (!g.is_planar() || g.in_size() == 0) return false;
-    if (g.kernel[1] != kK || g.kernel[2] != kK) return false;
-    if (g.dilation[1] != 1 || g.dilation[2] != 1) return false;
-    return g.stride[1] == g.stride[2] && g.stride[1] >= 1 && g.stride[1] <= 2;
-}
-
 }  // namespace
 
 bool dw_forward_rows_covers(const ConvGeometry &g, conv_op_t op) {
-    if (!window_fits(g)) return false;
+    if (!dw_first_3x3(g)) return false;
     if (op == CONV_OP_FORWARD)
         return g.pad_begin[1] == 1 && g.pad_begin[2] == 1 && rows_fit(g.in[2], g.out[2], g.stride[2]);
     // Backward-data at stride 1: dy read in rows, padded by 2 - pad before.
@@ -242,24 +234,14 @@ void dw_forward_rows_run(const ConvArgs &a, void *, ThreadPool &pool, int thread
     const int64_t span = row_span(iw, ow, s);
     const bool pair = span <= kPairSpan, two = span > kVec;
     const RowShape p = row_shape(ih, iw, oh, ow, s, pair);
-    // Items: an image's block of 16 channels.
-    const int64_t blocks = ceil_div(g.c, (int64_t)kVec);
-    pool.parallel_for(
-        g.n * blocks,
-        [&](int64_t item, int) {
-            const int64_t n = item / blocks, c0 = item % blocks * kVec;
-            const int64_t cb = std::min<int64_t>(kVec, g.c - c0);
-            if (pair)
-                s == 2 ? channel_block<2, 1, 2>(p, pass, n, c0, cb)
-                       : channel_block<1, 1, 2>(p, pass, n, c0, cb);
-            else if (s == 2)
-                two ? channel_block<2, 2, 1>(p, pass, n, c0, cb)
-                    : channel_block<2, 1, 1>(p, pass, n, c0, cb);
-            else
-                two ? channel_block<1, 2, 1>(p, pass, n, c0, cb)
-                    : channel_block<1, 1, 1>(p, pass, n, c0, cb);
-        },
-        threads);
+    for_image_blocks(g, pool, threads, [&](int64_t n, int64_t c0, int64_t cb) {
+        if (pair)
+            s == 2 ? channel_block<2, 1, 2>(p, pass, n, c0, cb) : channel_block<1, 1, 2>(p, pass, n, c0, cb);
+        else if (s == 2)
+            two ? channel_block<2, 2, 1>(p, pass, n, c0, cb) : channel_block<2, 1, 1>(p, pass, n, c0, cb);
+        else
+            two ? channel_block<1, 2, 1>(p, pass, n, c0, cb) : channel_block<1, 1, 1>(p, pass, n, c0, cb);
+    });
 #else
     (void)a, (void)pool, (void)threads;
 #endif

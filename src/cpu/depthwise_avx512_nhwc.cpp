@@ -184,11 +184,13 @@ CONV_TARGET_AVX512 void backward_data_s2_row(const ImageShape &p, const float *d
 bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t) { return dw_nhwc::covers(g); }
 
 size_t dw_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    if (dw_nhwc_tile_covers(g, op)) return dw_nhwc_tile_workspace_bytes(g, op, threads);
     if (dw_ring_covers(g, op, threads)) return dw_ring_workspace_bytes(g, op, threads);
     return dw_nhwc::workspace_bytes(g, op, threads);
 }
 
 void dw_nhwc_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
+    if (dw_nhwc_tile_covers(*a.g, a.op)) return dw_nhwc_tile_run(a, ws, pool, threads);
     if (dw_ring_covers(*a.g, a.op, threads)) return dw_ring_run(a, ws, pool, threads);
 #if CONV_HAVE_AVX512_KERNELS
     dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row});

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/checked.h"
 #include "cpu/algorithm.h"
 #include "cpu/avx512.h"
 
@@ -78,6 +79,20 @@ inline RowShape row_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_
                     if (inside(2 * v * kVec - 1 + (pair ? 0 : h * kVec) + l)) p.read[v][h] |= bit;
         }
     return p;
+}
+
+// Runs fn(n, c0, cb) over every image's blocks of 16 channels (cb of them
+// from c0), an item each.
+template <class F>
+void for_image_blocks(const ConvGeometry &g, ThreadPool &pool, int threads, F &&fn) {
+    const int64_t blocks = ceil_div(g.c, (int64_t)kVec);
+    pool.parallel_for(
+        g.n * blocks,
+        [&](int64_t item, int) {
+            const int64_t n = item / blocks, c0 = item % blocks * kVec;
+            fn(n, c0, std::min<int64_t>(kVec, g.c - c0));
+        },
+        threads);
 }
 
 #if CONV_HAVE_AVX512_KERNELS

@@ -385,6 +385,13 @@ public:
 
 }  // namespace
 
+bool dw_first_3x3(const ConvGeometry &g) {
+    if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.k != g.c) return false;
+    if (!g.is_planar() || g.in_size() == 0) return false;
+    if (g.kernel[1] != 3 || g.kernel[2] != 3 || g.dilation[1] != 1 || g.dilation[2] != 1) return false;
+    return g.stride[1] == g.stride[2] && g.stride[1] >= 1 && g.stride[1] <= 2;
+}
+
 bool dw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
     return g.layout == CONV_LAYOUT_CHANNELS_LAST ? dw_nhwc_covers(g, op) : dw_nchw_covers(g, op);
