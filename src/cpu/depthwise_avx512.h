@@ -47,8 +47,8 @@ bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads);
 size_t dw_ring_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_ring_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
-// Channels-first backward-filter at stride 1, "same" padding, planes up to
-// 16 columns wide: whole dy rows in a vector, x read in place
+// Channels-first backward-filter, multiplier 1, padding 1 before, dy rows of
+// up to 31 columns: row by row, x and dy read in place
 // (depthwise_avx512_filter_rows.cpp); preferred over dw_blocked_* and
 // dw_nchw_* where it covers.
 bool dw_filter_rows_covers(const ConvGeometry &g, conv_op_t op);

@@ -29,9 +29,9 @@
 namespace conv::cpu {
 namespace {
 
-constexpr int kK = 3;
-constexpr int kTaps = kK * kK;
-constexpr int kVec = 16;
+using dw_rows::kK;
+using dw_rows::kTaps;
+using dw_rows::kVec;
 // dy columns a vector takes: the shifted copy's lane j is column j + 1, so
 // the last column's neighbour must still be a (zero) lane of the vector.
 constexpr int64_t kMaxDyColumns = kVec - 1;

@@ -42,7 +42,6 @@ namespace {
 
 using namespace dw_rows;
 
-
 // Per-thread scratch: the block's sums, [tap][channel][lane].
 constexpr int64_t kSlotFloats = int64_t{kTaps} * kVec * kVec;
 
@@ -72,80 +71,59 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void load_dy(const RowS
     if (G == 2) d[0] = _mm512_mask_loadu_ps(d[0], p.out[0][1], other - kVec / 2);
 }
 
-// Stride 1: dy row r's vector v with x rows r - 1, r, r + 1 in `above`,
-// `at`, `below` (`below` loaded here). Checked: rows outside the plane
-// neither read nor used; unchecked rows have all three inside.
-template <int G, bool Checked>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dy_row_s1(
-    const RowShape &p, const Planes &q, int v, bool next, int64_t r, const RowSet<1> &above,
-    const RowSet<1> &at, RowSet<1> &below, __m512 (&acc)[kTaps]) {
-    const bool lower = !Checked || r + 1 < p.ih;
-    if (lower) below = load_set_s1<G>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
-    __m512 d[1];
-    load_dy<1, G>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d, v);
-    if (!Checked || r > 0) add_row<1>(p, acc, 0, d, above, v);
-    add_row<1>(p, acc, 1, d, at, v);
-    if (lower) add_row<1>(p, acc, 2, d, below, v);
-}
+// One image's planes of a channel: x read in rows, dy (x1, dy1: the second
+// channel's, with two a vector).
+struct Planes {
+    const float *x, *dy, *x1, *dy1;
+};
 
-// Stride 2: dy row r with x rows 2 r - 1 (`top`, loaded by the row
-// before), 2 r and 2 r + 1 (loaded here, into `bottom`).
-template <int V, int G, bool Checked>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dy_row_s2(
-    const RowShape &p, const Planes &q, int64_t r, const RowSet<V> &top, RowSet<V> &bottom,
-    __m512 (&acc)[kTaps]) {
-    __m512 d[V];
-    load_dy<V, G>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d);
-    if (!Checked || r > 0) add_row<V>(p, acc, 0, d, top);
-    const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
-    if (!Checked || 2 * r < p.ih)
-        add_row<V>(p, acc, 1, d, load_set_s2<V, G>(p, q.x + mid, q.x1 + mid));
-    if (!Checked || 2 * r + 1 < p.ih) {
-        bottom = load_set_s2<V, G>(p, q.x + low, q.x1 + low);
-        add_row<V>(p, acc, 2, d, bottom);
+// The dy rows of one image's plane(s), their products added into acc
+// (walk_rows_s1 / walk_rows_s2 call them).
+template <int V, int G>
+struct FilterRows {
+    const RowShape &p;
+    const Planes &q;
+    __m512 (&acc)[kTaps];
+
+    // Stride 1: dy row r's vector v.
+    template <bool Checked>
+    CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s1(int v, bool next, int64_t r,
+                                                                     const RowSet<1> &above, const RowSet<1> &at,
+                                                                     RowSet<1> &below) {
+        const bool lower = !Checked || r + 1 < p.ih;
+        if (lower) below = load_set_s1<G>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
+        __m512 d[1];
+        load_dy<1, G>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d, v);
+        if (!Checked || r > 0) add_row<1>(p, acc, 0, d, above, v);
+        add_row<1>(p, acc, 1, d, at, v);
+        if (lower) add_row<1>(p, acc, 2, d, below, v);
     }
-}
 
-// One image's plane of one channel added into acc: the first and last
-// rows checked, those between not (their windows lie inside the plane),
-// unrolled so the row sets' roles rotate by name, not by register moves.
-// At stride 1 a row of two vectors runs as two strips of 16 columns (all
-// rows of one, then of the other: the three rows' shifted copies of both
-// would not fit the registers).
+    // Stride 2: dy row r.
+    template <bool Checked>
+    CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2(int64_t r, const RowSet<V> &top,
+                                                                     RowSet<V> &bottom) {
+        __m512 d[V];
+        load_dy<V, G>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d);
+        if (!Checked || r > 0) add_row<V>(p, acc, 0, d, top);
+        const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
+        if (!Checked || 2 * r < p.ih) add_row<V>(p, acc, 1, d, load_set_s2<V, G>(p, q.x + mid, q.x1 + mid));
+        if (!Checked || 2 * r + 1 < p.ih) {
+            bottom = load_set_s2<V, G>(p, q.x + low, q.x1 + low);
+            add_row<V>(p, acc, 2, d, bottom);
+        }
+    }
+};
+
+// One image's plane of one channel (or two) added into acc.
 template <int S, int V, int G>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums(const RowShape &p,
-                                                                         const Planes &q,
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums(const RowShape &p, const Planes &q,
                                                                          __m512 (&acc)[kTaps]) {
-    if (S == 1) {
-        for (int v = 0; v < V; ++v) {
-            const bool next = v + 1 < V;
-            // Row r's roles: (above, at, below) = (a, b, c) rotated r times.
-            RowSet<1> a{}, b = load_set_s1<G>(p, q.x, q.x1, v, next), c{};
-            dy_row_s1<G, true>(p, q, v, next, 0, a, b, c, acc);
-            int64_t r = 1;
-            for (; r + 3 < p.oh; r += 3) {  // rows r .. r + 2 <= oh - 2 < ih - 1
-                dy_row_s1<G, false>(p, q, v, next, r, b, c, a, acc);
-                dy_row_s1<G, false>(p, q, v, next, r + 1, c, a, b, acc);
-                dy_row_s1<G, false>(p, q, v, next, r + 2, a, b, c, acc);
-            }
-            if (r < p.oh) dy_row_s1<G, true>(p, q, v, next, r, b, c, a, acc);
-            if (r + 1 < p.oh) dy_row_s1<G, true>(p, q, v, next, r + 1, c, a, b, acc);
-            if (r + 2 < p.oh) dy_row_s1<G, true>(p, q, v, next, r + 2, a, b, c, acc);
-        }
-    } else {
-        // Row r's (top, bottom) = (a, b) for even r, (b, a) for odd.
-        RowSet<V> a{}, b{};
-        dy_row_s2<V, G, true>(p, q, 0, a, b, acc);
-        int64_t r = 1;
-        for (; r + 2 < p.oh && 2 * r + 3 < p.ih; r += 2) {  // rows r, r + 1: 2 r + 3 < ih
-            dy_row_s2<V, G, false>(p, q, r, b, a, acc);
-            dy_row_s2<V, G, false>(p, q, r + 1, a, b, acc);
-        }
-        for (; r < p.oh; r += 2) {
-            dy_row_s2<V, G, true>(p, q, r, b, a, acc);
-            if (r + 1 < p.oh) dy_row_s2<V, G, true>(p, q, r + 1, a, b, acc);
-        }
-    }
+    FilterRows<V, G> rows{p, q, acc};
+    if (S == 1)
+        walk_rows_s1<V, G, false>(p, q.x, q.x1, rows);  // dy no taller than x (dw_filter_rows_covers)
+    else
+        walk_rows_s2<V>(p, rows);
 }
 
 // The sums' reduction across lanes, a level at a time: in-lane unpacks and
@@ -198,11 +176,7 @@ CONV_TARGET_AVX512 void filter_block(const RowShape &shape, const ConvGeometry &
     for (int ch = 0; ch < kVec; ch += G) {
         __m512 acc[kTaps];
         for (auto &v : acc) v = _mm512_setzero_ps();
-        if (G == 2 && ch + 1 == cb)  // a channel without its pair: its half only
-            for (int v = 0; v < kMaxVectors; ++v) {
-                for (auto &m : p.tap[v]) m &= 0x00ff;
-                p.read[v][1] = p.out[v][1] = 0;
-            }
+        if (G == 2 && ch + 1 == cb) keep_first_channel(p);  // a channel without its pair
         if (ch < cb)
             for (int64_t n = 0; n < g.n; ++n) {
                 const int64_t plane = n * g.c + c0 + ch;
@@ -240,27 +214,19 @@ void dw_filter_rows_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threa
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *a.g;
     const int64_t span = row_span(g.in[2], g.out[2], g.stride[2]);
-    const bool pair = span <= kPairSpan, two = span > kVec, s2 = g.stride[2] == 2;
-    const RowShape p = row_shape(g.in[1], g.in[2], g.out[1], g.out[2], g.stride[2], pair);
+    const RowShape p = row_shape(g.in[1], g.in[2], g.out[1], g.out[2], g.stride[2], span <= kPairSpan);
     const float *x = static_cast<const float *>(a.x), *dy = static_cast<const float *>(a.y);
     float *dw = static_cast<float *>(a.w), *scratch = static_cast<float *>(ws);
-    pool.parallel_for(
-        ceil_div(g.c, kVec),
-        [&](int64_t block, int s) {
-            const int64_t c0 = block * kVec;
-            const int cb = (int)std::min<int64_t>(kVec, g.c - c0);
-            float *slot = scratch + s * kSlotFloats;
-            if (pair)
-                s2 ? filter_block<2, 1, 2>(p, g, x, dy, dw, c0, cb, slot)
-                   : filter_block<1, 1, 2>(p, g, x, dy, dw, c0, cb, slot);
-            else if (s2)
-                two ? filter_block<2, 2, 1>(p, g, x, dy, dw, c0, cb, slot)
-                    : filter_block<2, 1, 1>(p, g, x, dy, dw, c0, cb, slot);
-            else
-                two ? filter_block<1, 2, 1>(p, g, x, dy, dw, c0, cb, slot)
-                    : filter_block<1, 1, 1>(p, g, x, dy, dw, c0, cb, slot);
-        },
-        threads);
+    with_row_kernel(span, g.stride[2], [&](auto S, auto V, auto G) {
+        pool.parallel_for(
+            ceil_div(g.c, kVec),
+            [&](int64_t block, int s) {
+                const int64_t c0 = block * kVec;
+                filter_block<decltype(S)::value, decltype(V)::value, decltype(G)::value>(
+                    p, g, x, dy, dw, c0, (int)std::min<int64_t>(kVec, g.c - c0), scratch + s * kSlotFloats);
+            },
+            threads);
+    });
     if (a.bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, dy, a.bias, pool, threads);
 #else
     (void)a, (void)ws, (void)pool, (void)threads;

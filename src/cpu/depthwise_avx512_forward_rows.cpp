@@ -32,7 +32,7 @@ using namespace dw_rows;
 struct RowPass {
     const float *in, *w, *bias;
     float *out;
-    int64_t n, c;            // images, channels
+    int64_t c;               // channels
     int64_t in_plane, out_plane;
     bool flip;               // backward-data: the window flipped
     bool relu;
@@ -93,81 +93,45 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_row(
     }
 }
 
-// Stride 1: output row r's vector v from input rows r - 1, r, r + 1 in
-// `above`, `at`, `below` (`below` loaded here). Checked: input rows outside
-// the plane neither read nor used; unchecked rows have all three inside.
-template <int G, bool Checked>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void out_row_s1(
-    const RowShape &p, const Rows &q, const Weights &k, bool relu, int v, bool next, int64_t r,
-    const RowSet<1> &above, const RowSet<1> &at, RowSet<1> &below) {
-    const bool lower = !Checked || r + 1 < p.ih;
-    if (lower) below = load_set_s1<G>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
-    __m512 acc[1] = {k.bias};
-    if (!Checked || (r > 0 && r <= p.ih)) add_taps<1>(p, k, 0, above, acc, v);
-    if (!Checked || r < p.ih) add_taps<1>(p, k, 1, at, acc, v);
-    if (lower) add_taps<1>(p, k, 2, below, acc, v);
-    store_row<1, G>(p, relu, acc, q.y + r * p.ow, q.y1 + r * p.ow, v);
-}
+// The output rows of one image's plane(s) (walk_rows_s1 / walk_rows_s2
+// call them).
+template <int V, int G>
+struct OutRows {
+    const RowShape &p;
+    const Rows &q;
+    const Weights &k;
+    bool relu;
 
-// Stride 2: output row r from input rows 2 r - 1 (`top`, loaded by the row
-// before), 2 r and 2 r + 1 (loaded here, into `bottom`).
-template <int V, int G, bool Checked>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void out_row_s2(
-    const RowShape &p, const Rows &q, const Weights &k, bool relu, int64_t r,
-    const RowSet<V> &top, RowSet<V> &bottom) {
-    __m512 acc[V];
-    for (auto &a : acc) a = k.bias;
-    if (!Checked || (r > 0 && 2 * r - 1 < p.ih)) add_taps<V>(p, k, 0, top, acc);
-    const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
-    if (!Checked || 2 * r < p.ih) add_taps<V>(p, k, 1, load_set_s2<V, G>(p, q.x + mid, q.x1 + mid), acc);
-    if (!Checked || 2 * r + 1 < p.ih) {
-        bottom = load_set_s2<V, G>(p, q.x + low, q.x1 + low);
-        add_taps<V>(p, k, 2, bottom, acc);
+    // Stride 1: output row r's vector v.
+    template <bool Checked>
+    CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s1(int v, bool next, int64_t r,
+                                                                     const RowSet<1> &above, const RowSet<1> &at,
+                                                                     RowSet<1> &below) {
+        const bool lower = !Checked || r + 1 < p.ih;
+        if (lower) below = load_set_s1<G>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
+        __m512 acc[1] = {k.bias};
+        if (!Checked || (r > 0 && r <= p.ih)) add_taps<1>(p, k, 0, above, acc, v);
+        if (!Checked || r < p.ih) add_taps<1>(p, k, 1, at, acc, v);
+        if (lower) add_taps<1>(p, k, 2, below, acc, v);
+        store_row<1, G>(p, relu, acc, q.y + r * p.ow, q.y1 + r * p.ow, v);
     }
-    store_row<V, G>(p, relu, acc, q.y + r * p.ow, q.y1 + r * p.ow);
-}
 
-// One image's output plane(s) of a vector's channel(s). The first rows and
-// the last are checked, those between not; unrolled so the input row
-// sets' roles rotate by name, not by register moves. At stride 1 a row of
-// two vectors runs as two strips of 16 columns.
-template <int S, int V, int G>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane(const RowShape &p,
-                                                                    const Rows &q,
-                                                                    const Weights &k, bool relu) {
-    if (S == 1) {
-        for (int v = 0; v < V; ++v) {
-            const bool next = v + 1 < V;
-            // Row r's roles: (above, at, below) = (a, b, c) rotated r times.
-            RowSet<1> a{}, b = load_set_s1<G>(p, q.x, q.x1, v, next), c{};
-            out_row_s1<G, true>(p, q, k, relu, v, next, 0, a, b, c);
-            int64_t r = 1;
-            for (; r + 3 < std::min(p.oh, p.ih); r += 3) {  // input rows up to r + 3 < ih
-                out_row_s1<G, false>(p, q, k, relu, v, next, r, b, c, a);
-                out_row_s1<G, false>(p, q, k, relu, v, next, r + 1, c, a, b);
-                out_row_s1<G, false>(p, q, k, relu, v, next, r + 2, a, b, c);
-            }
-            for (; r < p.oh; r += 3) {
-                out_row_s1<G, true>(p, q, k, relu, v, next, r, b, c, a);
-                if (r + 1 < p.oh) out_row_s1<G, true>(p, q, k, relu, v, next, r + 1, c, a, b);
-                if (r + 2 < p.oh) out_row_s1<G, true>(p, q, k, relu, v, next, r + 2, a, b, c);
-            }
+    // Stride 2: output row r.
+    template <bool Checked>
+    CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2(int64_t r, const RowSet<V> &top,
+                                                                     RowSet<V> &bottom) {
+        __m512 acc[V];
+        for (auto &a : acc) a = k.bias;
+        if (!Checked || (r > 0 && 2 * r - 1 < p.ih)) add_taps<V>(p, k, 0, top, acc);
+        const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
+        if (!Checked || 2 * r < p.ih) add_taps<V>(p, k, 1, load_set_s2<V, G>(p, q.x + mid, q.x1 + mid), acc);
+        if (!Checked || 2 * r + 1 < p.ih) {
+            bottom = load_set_s2<V, G>(p, q.x + low, q.x1 + low);
+            add_taps<V>(p, k, 2, bottom, acc);
         }
-    } else {
-        // Row r's (top, bottom) = (a, b) for even r, (b, a) for odd.
-        RowSet<V> a{}, b{};
-        out_row_s2<V, G, true>(p, q, k, relu, 0, a, b);
-        int64_t r = 1;
-        for (; r + 2 < p.oh && 2 * r + 3 < p.ih; r += 2) {  // rows r, r + 1: 2 r + 3 < ih
-            out_row_s2<V, G, false>(p, q, k, relu, r, b, a);
-            out_row_s2<V, G, false>(p, q, k, relu, r + 1, a, b);
-        }
-        for (; r < p.oh; r += 2) {
-            out_row_s2<V, G, true>(p, q, k, relu, r, b, a);
-            if (r + 1 < p.oh) out_row_s2<V, G, true>(p, q, k, relu, r + 1, a, b);
-        }
+        store_row<V, G>(p, relu, acc, q.y + r * p.ow, q.y1 + r * p.ow);
     }
-}
+};
 
 // Image n's channels [c0, c0 + cb), G at a time.
 template <int S, int V, int G>
@@ -177,16 +141,19 @@ CONV_TARGET_AVX512 void channel_block(const RowShape &shape, const RowPass &pass
     for (int64_t ch = 0; ch < cb; ch += G) {
         const int64_t c = c0 + ch;
         const bool lone = G == 2 && ch + 1 == cb;
-        if (lone)  // a channel without its pair: its half only
-            for (int v = 0; v < kMaxVectors; ++v) {
-                for (auto &m : p.tap[v]) m &= 0x00ff;
-                p.read[v][1] = p.out[v][1] = 0;
-            }
+        if (lone) keep_first_channel(p);  // a channel without its pair
         const int64_t plane_at = n * pass.c + c;
         const float *in = pass.in + plane_at * pass.in_plane;
         float *out = pass.out + plane_at * pass.out_plane;
         const Weights k = channel_weights<G>(pass, c, lone);
-        plane<S, V, G>(p, {in, in + pass.in_plane, out, out + pass.out_plane}, k, pass.relu);
+        const Rows q{in, in + pass.in_plane, out, out + pass.out_plane};
+        OutRows<V, G> rows{p, q, k, pass.relu};
+        if (S == 1 && p.oh > p.ih)
+            walk_rows_s1<V, G, true>(p, q.x, q.x1, rows);
+        else if (S == 1)
+            walk_rows_s1<V, G, false>(p, q.x, q.x1, rows);
+        else
+            walk_rows_s2<V>(p, rows);
     }
 }
 
@@ -217,7 +184,7 @@ void dw_forward_rows_run(const ConvArgs &a, void *, ThreadPool &pool, int thread
     const bool fwd = a.op == CONV_OP_FORWARD;
     RowPass pass{};
     pass.w = static_cast<const float *>(a.w);
-    pass.n = g.n, pass.c = g.c;
+    pass.c = g.c;
     int64_t ih = g.in[1], iw = g.in[2], oh = g.out[1], ow = g.out[2], s = g.stride[2];
     if (fwd) {
         pass.in = static_cast<const float *>(a.x);
@@ -232,15 +199,11 @@ void dw_forward_rows_run(const ConvArgs &a, void *, ThreadPool &pool, int thread
     }
     pass.in_plane = ih * iw, pass.out_plane = oh * ow;
     const int64_t span = row_span(iw, ow, s);
-    const bool pair = span <= kPairSpan, two = span > kVec;
-    const RowShape p = row_shape(ih, iw, oh, ow, s, pair);
-    for_image_blocks(g, pool, threads, [&](int64_t n, int64_t c0, int64_t cb) {
-        if (pair)
-            s == 2 ? channel_block<2, 1, 2>(p, pass, n, c0, cb) : channel_block<1, 1, 2>(p, pass, n, c0, cb);
-        else if (s == 2)
-            two ? channel_block<2, 2, 1>(p, pass, n, c0, cb) : channel_block<2, 1, 1>(p, pass, n, c0, cb);
-        else
-            two ? channel_block<1, 2, 1>(p, pass, n, c0, cb) : channel_block<1, 1, 1>(p, pass, n, c0, cb);
+    const RowShape p = row_shape(ih, iw, oh, ow, s, span <= kPairSpan);
+    with_row_kernel(span, s, [&](auto S, auto V, auto G) {
+        for_image_blocks(g, pool, threads, [&](int64_t n, int64_t c0, int64_t cb) {
+            channel_block<decltype(S)::value, decltype(V)::value, decltype(G)::value>(p, pass, n, c0, cb);
+        });
     });
 #else
     (void)a, (void)pool, (void)threads;

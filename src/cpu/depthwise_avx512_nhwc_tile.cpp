@@ -25,6 +25,7 @@
 #include "cpu/avx512.h"
 #include "cpu/depthwise_avx512.h"
 #include "cpu/depthwise_nhwc.h"
+#include "cpu/depthwise_avx512_nhwc_row.h"
 #include "cpu/epilogue.h"
 
 namespace conv::cpu {
@@ -77,40 +78,15 @@ CONV_TARGET_AVX512 void copy_tile(const ImageShape &p, const Tile &t, const floa
 }
 
 // sums[kh * 3 + kw] += dy(pixel) * tile(window tap) over one image's plane,
-// a row's pixels left to right: each tile column loaded once a window row
-// (stride 1: the window's three columns slide by one; 2: by two, the last
-// kept).
+// row by row (dw_nhwc::filter_row: each tile column loaded once a window row).
 template <int S>
 CONV_TARGET_AVX512 void filter_plane(const ImageShape &p, const Tile &t, const float *tile, const float *dy,
                                      int64_t c0, __mmask16 cm, __m512 (&sums)[kTaps]) {
-    __m512 acc[kTaps];
-    for (int i = 0; i < kTaps; ++i) acc[i] = sums[i];
     for (int64_t oh = 0; oh < p.oh; ++oh) {
-        const float *row[kK];
-        __m512 first[kK], second[kK];
-        for (int kh = 0; kh < kK; ++kh) {
-            row[kh] = tile + (oh * S + kh) * t.cols * kVec;
-            first[kh] = _mm512_load_ps(row[kh]);
-            if (S == 1) second[kh] = _mm512_load_ps(row[kh] + kVec);
-        }
-        const float *g = dy + oh * p.ow * p.c + c0;
-        for (int64_t ow = 0; ow < p.ow; ++ow) {
-            const __m512 d = _mm512_maskz_loadu_ps(cm, g + ow * p.c);
-            for (int kh = 0; kh < kK; ++kh) {
-                const float *at = row[kh] + ow * S * kVec;
-                const __m512 x1 = S == 1 ? second[kh] : _mm512_load_ps(at + kVec);
-                const __m512 x2 = _mm512_load_ps(at + 2 * kVec);
-                acc[kh * kK] = _mm512_fmadd_ps(d, first[kh], acc[kh * kK]);
-                acc[kh * kK + 1] = _mm512_fmadd_ps(d, x1, acc[kh * kK + 1]);
-                acc[kh * kK + 2] = _mm512_fmadd_ps(d, x2, acc[kh * kK + 2]);
-                if (S == 1)
-                    first[kh] = x1, second[kh] = x2;
-                else
-                    first[kh] = x2;
-            }
-        }
+        const float *row = tile + oh * S * t.cols * kVec;
+        const float *const rows[kK] = {row, row + t.cols * kVec, row + 2 * t.cols * kVec};
+        dw_nhwc::filter_row<S>(rows, dy + oh * p.ow * p.c + c0, p.ow, p.c, cm, sums);
     }
-    for (int i = 0; i < kTaps; ++i) sums[i] = acc[i];
 }
 
 // Backward-filter of channels [c0, c0 + 16): the block's plane of each image

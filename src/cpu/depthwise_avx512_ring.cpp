@@ -35,11 +35,13 @@
 #include "cpu/avx512.h"
 #include "cpu/depthwise_avx512.h"
 #include "cpu/depthwise_nhwc.h"
+#include "cpu/depthwise_avx512_nhwc_row.h"
 #include "cpu/epilogue.h"
 
 namespace conv::cpu {
 namespace {
 
+using dw_nhwc::filter_row;
 using dw_nhwc::ImageShape;
 using dw_nhwc::kK;
 using dw_nhwc::kTaps;
@@ -316,39 +318,6 @@ CONV_TARGET_AVX512 void forward_band(const Layout &l, const float *src, float *d
                 forward_row<2>(in, p.ow, w, init, out, p.c, cm, relu);
         }
     }
-}
-
-// The nine taps' sums of one channel block over a row: sum over ow of
-// dy[ow] * x[ring column ow * S + kw of row kh]. Nine sums in flight, and
-// each row's columns slide: the window's last column is the next one's first
-// (stride 2) or its first two (stride 1), so a step loads 3 (6) columns.
-template <int S>
-CONV_TARGET_AVX512 void filter_row(const float *const (&in)[kK], const float *dy, int64_t ow, int64_t c,
-                                   __mmask16 cm, __m512 (&acc)[kTaps]) {
-    if (ow <= 0) return;
-    __m512 a[kTaps], first[kK], second[kK];
-    for (int t = 0; t < kTaps; ++t) a[t] = acc[t];
-    for (int kh = 0; kh < kK; ++kh) {
-        first[kh] = _mm512_loadu_ps(in[kh]);
-        if (S == 1) second[kh] = _mm512_loadu_ps(in[kh] + kVec);
-    }
-    for (int64_t o = 0; o < ow; ++o) {
-        const __m512 d = _mm512_maskz_loadu_ps(cm, dy + o * c);
-        for (int kh = 0; kh < kK; ++kh) {
-            const float *at = in[kh] + o * S * kVec;
-            const __m512 x0 = first[kh];
-            const __m512 x1 = S == 1 ? second[kh] : _mm512_loadu_ps(at + kVec);
-            const __m512 x2 = _mm512_loadu_ps(at + 2 * kVec);
-            a[kh * kK] = _mm512_fmadd_ps(d, x0, a[kh * kK]);
-            a[kh * kK + 1] = _mm512_fmadd_ps(d, x1, a[kh * kK + 1]);
-            a[kh * kK + 2] = _mm512_fmadd_ps(d, x2, a[kh * kK + 2]);
-            if (S == 1)
-                first[kh] = x1, second[kh] = x2;
-            else
-                first[kh] = x2;
-        }
-    }
-    for (int t = 0; t < kTaps; ++t) acc[t] = a[t];
 }
 
 // Rows [r0, r1) of the batch (row r: output row r % oh of image r / oh)

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/checked.h"
 #include "cpu/algorithm.h"
@@ -79,6 +80,31 @@ inline RowShape row_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_
                     if (inside(2 * v * kVec - 1 + (pair ? 0 : h * kVec) + l)) p.read[v][h] |= bit;
         }
     return p;
+}
+
+// With two channels a vector and the second channel missing (an odd
+// channel count's last): the masks keep the first channel's lanes only.
+inline void keep_first_channel(RowShape &p) {
+    for (int v = 0; v < kMaxVectors; ++v) {
+        for (auto &m : p.tap[v]) m &= 0x00ff;
+        p.read[v][1] = p.out[v][1] = 0;
+    }
+}
+
+// Calls fn(S, V, G), each a std::integral_constant, for the instantiation
+// a plane's rows take: stride S; two channels a vector (G = 2) where the
+// row's span fits 8 lanes, else one, in V = 1 or 2 vectors.
+template <class F>
+void with_row_kernel(int64_t span, int64_t stride, F &&fn) {
+    using One = std::integral_constant<int, 1>;
+    using Two = std::integral_constant<int, 2>;
+    const bool s2 = stride == 2;
+    if (span <= kPairSpan)
+        s2 ? fn(Two{}, One{}, Two{}) : fn(One{}, One{}, Two{});
+    else if (span > kVec)
+        s2 ? fn(Two{}, Two{}, One{}) : fn(One{}, Two{}, One{});
+    else
+        s2 ? fn(Two{}, One{}, One{}) : fn(One{}, One{}, One{});
 }
 
 // Runs fn(n, c0, cb) over every image's blocks of 16 channels (cb of them
@@ -146,11 +172,65 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(c
     return s;
 }
 
-// One image's planes of a channel: the input read in rows (x1: the
-// second channel's, with two a vector) and the other (the output, or dy).
-struct Planes {
-    const float *x, *dy, *x1, *dy1;
-};
+// The row walks of one image's plane (x, x1: the input's, read in rows),
+// the first rows and the last checked, those between not (their windows lie
+// inside the plane), unrolled so the input row sets' roles rotate by name,
+// not by register moves. `row` is the kernel's: row.template s1<Checked>(v,
+// next, r, above, at, below) for output row r's vector v from input rows r -
+// 1, r, r + 1 (it loads `below`); row.template s2<Checked>(r, top, bottom)
+// from rows 2 r - 1 (`top`), 2 r and 2 r + 1 (it loads `bottom`). Checked:
+// input rows outside the plane neither read nor used.
+//
+// Stride 1: a row of two vectors runs as two strips of 16 columns (all rows
+// of one, then of the other: the three rows' shifted copies of both would
+// not fit the registers).
+// Taller: the output may have more rows than the input (backward-data with
+// padding after of 2 or more), so more than three rows may be left after
+// the unchecked ones; otherwise (oh <= ih) at most three, walked without a
+// loop -- the loop's rotating roles cost the short planes 5-8%.
+template <int V, int G, bool Taller, class Row>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void walk_rows_s1(const RowShape &p, const float *x,
+                                                                           const float *x1, Row &row) {
+    for (int v = 0; v < V; ++v) {
+        const bool next = v + 1 < V;
+        // Row r's roles: (above, at, below) = (a, b, c) rotated r times.
+        RowSet<1> a{}, b = load_set_s1<G>(p, x, x1, v, next), c{};
+        row.template s1<true>(v, next, 0, a, b, c);
+        int64_t r = 1;
+        for (; r + 3 < (Taller ? std::min(p.oh, p.ih) : p.oh); r += 3) {  // input rows up to r + 3 < ih
+            row.template s1<false>(v, next, r, b, c, a);
+            row.template s1<false>(v, next, r + 1, c, a, b);
+            row.template s1<false>(v, next, r + 2, a, b, c);
+        }
+        if constexpr (Taller) {
+            for (; r < p.oh; r += 3) {
+                row.template s1<true>(v, next, r, b, c, a);
+                if (r + 1 < p.oh) row.template s1<true>(v, next, r + 1, c, a, b);
+                if (r + 2 < p.oh) row.template s1<true>(v, next, r + 2, a, b, c);
+            }
+        } else {
+            if (r < p.oh) row.template s1<true>(v, next, r, b, c, a);
+            if (r + 1 < p.oh) row.template s1<true>(v, next, r + 1, c, a, b);
+            if (r + 2 < p.oh) row.template s1<true>(v, next, r + 2, a, b, c);
+        }
+    }
+}
+
+template <int V, class Row>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void walk_rows_s2(const RowShape &p, Row &row) {
+    // Row r's (top, bottom) = (a, b) for even r, (b, a) for odd.
+    RowSet<V> a{}, b{};
+    row.template s2<true>(0, a, b);
+    int64_t r = 1;
+    for (; r + 2 < p.oh && 2 * r + 3 < p.ih; r += 2) {  // rows r, r + 1: 2 r + 3 < ih
+        row.template s2<false>(r, b, a);
+        row.template s2<false>(r + 1, a, b);
+    }
+    for (; r < p.oh; r += 2) {
+        row.template s2<true>(r, b, a);
+        if (r + 1 < p.oh) row.template s2<true>(r + 1, a, b);
+    }
+}
 
 #endif  // CONV_HAVE_AVX512_KERNELS
 

@@ -397,29 +397,43 @@ bool dw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     return g.layout == CONV_LAYOUT_CHANNELS_LAST ? dw_nhwc_covers(g, op) : dw_nchw_covers(g, op);
 }
 
+namespace {
+
+// A channels-first kernel's three entry points.
+struct FirstKernel {
+    bool (*covers)(const ConvGeometry &, conv_op_t);
+    size_t (*workspace_bytes)(const ConvGeometry &, conv_op_t, int);
+    void (*run)(const ConvArgs &, void *, ThreadPool &, int);
+};
+
+// The one that computes a channels-first pass: the first of these that
+// covers it, else the plane kernels (dw_nchw_*).
+const FirstKernel &first_kernel(const ConvGeometry &g, conv_op_t op) {
+    static const FirstKernel kPreferred[] = {
+        {dw_filter_rows_covers, dw_filter_rows_workspace_bytes, dw_filter_rows_run},
+        {dw_forward_rows_covers, dw_forward_rows_workspace_bytes, dw_forward_rows_run},
+        {dw_backward_rows_covers, dw_backward_rows_workspace_bytes, dw_backward_rows_run},
+        {dw_blocked_covers, dw_blocked_workspace_bytes, dw_blocked_run},
+    };
+    static const FirstKernel kPlanes{dw_nchw_covers, dw_nchw_workspace_bytes, dw_nchw_run};
+    for (const FirstKernel &k : kPreferred)
+        if (k.covers(g, op)) return k;
+    return kPlanes;
+}
+
+}  // namespace
+
 size_t dw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
-    size_t bytes = g.layout == CONV_LAYOUT_CHANNELS_LAST ? dw_nhwc_workspace_bytes(g, op, threads)
-                   : dw_filter_rows_covers(g, op) ? dw_filter_rows_workspace_bytes(g, op, threads)
-                   : dw_forward_rows_covers(g, op) ? dw_forward_rows_workspace_bytes(g, op, threads)
-                   : dw_backward_rows_covers(g, op) ? dw_backward_rows_workspace_bytes(g, op, threads)
-                   : dw_blocked_covers(g, op)            ? dw_blocked_workspace_bytes(g, op, threads)
-                                                         : dw_nchw_workspace_bytes(g, op, threads);
+    const size_t bytes = g.layout == CONV_LAYOUT_CHANNELS_LAST ? dw_nhwc_workspace_bytes(g, op, threads)
+                                                               : first_kernel(g, op).workspace_bytes(g, op, threads);
     return (bytes + 63) / 64 * 64;
 }
 
 void dw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     if (args.g->layout == CONV_LAYOUT_CHANNELS_LAST)
         dw_nhwc_run(args, ws, pool, threads);
-    else if (dw_filter_rows_covers(*args.g, args.op))
-        dw_filter_rows_run(args, ws, pool, threads);
-    else if (dw_forward_rows_covers(*args.g, args.op))
-        dw_forward_rows_run(args, ws, pool, threads);
-    else if (dw_backward_rows_covers(*args.g, args.op))
-        dw_backward_rows_run(args, ws, pool, threads);
-    else if (dw_blocked_covers(*args.g, args.op))
-        dw_blocked_run(args, ws, pool, threads);
     else
-        dw_nchw_run(args, ws, pool, threads);
+        first_kernel(*args.g, args.op).run(args, ws, pool, threads);
 }
 
 const Algorithm &depthwise_direct_algorithm() {
