@@ -1951,11 +1951,20 @@ public:
     // 1.08-1.41x); conv1 (3 source channels) forward 2.17x and
     // backward-filter 1.91x, backward-data 0.27x; strided 0.67-1.05x,
     // 512->512 2x7x7 forward 0.68x (the others even).
+    // Since the filters go a range of source channels or a block of dy's
+    // channels at a time (item_ranges, runs_source_major), the same way
+    // (2026-12-01, 2-3 alternated runs, batch 1 unless said): 512->512 2x7x7
+    // forward 1.60x (batch 4 2.06x, 2 threads 1.82x), backward-data 2.12x
+    // (2.41x, 1.97x), backward-filter 1.09x but 0.90x at 2 threads; strided
+    // from 128+ channels forward 1.08-1.55x and backward-data 1.16-1.37x
+    // (256->512 onto 4x7x7, 128->256 onto 4x14x14, batch 1 and 4, 1 and 2
+    // threads), from 64 0.91-1.18x; strided backward-filter 0.72-1.01x.
     static bool channels_last_competitive_3d(const ConvGeometry &g, conv_op_t op) {
         if (cpu_isa() != Isa::avx512 || !jit::enabled()) return false;
         if (g.cg() <= 4) return op != CONV_OP_BACKWARD_DATA;
         const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
-        return !strided && g.out[1] * g.out[2] >= 14 * 14;
+        if (op == CONV_OP_BACKWARD_FILTER) return !strided && g.out[1] * g.out[2] >= 14 * 14;
+        return !strided || g.cg() >= 128;
     }
     static bool competitive_3d(const ConvGeometry &g, conv_op_t op) {
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return channels_last_competitive_3d(g, op);
@@ -2145,10 +2154,20 @@ public:
         // channels, forced against im2col (3 alternated runs): 1 thread
         // 1.05-1.14x (256->256, 512->512, 256->1024, 128->128), 2 threads
         // 1.04-1.17x, batch 2 1.16x; onto 7x7 even (256->256, 512->512).
+        // Later the same day, against im2col again (1 thread unless said, 2-4
+        // alternated runs): the unit-stride forward onto 7x7 from 256-1024
+        // channels 1.07-1.12x (512->512 2 threads 1.08x), batch 2 1.22-1.29x;
+        // backward-data at unit stride from 256-1024 channels onto 7x7 and
+        // 14x14 1.09-1.28x (batch 2 1.18-1.45x, 2 threads 1.06x), strided
+        // 256->256 onto 28x28 1.07-1.09x (batch 2 1.13x). So every ungrouped
+        // unit-stride forward and backward-data, and the strided
+        // backward-data between 256+ channels, take the generated tiles.
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
             const bool generated = jit::enabled();
+            const bool ungrouped_generated = generated && g.groups == 1;
             if (op == CONV_OP_FORWARD)
-                return g.out_size() >= 56 * 56 || (!strided && g.out_size() >= (generated ? 14 * 14 : 28 * 28)) ||
+                return g.out_size() >= 56 * 56 ||
+                       (!strided && (ungrouped_generated || g.out_size() >= (generated ? 14 * 14 : 28 * 28))) ||
                        (generated && (g.cg() <= 4 || (!strided && (g.cg() <= 64 || g.n >= 8))));
             // Since filters of 4 MB and more are packed a block of dy's
             // channels at a time (runs_source_major), backward-data with
@@ -2158,7 +2177,9 @@ public:
             // strided onto 14x14 0.96x (so not from 16 MB).
             const double filter = (double)g.c * (double)g.kg() * (double)g.kernel_size() * sizeof(float);
             const bool big_filter = filter >= double(kSourceMajorFilter) && filter < double(4 * kSourceMajorFilter);
+            const bool wide = g.c >= 256 && g.k >= 256;
             return (!strided && g.in_size() >= 28 * 28) ||
+                   (ungrouped_generated && (!strided || wide)) ||
                    (generated && ((g.c <= 128 && g.k <= 128) || g.n >= 4 || (big_filter && g.groups == 1)));
         }
         if (op == CONV_OP_BACKWARD_DATA && strided) return true;
