@@ -28,6 +28,9 @@
 //   (runs_source_major): a block of dy's channels packed for all of a
 //   thread's vectors at once -- one run of memory -- and every item's tiles
 //   run over it, their sums carried in L2 (1.1-1.3x on 512+ channels).
+//   Where a source image outgrows L2, an item walks several channel
+//   blocks together, row by row (blocks_together), so that each source
+//   row is read from L3 once rather than once per block.
 // - The source (x, or dy) is copied once per call into zero-padded,
 //   channel-major planes whose rows are split into their `stride_w` column
 //   phases, so the broadcasts of a tile are consecutive scalars at any
@@ -1483,7 +1486,31 @@ bool runs_source_major(const Shape &s, int threads, size_t es) {
 constexpr int64_t kItemSlotBytes = 1 << 20;
 constexpr int64_t kItemRangeSums = 512 << 10;  // bytes of an item's sums carried between ranges
 
+// Channel blocks (kb) of one thread that walk an image together, row by
+// row, so that each source row, read from L3 into L2, serves all of them:
+// one block at a time over the whole plane read a source larger than L2
+// once per block. As many as keep their packed weights within
+// kTogetherBytes (an L2 of 2 MiB also holds the rows and the item's
+// sums); past that the blocks' weights would be what goes out to L3.
+// 1 thread, 3 alternated runs, forced direct_avx512, batch 1 and 2:
+// 128->128 112x112 forward 1.06-1.08x, backward-data 1.06-1.07x, 64->128
+// 112x112 forward 1.06-1.07x; 256->256 56x56 1.01x (two blocks of four
+// together), 128->128 56x56 1.01x, 28x28 and 512-channel layers even.
+// All of a group's blocks together (2.4 MB of weights on 256->256) lost
+// 5% there, and so did two blocks together (1.2 MB) where the source and
+// one block's weights fit L2 (ResNet-50's strided 256->256 28x28 and
+// 128->128 56x56, 0.95x): there the blocks still go one at a time.
+// Each output's sums are the same either way.
+constexpr double kTogetherBytes = 1.5 * (1 << 20);
+
+int64_t blocks_together(const Shape &s, size_t es) {
+    const double per_block = (double)s.nv * (double)s.wvec * (double)es;
+    if ((double)s.image_bytes + per_block <= kTogetherBytes) return 1;  // a block's pass finds the source in L2
+    return std::clamp<int64_t>((int64_t)(kTogetherBytes / per_block), 1, ceil_div(s.dvec, s.nv));
+}
+
 struct ItemRanges {
+    int64_t blocks = 1;     // channel blocks an item takes (walked together)
     int64_t count = 1;      // ranges of source channels
     int64_t channels = 0;   // channels a range (a multiple of s.cblock)
     int64_t range_w = 0;    // elements from one packed vector to the next: a range's
@@ -1491,15 +1518,21 @@ struct ItemRanges {
     int64_t slot = 0;       // elements of a thread's slot
 };
 
-// `rows`: the call's rows per item.
-ItemRanges item_ranges(const Shape &s, int64_t rows, size_t es) {
+// `rows`: the call's rows per item. Whole filters of a channel block
+// within kItemSlotBytes: as many blocks an item as walk together
+// (blocks_together) and still leave an item for every thread.
+ItemRanges item_ranges(const Shape &s, int64_t rows, size_t es, int threads) {
     ItemRanges r;
     r.channels = s.csg, r.range_w = s.wvec, r.slot = s.nv * s.wvec;
     if (es != sizeof(float) || cpu_isa() != Isa::avx512) return r;
     const double slot_bytes = (double)s.nv * (double)s.wvec * (double)es;
     const double sums = (double)s.n * (double)(s.fz * s.fh * s.fw * s.zd) * (double)ceil_div(s.hd, rows) *
                         (double)ceil_div(s.wd, s.seg) * kItemSums;
-    if (slot_bytes <= kItemSlotBytes || sums * (double)es > kItemRangeSums) return r;
+    if (slot_bytes <= kItemSlotBytes || sums * (double)es > kItemRangeSums) {
+        r.blocks = std::clamp<int64_t>(ceil_div(s.dvec, s.nv) / std::max(threads, 1), 1, blocks_together(s, es));
+        r.slot = r.blocks * s.nv * s.wvec;
+        return r;
+    }
     const int64_t blocks = ceil_div(s.csg, s.cblock);
     const int64_t want = std::min<int64_t>(blocks, (int64_t)std::ceil(slot_bytes / kItemSlotBytes));
     r.channels = ceil_div(blocks, want) * s.cblock;
@@ -1646,7 +1679,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // Row groups of every depth slice (of a phase), slice-major: rg / slice_groups is the slice.
     const int64_t slice_groups = ceil_div(s.hd, rows), rgroups = s.zd * slice_groups;
     const SourceMajor major = source_major(s, threads, rows);
-    const ItemRanges ranges = per_item && !by_source ? item_ranges(s, rows, sizeof(T)) : ItemRanges{};
+    const ItemRanges ranges = per_item && !by_source ? item_ranges(s, rows, sizeof(T), threads) : ItemRanges{};
     const GeneratedTiles generated(s, steps, phase_len, lists, rows,
                                    by_source ? major.block_w : ranges.count > 1 ? ranges.range_w : s.wvec,
                                    std::is_same_v<T, float>);
@@ -1750,6 +1783,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         s.groups * kblocks * phases * s.zd * ceil_div(s.csg, s.cblock) *
         (s.wrap ? ceil_div(s.hd * s.wd, s.ur) : s.hd * ceil_div(s.wd, s.ur));
     if (by_image) {  // an item: one image, everywhere
+        const int64_t together = blocks_together(s, sizeof(T));
         pool.parallel_for(
             s.n,
             [&](int64_t n, int slot) {
@@ -1766,30 +1800,32 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                         tiles_per_image);
                 }
                 for (int64_t gi = 0; gi < s.groups; ++gi)
-                    for (int64_t kb = 0; kb < kblocks; ++kb)
+                    for (int64_t kb0 = 0; kb0 < kblocks; kb0 += together)
                         for (int64_t p = 0; p < phases; ++p)
                             for (int64_t rg = 0; rg < rgroups; ++rg)
-                                for (int64_t sg = 0; sg < segs; ++sg)
-                                    compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec,
-                                            s.wvec, image, ahead, 0, s.csg, nullptr);
+                                for (int64_t kb = kb0; kb < std::min(kblocks, kb0 + together); ++kb)
+                                    for (int64_t sg = 0; sg < segs; ++sg)
+                                        compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec,
+                                                s.wvec, image, ahead, 0, s.csg, nullptr);
             },
             threads);
         return;
     }
     // Channel blocks [kb0, kb1) of group gi over source channels [c0, c1):
     // their vectors packed into w (`range_w` apart), then every item's
-    // tiles; item i's sums carried at sums + i * kItemSums (null: the
-    // range is all channels, each item's sums its own).
+    // tiles, the blocks together row by row (blocks_together); item i's
+    // sums carried at sums + i * kItemSums (null: the range is all
+    // channels, each item's sums its own).
     auto pack_and_run = [&](int64_t gi, int64_t kb0, int64_t kb1, int64_t c0, int64_t c1, T *w, int64_t range_w,
                             T *sums) {
         const int64_t v0 = kb0 * s.nv;
         pack(s, w_in, gi, v0, std::min(kb1 * s.nv, s.dvec) - v0, PackTarget{c0, c1, range_w}, w);
         Trickle none;
         int64_t i = 0;
-        for (int64_t kb = kb0; kb < kb1; ++kb)
-            for (int64_t n = 0; n < s.n; ++n)
-                for (int64_t p = 0; p < phases; ++p)
-                    for (int64_t rg = 0; rg < rgroups; ++rg)
+        for (int64_t n = 0; n < s.n; ++n)
+            for (int64_t p = 0; p < phases; ++p)
+                for (int64_t rg = 0; rg < rgroups; ++rg)
+                    for (int64_t kb = kb0; kb < kb1; ++kb)
                         for (int64_t sg = 0; sg < segs; ++sg, ++i)
                             compute(n, gi, kb, p, rg, sg, w + (kb - kb0) * s.nv * range_w, range_w, image_at(n),
                                     none, c0, c1, sums ? sums + i * kItemSums : nullptr);
@@ -1807,15 +1843,17 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             threads);
         return;
     }
-    if (per_item) {  // an item: one channel block of a group, everywhere (a range of channels at a time)
+    if (per_item) {  // an item: channel blocks of a group, everywhere (a range of channels at a time)
+        const int64_t kparts = ceil_div(kblocks, ranges.blocks);
         pool.parallel_for(
-            s.groups * kblocks,
+            s.groups * kparts,
             [&](int64_t item, int slot) {
-                const int64_t kb = item % kblocks, gi = item / kblocks;
+                const int64_t kb = item % kparts * ranges.blocks, gi = item / kparts;
                 T *w = slots + slot * ranges.slot;
                 T *sums = ranges.count > 1 ? w + ranges.sums_at : nullptr;
                 for (int64_t c0 = 0; c0 < s.csg; c0 += ranges.channels)
-                    pack_and_run(gi, kb, kb + 1, c0, std::min(c0 + ranges.channels, s.csg), w, ranges.range_w, sums);
+                    pack_and_run(gi, kb, std::min(kblocks, kb + ranges.blocks), c0,
+                                 std::min(c0 + ranges.channels, s.csg), w, ranges.range_w, sums);
             },
             threads);
         return;
@@ -2202,7 +2240,7 @@ public:
             if (runs_source_major(m, threads, es))
                 slot = source_major(m, threads, m.rows).slot;
             else if (packs_per_item(m, threads))
-                slot = item_ranges(m, m.rows, es).slot;
+                slot = item_ranges(m, m.rows, es, threads).slot;
             weights = std::max(weights, checked_mul(checked_mul(threads, slot, "workspace"), (int64_t)es, "workspace"));
         }
         return (size_t)checked_add((int64_t)s.packed_at, weights, "workspace");
