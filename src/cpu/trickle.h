@@ -38,18 +38,24 @@ private:
 #define CONV_TARGET_PRFCHW
 #endif
 
-// DestinationLines: lines about to be written, asked for ownership
-// (PREFETCHW) a few rows at a time between a kernel's tiles, so that the
-// reads for ownership of a store scattered over many rows overlap the
-// tiles instead of stalling the store (direct_avx512's channel rows).
-// Rows are indexed (r, m): row r of "channel" m starts at first + r *
-// row_step + m * plane and holds `len` floats.
-class DestinationLines {
+// RowLines: rows of a strided layout asked into the cache a few at a time
+// between a kernel's tiles. Rows are indexed (r, m): row r of "channel" m
+// starts at first + r * row_step + m * plane and holds `len` floats.
+// - DestinationLines (Write): lines about to be written, asked for
+//   ownership (PREFETCHW), so that the reads for ownership of a store
+//   scattered over many rows overlap the tiles instead of stalling the
+//   store (direct_avx512's channel rows).
+// - SourceLines: rows the next work item reads, asked into L2, where they
+//   lie in L3 one short run a channel apart -- runs the hardware
+//   prefetcher does not follow (direct_avx512's padded source on large
+//   planes).
+template <bool Write>
+class RowLines {
 public:
-    DestinationLines() = default;
+    RowLines() = default;
     // Over about `steps` calls of step().
-    DestinationLines(const float *first, int64_t row_step, int64_t plane, int64_t rows, int64_t channels, int64_t len,
-                     int64_t steps)
+    RowLines(const float *first, int64_t row_step, int64_t plane, int64_t rows, int64_t channels, int64_t len,
+             int64_t steps)
         : first_(first), row_step_(row_step), plane_(plane), channels_(std::max<int64_t>(channels, 1)),
           bytes_(len * (int64_t)sizeof(float)), rows_(channels > 0 ? rows : 0),
           per_step_(ceil_div(rows * channels, std::max<int64_t>(steps, 1))) {}
@@ -58,8 +64,12 @@ public:
         for (int64_t i = 0; i < per_step_ && row_ < rows_; ++i) {
             const char *at = reinterpret_cast<const char *>(first_ + row_ * row_step_ + m_ * plane_);
             for (const char *line = reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63});
-                 line < at + bytes_; line += 64)
-                __builtin_prefetch(line, 1, 3);  // PREFETCHW where the CPU has it
+                 line < at + bytes_; line += 64) {
+                if constexpr (Write)
+                    __builtin_prefetch(line, 1, 3);  // PREFETCHW where the CPU has it
+                else
+                    __builtin_prefetch(line, 0, 2);  // PREFETCHT1: into L2
+            }
             if (++m_ == channels_) m_ = 0, ++row_;
         }
     }
@@ -69,5 +79,8 @@ private:
     int64_t row_step_ = 0, plane_ = 0, channels_ = 1, bytes_ = 0, rows_ = 0, per_step_ = 0;
     int64_t row_ = 0, m_ = 0;  // the next row: (row_, m_)
 };
+
+using DestinationLines = RowLines<true>;
+using SourceLines = RowLines<false>;
 
 }  // namespace conv::cpu
