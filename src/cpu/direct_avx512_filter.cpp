@@ -430,6 +430,20 @@ private:
     std::vector<std::shared_ptr<const jit::FilterTileKernel>> held_;  // alive for the call
 };
 
+// The depth taps (bits, kz of them) of output slice oz that read inside
+// x rather than its depth padding. A tile of columns whose taps all read
+// the padding there adds only products with zeros: it is skipped, as the
+// forward tiles leave such taps out (depth_mask) -- on ResNet3D-18's 2- and
+// 4-deep layers a third of an edge slice's work.
+uint64_t depth_taps_inside(const ConvGeometry &g, int64_t oz, int64_t kz) {
+    uint64_t inside = 0;
+    for (int64_t tz = 0; tz < kz; ++tz) {
+        const int64_t iz = oz * g.stride[0] + tz * g.dilation[0] - g.pad_begin[0];
+        if (iz >= 0 && iz < g.in[0]) inside |= uint64_t(1) << tz;
+    }
+    return inside;
+}
+
 template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
@@ -486,10 +500,22 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     for (int64_t f = 0; f < filters; ++f)
                         for (int64_t b = 0; b < (j1 - j0) * (int64_t)sizeof(T); b += 64)
                             __builtin_prefetch(reinterpret_cast<char *>(rows + f * s.ck) + b, 1, 2);
+                // The depth taps (bits) each of the item's tiles reads.
+                uint64_t tile_depths[kMaxTilesPerItem];
+                const bool skips = s.kz > 1 && s.kz <= 64;
+                for (int64_t ti = 0; skips && ti < tiles; ++ti) {
+                    tile_depths[ti] = 0;
+                    for (int j = 0; j < s.nc; ++j) {
+                        const int64_t col = std::min(j0 + ti * s.nc + j, j1 - 1);
+                        const int64_t tap = s.last ? col / s.csg : col % s.taps;
+                        tile_depths[ti] |= uint64_t(1) << (tap / (s.kr * s.ks));
+                    }
+                }
                 // Chunks of rows of one output slice (oz) at a time: the
                 // source's next slice is not a row on.
                 for (int64_t n = 0; n < images; ++n)
-                    for (int64_t oz = 0; oz < s.dout; ++oz)
+                    for (int64_t oz = 0; oz < s.dout; ++oz) {
+                        const uint64_t inside = skips ? depth_taps_inside(g, oz, s.kz) : ~uint64_t(0);
                         for (int64_t r0 = 0; r0 < s.ho; r0 += s.chunk_rows) {
                             Tile t;
                             t.rows = std::min(s.chunk_rows, s.ho - r0), t.wo = s.wo, t.rstep = s.src.rstep;
@@ -512,6 +538,13 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                 for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
                                     t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
                                 t.sums = sums + ti * nv * s.nc * kLanes;
+                                if (skips && !(tile_depths[ti] & inside)) {  // every tap in the depth padding
+                                    if (t.mode == Mode::fresh) {
+                                        T *tile_sums = sums + ti * nv * s.nc * kLanes;
+                                        std::fill(tile_sums, tile_sums + nv * s.nc * kLanes, T(0));
+                                    }
+                                    continue;
+                                }
                                 if (jit::FilterTileFn fn = nv == s.nv ? generated.get(cb * s.item_tiles + ti) : nullptr)
                                     fn(reinterpret_cast<const float *>(t.dy),
                                        reinterpret_cast<const float *>(t.x[0]), t.rows, t.rstep,
@@ -520,6 +553,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                     run_tile<T>(t, nv, s.nc);
                             }
                         }
+                    }
                 // Then into dw 16 columns at a time.
                 if (last_block)
                     for (int64_t c0 = 0; c0 < j1 - j0; c0 += kLanes)
