@@ -2079,7 +2079,11 @@ public:
         if (g.cg() <= 4) return op != CONV_OP_BACKWARD_DATA;
         const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
         if (op == CONV_OP_BACKWARD_FILTER) return !strided;
-        return !strided || g.cg() >= 128;
+        // And with the next rows prefetched (kSourceAheadBytes), strided
+        // backward-data onto 64 channels (64->128 onto 16x56x56) 1.06x,
+        // batch 4 1.13x, 2 threads 1.22x (channels-first: 1.09x, 1.15x,
+        // 0.83x -- left to im2col).
+        return !strided || g.cg() >= (op == CONV_OP_BACKWARD_DATA ? 64 : 128);
     }
     static bool competitive_3d(const ConvGeometry &g, conv_op_t op) {
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return channels_last_competitive_3d(g, op);
