@@ -21,6 +21,8 @@
 //   in L1 (kChunkBytes), each tile's sums carried between chunks in the
 //   thread's slot ([column][vector][16]), and finally transposes them into
 //   dw 16 columns at a time (16 x 16 in registers, a row store a filter).
+// - 3-D: a tile whose columns' depth taps all read the depth padding of an
+//   output slice adds nothing there and is skipped (depth_taps_inside).
 // - Every output is one item's sum over the positions in order (n, oh,
 //   ow): deterministic at any thread count, a plain dot product; under
 //   CONV_MATH_STRICT each chunk is summed from zero and then added (two
