@@ -1450,6 +1450,23 @@ bool packs_per_item(const Shape &s, int threads) {
 constexpr int64_t kSourceAheadBytes = 2 << 20;
 constexpr int64_t kSourceAheadChannels = 16;
 
+// Strided backward-data's phases (dx's rows and columns of each stride
+// phase) were walked one after the other over the whole plane, each
+// writing every other element of dx's lines: on ResNet3D-18's 64->128
+// onto 16x56x56 (8 phases, a 12.8 MB dx) every line went to L3 and back
+// once per phase. The phases of a row group now run one after the other
+// (q = rg * phases + p), where the weights the item walks with -- all its
+// phases' taps -- stay in L2 (kPhasesInnerBytes): 1 thread, 3 alternated
+// runs, forced direct_avx512, that layer 1.18x (0.62 -> 0.74 of oneDNN),
+// ResNet-50's strided 128->128 onto 56x56 1.02x, 256->256 even; with 1.8
+// MB of weights (128->256 onto 8x28x28) the phases outer measured 1.04x
+// the inner order, so they stay outer there.
+constexpr int64_t kPhasesInnerBytes = 1 << 20;
+
+bool phases_inner(const Shape &s, int64_t weight_bytes) {
+    return s.fz * s.fh * s.fw > 1 && weight_bytes <= kPhasesInnerBytes;
+}
+
 // Source-major order (run_typed): a thread takes a share of the channel
 // blocks (kb) of every item, and runs the source channels' blocks
 // outermost -- each block of source channels packed for all its vectors at
@@ -1873,14 +1890,16 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                         ahead = Trickle(input + (n + threads) * input_image, input_image * (int64_t)sizeof(T),
                                         tiles_per_image);
                 }
+                const bool inner = phases_inner(s, together * s.nv * s.wvec * (int64_t)sizeof(T));
                 for (int64_t gi = 0; gi < s.groups; ++gi)
                     for (int64_t kb0 = 0; kb0 < kblocks; kb0 += together)
-                        for (int64_t p = 0; p < phases; ++p)
-                            for (int64_t rg = 0; rg < rgroups; ++rg)
-                                for (int64_t kb = kb0; kb < std::min(kblocks, kb0 + together); ++kb)
-                                    for (int64_t sg = 0; sg < segs; ++sg)
-                                        compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec,
-                                                s.wvec, image, ahead, 0, s.csg, nullptr, kb == kb0);
+                        for (int64_t q = 0; q < rgroups * phases; ++q) {
+                            const int64_t rg = inner ? q / phases : q % rgroups, p = inner ? q % phases : q / rgroups;
+                            for (int64_t kb = kb0; kb < std::min(kblocks, kb0 + together); ++kb)
+                                for (int64_t sg = 0; sg < segs; ++sg)
+                                    compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, s.wvec,
+                                            image, ahead, 0, s.csg, nullptr, kb == kb0 && (!inner || p == 0));
+                        }
             },
             threads);
         return;
@@ -1896,13 +1915,15 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         pack(s, w_in, gi, v0, std::min(kb1 * s.nv, s.dvec) - v0, PackTarget{c0, c1, range_w}, w);
         Trickle none;
         int64_t i = 0;
+        const bool inner = phases_inner(s, (kb1 - kb0) * s.nv * range_w * (int64_t)sizeof(T));
         for (int64_t n = 0; n < s.n; ++n)
-            for (int64_t p = 0; p < phases; ++p)
-                for (int64_t rg = 0; rg < rgroups; ++rg)
-                    for (int64_t kb = kb0; kb < kb1; ++kb)
-                        for (int64_t sg = 0; sg < segs; ++sg, ++i)
-                            compute(n, gi, kb, p, rg, sg, w + (kb - kb0) * s.nv * range_w, range_w, image_at(n),
-                                    none, c0, c1, sums ? sums + i * kItemSums : nullptr, kb == kb0);
+            for (int64_t q = 0; q < rgroups * phases; ++q) {
+                const int64_t rg = inner ? q / phases : q % rgroups, p = inner ? q % phases : q / rgroups;
+                for (int64_t kb = kb0; kb < kb1; ++kb)
+                    for (int64_t sg = 0; sg < segs; ++sg, ++i)
+                        compute(n, gi, kb, p, rg, sg, w + (kb - kb0) * s.nv * range_w, range_w, image_at(n), none,
+                                c0, c1, sums ? sums + i * kItemSums : nullptr, kb == kb0 && (!inner || p == 0));
+            }
     };
     if (by_source) {  // a share of the channel blocks, everywhere, source channels outermost
         pool.parallel_for(
@@ -1932,15 +1953,23 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             threads);
         return;
     }
+    // With the phases inner, an item takes all phases of its rows: items of
+    // one row group's phases on two threads at once wrote the same lines of
+    // dx (128->128 strided onto 56x56 at 2 threads: 0.76x).
+    const bool inner = phases_inner(s, s.nv * s.wvec * (int64_t)sizeof(T));
+    const int64_t item_phases = inner ? phases : 1;
     pool.parallel_for(
-        others * rgroups,
+        others * rgroups / item_phases,
         [&](int64_t item, int) {
-            int64_t sg = item % segs, rg = item / segs % rgroups, rest = item / segs / rgroups;
-            int64_t p = rest % phases, kb = rest / phases % kblocks;
-            int64_t gi = rest / phases / kblocks % s.groups, n = rest / phases / kblocks / s.groups;
+            const int64_t sg = item % segs, q = item / segs % (rgroups * phases / item_phases);
+            const int64_t rest = item / segs / (rgroups * phases / item_phases);
+            const int64_t kb = rest % kblocks, gi = rest / kblocks % s.groups, n = rest / kblocks / s.groups;
             Trickle none;
-            compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, s.wvec, image_at(n), none, 0,
-                    s.csg, nullptr, true);
+            for (int64_t i = 0; i < item_phases; ++i) {
+                const int64_t rg = inner ? q : q % rgroups, p = inner ? i : q / rgroups;
+                compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, s.wvec, image_at(n),
+                        none, 0, s.csg, nullptr, p == 0 || !inner);
+            }
         },
         threads);
 }
@@ -2091,7 +2120,10 @@ public:
         if (!jit::enabled()) return false;
         if (op == CONV_OP_FORWARD) return true;
         const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
-        return g.cg() >= (strided ? 128 : 16);
+        // Strided onto 64 channels since the phases of a row group run
+        // together (phases_inner): 64->128 onto 16x56x56 1.29x im2col, batch
+        // 4 1.33x, 2 threads 1.08x.
+        return g.cg() >= (strided ? 64 : 16);
     }
     // With AVX2 (two ymm halves a vector, compiled tiles), against AUTO's
     // choice before (im2col over OpenBLAS's Zen kernels, depthwise_direct's
