@@ -1467,6 +1467,14 @@ bool phases_inner(const Shape &s, int64_t weight_bytes) {
     return s.fz * s.fh * s.fw > 1 && weight_bytes <= kPhasesInnerBytes;
 }
 
+// Step q of a walk over (row group, phase): phases inner or outer.
+struct RowPhase {
+    int64_t rg, p;
+};
+RowPhase row_phase(int64_t q, bool inner, int64_t rgroups, int64_t phases) {
+    return inner ? RowPhase{q / phases, q % phases} : RowPhase{q % rgroups, q / rgroups};
+}
+
 // Source-major order (run_typed): a thread takes a share of the channel
 // blocks (kb) of every item, and runs the source channels' blocks
 // outermost -- each block of source channels packed for all its vectors at
@@ -1729,11 +1737,14 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // Source channels [c_begin, c_end) of the item (c_begin a multiple of
     // s.cblock), weights from w (channel c_begin's, vectors wvec apart); its sums
     // in `item_sums` (or, where null, in the item's own buffer), stored to
-    // the destination after the last channel. `first_block`: the first of
-    // the channel blocks that walk the rows together (the one that fetches
-    // the next rows for all of them).
-    // One tile of a row walk that prefetches (compute below), out of line.
-    auto fetch_tile = [&](const T *at, T *out, int ur, Tile &t, int nv, int64_t list, int64_t channels) {
+    // the destination after the last channel. `leads_walk`: the item that
+    // fetches the next rows for the others at its rows -- the first of the
+    // channel blocks walking them together, and with phases inner the
+    // first phase.
+    // One tile of a row walk that prefetches (compute below), out of line:
+    // the common loop keeps its tile call inline (a call there cost small
+    // tiles 2-4%).
+    auto run_one_tile = [&](const T *at, T *out, int ur, Tile &t, int nv, int64_t list, int64_t channels) {
         t.x = at, t.out = out;
         if (jit::DirectTileFn fn = generated.get(list, nv, ur, ur))
             fn(reinterpret_cast<const float *>(t.x), reinterpret_cast<const float *>(t.w), channels,
@@ -1743,7 +1754,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     };
     auto compute = [&](int64_t n, int64_t gi, int64_t kb, int64_t p, int64_t rg, int64_t sg, const T *w,
                        int64_t wvec, const T *image, Trickle &ahead, int64_t c_begin, int64_t c_end, T *item_sums,
-                       bool first_block) {
+                       bool leads_walk) {
         const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
         const Phase ph = phase_of(s, p);
         const int64_t oz = rg / slice_groups;  // the item's slice of the phase
@@ -1782,7 +1793,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         // after a slice's last rows the next slice's first.
         SourceLines next_rows_in;
         bool fetching_next = false;
-        if (first_block && sg == 0 && !s.wrap && s.csg >= kSourceAheadChannels && s.image_bytes > kSourceAheadBytes) {
+        if (leads_walk && sg == 0 && !s.wrap && s.csg >= kSourceAheadChannels && s.image_bytes > kSourceAheadBytes) {
             const int64_t reach = s.backward ? s.top + 1 : (s.kr - 1) * s.dh + 1;  // rows a row's taps span
             const int64_t depth_taps = s.backward ? s.front + 1 : s.kz;
             const int64_t depth_step = (s.backward ? 1 : s.dz) * s.slice;
@@ -1843,7 +1854,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 for (int64_t r = 0; r < it.rows; ++r)
                     for (int64_t j = 0; j < it.len; j += s.ur) {
                         const int ur = (int)std::min<int64_t>(s.ur, it.len - j);
-                        fetch_tile(block + r * s.rstep + j, sums + (r * it.len + j) * it.width, ur, t, nv, list,
+                        run_one_tile(block + r * s.rstep + j, sums + (r * it.len + j) * it.width, ur, t, nv, list,
                                    channels);
                         next_rows_in.step();
                         lines.step();
@@ -1894,11 +1905,12 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 for (int64_t gi = 0; gi < s.groups; ++gi)
                     for (int64_t kb0 = 0; kb0 < kblocks; kb0 += together)
                         for (int64_t q = 0; q < rgroups * phases; ++q) {
-                            const int64_t rg = inner ? q / phases : q % rgroups, p = inner ? q % phases : q / rgroups;
+                            const RowPhase w = row_phase(q, inner, rgroups, phases);
                             for (int64_t kb = kb0; kb < std::min(kblocks, kb0 + together); ++kb)
                                 for (int64_t sg = 0; sg < segs; ++sg)
-                                    compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, s.wvec,
-                                            image, ahead, 0, s.csg, nullptr, kb == kb0 && (!inner || p == 0));
+                                    compute(n, gi, kb, w.p, w.rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec,
+                                            s.wvec, image, ahead, 0, s.csg, nullptr,
+                                            kb == kb0 && (!inner || w.p == 0));
                         }
             },
             threads);
@@ -1918,11 +1930,12 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         const bool inner = phases_inner(s, (kb1 - kb0) * s.nv * range_w * (int64_t)sizeof(T));
         for (int64_t n = 0; n < s.n; ++n)
             for (int64_t q = 0; q < rgroups * phases; ++q) {
-                const int64_t rg = inner ? q / phases : q % rgroups, p = inner ? q % phases : q / rgroups;
+                const RowPhase at = row_phase(q, inner, rgroups, phases);
                 for (int64_t kb = kb0; kb < kb1; ++kb)
                     for (int64_t sg = 0; sg < segs; ++sg, ++i)
-                        compute(n, gi, kb, p, rg, sg, w + (kb - kb0) * s.nv * range_w, range_w, image_at(n), none,
-                                c0, c1, sums ? sums + i * kItemSums : nullptr, kb == kb0 && (!inner || p == 0));
+                        compute(n, gi, kb, at.p, at.rg, sg, w + (kb - kb0) * s.nv * range_w, range_w, image_at(n),
+                                none, c0, c1, sums ? sums + i * kItemSums : nullptr,
+                                kb == kb0 && (!inner || at.p == 0));
             }
     };
     if (by_source) {  // a share of the channel blocks, everywhere, source channels outermost
@@ -1966,9 +1979,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             const int64_t kb = rest % kblocks, gi = rest / kblocks % s.groups, n = rest / kblocks / s.groups;
             Trickle none;
             for (int64_t i = 0; i < item_phases; ++i) {
-                const int64_t rg = inner ? q : q % rgroups, p = inner ? i : q / rgroups;
-                compute(n, gi, kb, p, rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, s.wvec, image_at(n),
-                        none, 0, s.csg, nullptr, p == 0 || !inner);
+                const RowPhase at = row_phase(q * item_phases + i, inner, rgroups, phases);
+                compute(n, gi, kb, at.p, at.rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, s.wvec,
+                        image_at(n), none, 0, s.csg, nullptr, !inner || at.p == 0);
             }
         },
         threads);

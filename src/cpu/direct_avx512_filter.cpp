@@ -539,12 +539,10 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                             for (int64_t ti = 0; ti < tiles; ++ti) {
                                 for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
                                     t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
-                                t.sums = sums + ti * nv * s.nc * kLanes;
+                                T *tile_sums = sums + ti * nv * s.nc * kLanes;
+                                t.sums = tile_sums;
                                 if (skips && !(tile_depths[ti] & inside)) {  // every tap in the depth padding
-                                    if (t.mode == Mode::fresh) {
-                                        T *tile_sums = sums + ti * nv * s.nc * kLanes;
-                                        std::fill(tile_sums, tile_sums + nv * s.nc * kLanes, T(0));
-                                    }
+                                    if (t.mode == Mode::fresh) std::fill(tile_sums, tile_sums + nv * s.nc * kLanes, T(0));
                                     continue;
                                 }
                                 if (jit::FilterTileFn fn = nv == s.nv ? generated.get(cb * s.item_tiles + ti) : nullptr)
