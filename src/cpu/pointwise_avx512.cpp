@@ -18,6 +18,7 @@
 //   forward, channels-first   W (K x C)                x of one image (C x P)
 //     (few channels both sides: x read in place, kInPlaceReduction)
 //   forward, channels-last    x (N*P x C)              W transposed, once per call
+//     (up to 1024 positions, x in L2: a panel at a time, the next one's W asked into L2, last_panel_by_panel)
 //     (few positions, 1024+ channels: per image as y^T = W x^T, last_by_image_avx512)
 //   bwd-data, channels-first  W^T in strips, per call  dy of one image (K x P)
 //     (AVX2: W read transposed in place; few channels: dy read in place)
@@ -100,6 +101,10 @@ constexpr int64_t kTransposedChannels = 256;
 // blocks, the sums and dy's rows of a block then fill 46 KiB of L1.
 constexpr int64_t kBlockSteps = 64;
 constexpr int64_t kBlockedImages = 4;
+// Channels-last forward over at most this many positions (all images'),
+// whose x is at most this large, runs panel by panel (last_panel_by_panel).
+constexpr int64_t kPanelByPanelRows = 1024;
+constexpr int64_t kPanelByPanelBytes = 1 << 20;
 // Channels-last backward-data over fewer positions (all images') than this
 // runs so too, with W of 2 MiB or more (last_w_blocks).
 constexpr int64_t kBlockedRows = 256;
@@ -152,6 +157,10 @@ struct Gemm {
     // moved a further a_jump floats after each (a channels-last 1-D
     // convolution's taps: a tap's channels, then the source row d on).
     int64_t a_seg = 0, a_jump = 0;
+    // Nonzero: lines from `ahead` on that a tile asks into L2, one per
+    // reduction step (the next panel's source, run_panel_by_panel).
+    const char *ahead = nullptr;
+    int64_t ahead_lines = 0;
     // Nonzero: a packed panel's rows, when the pass reads a part of them
     // (R of them from the pointer it is given); else R.
     int64_t panel_rows = 0;
@@ -209,6 +218,23 @@ bool last_w_blocks(const ConvGeometry &g) {
            g.n * g.in_size() < kBlockedRows && g.c * g.k >= 512 * 1024 && (g.c >= 1024 || g.n >= 2);
 }
 
+// Channels-last pointwise forward on few positions (up to 28x28 at batch
+// 1, 7x7 at batch 16) with x in L2: W^T's panels are made one at a time,
+// each as its item reaches it, every row tile run on it, and the next
+// panel's source (48 of W's rows, one run of memory) asked into L2 a line
+// per reduction step of those tiles (Gemm::ahead). Made whole first, W^T
+// was a transpose from L3 that nothing overlapped: against it, 1 thread,
+// 3 alternated rounds, AMX Xeon, batch 1: 512->1024 7x7 1.34x (it ran on
+// libconv's SGEMM), 512->2048 7x7 1.34x, 1024->512 14x14 1.24x, 512->512
+// 14x14 1.05-1.06x, 256->1024 and 1024->256 14x14 1.06-1.08x, 28x28 even;
+// batch 4 512->2048 and 1024->1024 7x7 1.25-1.37x; 2 threads, MobileNet's
+// 512->512 14x14 1.34x. Over more positions (64->256 56x56 0.94x) W is
+// small next to x and its panels stay made once for all rows.
+bool last_panel_by_panel(const ConvGeometry &g) {
+    return cpu_isa() == Isa::avx512 && g.layout == CONV_LAYOUT_CHANNELS_LAST && g.is_pointwise() &&
+           g.n * g.out_size() <= kPanelByPanelRows && g.n * g.out_size() * g.c * 4 <= kPanelByPanelBytes;
+}
+
 // Channels-last pointwise forward over fewer than 128 positions from 1024+
 // channels, or fewer than 256 from 2048+, runs per image as the
 // channels-first one, y^T = W x^T (Plan::last_by_image, as with AVX2): W
@@ -219,8 +245,11 @@ bool last_w_blocks(const ConvGeometry &g) {
 // 128->512 0.47x: short reductions, the sums scattered across y). Against
 // the channels-last GEMM over 196 positions: 2048->512 1.26x (7x7, batch 4)
 // and 1.36x (14x14), from 1024 channels 0.92-1.04x (W, streamed once per
-// image, then read four times).
+// image, then read four times). Onto as many channels or more, panel by
+// panel won where it applies (1024->1024 7x7 1.14x, 1024->2048 1.12x;
+// 2048->512 and 1024->256 7x7 0.95-0.99x).
 bool last_by_image_avx512(const ConvGeometry &g) {
+    if (last_panel_by_panel(g) && g.k >= g.c) return false;
     return cpu_isa() == Isa::avx512 && g.layout == CONV_LAYOUT_CHANNELS_LAST && g.is_pointwise() &&
            (g.n * g.out_size() < kBlockedRows / 2 ? g.c >= 1024 : g.n * g.out_size() < kBlockedRows && g.c >= 2048);
 }
@@ -248,6 +277,7 @@ struct Plan {
     int64_t a_ld;                     // channels-last backward-filter: dy's copy, floats a position
     bool swapped;                     // channels-last backward-filter as dW^T = x^T dy, a block at a time
     bool last_taps;                   // channels-last 1-D forward and backward-data (run_last_taps)
+    bool panel_by_panel;              // channels-last forward: each panel made as its item reaches it (last_panel_by_panel)
 };
 
 // Backward-filter: dW (K x C), or dW^T (`swapped`), is split into column
@@ -437,6 +467,16 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.rows = M, p.row_blocks = 1;
         p.items = p.col_blocks;
         p.slot_bytes = w_blocks_slot_bytes(M);
+        return p;
+    }
+    if (fwd && last_panel_by_panel(g)) {
+        p.panel_by_panel = true;
+        const int64_t panels = ceil_div(outc, panel);
+        p.rows = M, p.row_blocks = 1;
+        p.cols = ceil_div(panels, std::min<int64_t>(panels, threads)) * panel;
+        p.col_blocks = ceil_div(outc, p.cols);
+        p.items = p.col_blocks;
+        p.slot_bytes = (size_t)checked_mul(R, panel * 4, "workspace");
         return p;
     }
     // Channels-last: rows are the positions of all images, columns channels,
@@ -742,6 +782,14 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
 #pragma GCC unroll 4
             for (const int64_t end = std::min(m.R, s0 + m.a_seg); r < end; ++r)
                 tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
+    if (m.ahead_lines) {
+        const char *next = m.ahead;
+#pragma GCC unroll 4
+        for (; r < m.ahead_lines; ++r, next += 64) {
+            tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
+            _mm_prefetch(next, _MM_HINT_T1);
+        }
+    }
 #pragma GCC unroll 4
     for (; r < m.R; ++r) tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
     put_tile<MR, NV>(m, i0, j0, acc, tail);
@@ -906,10 +954,33 @@ void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner,
     }
 }
 
+// The source of the next panel (run_panel_by_panel: B's columns are whole
+// source rows, one after another), asked into L2 a share of its lines per
+// tile, a line per reduction step of the tile (Gemm::ahead).
+struct PanelAhead {
+    const char *at = nullptr;
+    int64_t lines = 0, share = 0;
+    void give(Gemm &m) {
+        const int64_t n = std::min({share, lines, m.R});
+        m.ahead = at, m.ahead_lines = n;
+        at += 64 * n, lines -= n;
+    }
+};
+
+PanelAhead panel_source(const Gemm &m, int64_t q0, int64_t q1, int64_t tiles) {
+    PanelAhead a;
+    if (q0 >= q1) return a;
+    a.at = (const char *)(m.b + q0 * m.b_col);
+    a.lines = ceil_div((q1 - q0) * m.R * 4, 64) + 1;  // + 1: the rows need not start a line
+    a.share = ceil_div(a.lines, std::max<int64_t>(tiles, 1));
+    return a;
+}
+
 // panels null: B read in place (b_col == 1), a last panel of few columns
-// too (no dot products: its columns are not contiguous).
+// too (no dot products: its columns are not contiguous). ahead: lines to
+// ask for, a share before each tile.
 CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                                         const float *panels, bool rows_inner) {
+                                         const float *panels, bool rows_inner, PanelAhead *ahead = nullptr) {
     const auto &tiles = !panels ? kInPlaceTiles : kTiles;
     const int64_t panel_rows = m.panel_rows ? m.panel_rows : m.R;
     if (panels && m.a_strip) {  // A in strips: a last few columns down the rows (strip_tail_tile)
@@ -923,7 +994,9 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
         const float *panel = panels ? panels + (q0 - j0) * panel_rows : m.b + q0;
         if (panels && dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
         const int64_t vecs = ceil_div(cols, 16);
-        tiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)));
+        Gemm asking;  // m with the tile's share of lines to ask for
+        if (ahead) asking = m, ahead->give(asking);
+        tiles[rows - 1][vecs - 1](ahead ? asking : m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)));
     }, m.a_strip != 0);
 }
 
@@ -1314,6 +1387,19 @@ CONV_TARGET_AVX512 void run_w_blocks(const ConvArgs &args, const Plan &p, int64_
     }
 }
 
+// Columns [j0, j1) of a channels-last forward over all rows
+// (last_panel_by_panel), a panel at a time: made into `slot` (unless
+// prepared), its tiles run while the next panel's source comes into L2.
+CONV_TARGET_AVX512 void run_panel_by_panel(const Gemm &m, int64_t j0, int64_t j1, const float *prepared, float *slot) {
+    const int64_t tiles = ceil_div(m.M, kRows);
+    for (int64_t q0 = j0; q0 < j1; q0 += kPanel) {
+        const int64_t q1 = std::min(j1, q0 + kPanel);
+        if (!prepared) pack_panels(m, q0, q1, slot);
+        PanelAhead ahead = prepared ? PanelAhead{} : panel_source(m, q1, std::min(j1, q1 + kPanel), tiles);
+        run_block_avx512(m, 0, m.M, q0, q1, prepared ? prepared + q0 * m.R : slot, true, &ahead);
+    }
+}
+
 // Backward-filter's GEMM over positions [q0, q0 + len) of image n
 // (channels-first) or of all images (channels-last, q0 counts across them):
 // dW (K x C) += dy (K x len) * x^T (len x C).
@@ -1533,12 +1619,13 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     // channels-last on a 7x7 image (49 rows): forward 111 vs 78,
     // backward-data 122 vs 98 -- except where W of 2 MiB+ goes through L1 a
     // block at a time (last_w_blocks) or the forward runs per image from
-    // 1024+ channels (last_by_image_avx512); from 14x14 up this kernel is
+    // 1024+ channels (last_by_image_avx512) or panel by panel
+    // (last_panel_by_panel, 1.34x the GEMM on 512->1024); from 14x14 up this kernel is
     // even or ahead. Forward channels-first and backward-filter: even or
     // this kernel ahead.
     if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
         return g.n * g.out_size() >= 128 || (op == CONV_OP_BACKWARD_DATA && last_w_blocks(g)) ||
-               (op == CONV_OP_FORWARD && last_by_image_avx512(g));
+               (op == CONV_OP_FORWARD && (last_panel_by_panel(g) || last_by_image_avx512(g)));
     // Channels-first backward-data on W^T (make_plan), Intel Xeon with AMX,
     // 1 thread, 3 alternated runs, against the GEMM below 28x28 and this
     // kernel reading W as it stands from 28x28 up: 28x28 and larger
@@ -1741,6 +1828,18 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         return;
     }
     if (p.last_taps) return run_last_taps(args, p, scratch, pool, threads);
+    if (p.panel_by_panel) {
+        const Gemm m = pass_gemm(args, 0, p);
+        const size_t slot_floats = p.slot_bytes / sizeof(float);
+        pool.parallel_for(
+            p.items,
+            [&](int64_t item, int s) {
+                const int64_t j0 = item * p.cols;
+                run_panel_by_panel(m, j0, std::min(m.N, j0 + p.cols), prepared, scratch + (size_t)s * slot_floats);
+            },
+            threads);
+        return;
+    }
     if (p.last) {
         const Gemm m = pass_gemm(args, 0, p);
         const int64_t panels = ceil_div(m.N, panel_width());
