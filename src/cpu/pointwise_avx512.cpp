@@ -25,6 +25,7 @@
 //     on planes under 100     dy read transposed       W (K x C), once per call
 //     positions, 256+ channels
 //   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
+//     (128-1024 positions, dy in L2: a panel at a time, as the forward)
 //     (few positions, W of 2 MiB+: W a block of rows at a time, last_w_blocks)
 //   bwd-filter, channels-first  dy of one image (K x P)  x transposed, per chunk of positions
 //   bwd-filter, channels-last   dy read across (K apart) x (N*P x C), per chunk of positions
@@ -105,6 +106,8 @@ constexpr int64_t kBlockedImages = 4;
 // whose x is at most this large, runs panel by panel (last_panel_by_panel).
 constexpr int64_t kPanelByPanelRows = 1024;
 constexpr int64_t kPanelByPanelBytes = 1 << 20;
+// Backward-data so from this many positions (fewer run on libconv's SGEMM).
+constexpr int64_t kPanelByPanelData = 128;
 // Channels-last backward-data over fewer positions (all images') than this
 // runs so too, with W of 2 MiB or more (last_w_blocks).
 constexpr int64_t kBlockedRows = 256;
@@ -160,7 +163,7 @@ struct Gemm {
     // Nonzero: lines from `ahead` on that a tile asks into L2, one per
     // reduction step (the next panel's source, run_panel_by_panel).
     const char *ahead = nullptr;
-    int64_t ahead_lines = 0;
+    int64_t ahead_lines = 0, ahead_stride = 64;
     // Nonzero: a packed panel's rows, when the pass reads a part of them
     // (R of them from the pointer it is given); else R.
     int64_t panel_rows = 0;
@@ -219,7 +222,7 @@ bool last_w_blocks(const ConvGeometry &g) {
 }
 
 // Channels-last pointwise forward on few positions (up to 28x28 at batch
-// 1, 7x7 at batch 16) with x in L2: W^T's panels are made one at a time,
+// 1, 7x7 at batch 16) with x (dy) in L2: W^T's panels are made one at a time,
 // each as its item reaches it, every row tile run on it, and the next
 // panel's source (48 of W's rows, one run of memory) asked into L2 a line
 // per reduction step of those tiles (Gemm::ahead). Made whole first, W^T
@@ -230,9 +233,15 @@ bool last_w_blocks(const ConvGeometry &g) {
 // batch 4 512->2048 and 1024->1024 7x7 1.25-1.37x; 2 threads, MobileNet's
 // 512->512 14x14 1.34x. Over more positions (64->256 56x56 0.94x) W is
 // small next to x and its panels stay made once for all rows.
-bool last_panel_by_panel(const ConvGeometry &g) {
+// Backward-data (dy's rows against W's, a panel's width of each of W's
+// rows copied) the same way from 128 positions: 14x14 512->512,
+// 1024->256, 256->1024 1.04-1.06x, others even; on 7x7 it lost to the
+// SGEMM (512->2048 0.64x: 2048 steps of 8 KiB-apart rows of dy a tile).
+bool last_panel_by_panel(const ConvGeometry &g, conv_op_t op) {
+    const int64_t rows = g.n * g.out_size(), reduction = op == CONV_OP_FORWARD ? g.c : g.k;
+    if (op != CONV_OP_FORWARD && (op != CONV_OP_BACKWARD_DATA || rows < kPanelByPanelData)) return false;
     return cpu_isa() == Isa::avx512 && g.layout == CONV_LAYOUT_CHANNELS_LAST && g.is_pointwise() &&
-           g.n * g.out_size() <= kPanelByPanelRows && g.n * g.out_size() * g.c * 4 <= kPanelByPanelBytes;
+           rows <= kPanelByPanelRows && rows * reduction * 4 <= kPanelByPanelBytes;
 }
 
 // Channels-last pointwise forward over fewer than 128 positions from 1024+
@@ -249,7 +258,7 @@ bool last_panel_by_panel(const ConvGeometry &g) {
 // panel won where it applies (1024->1024 7x7 1.14x, 1024->2048 1.12x;
 // 2048->512 and 1024->256 7x7 0.95-0.99x).
 bool last_by_image_avx512(const ConvGeometry &g) {
-    if (last_panel_by_panel(g) && g.k >= g.c) return false;
+    if (last_panel_by_panel(g, CONV_OP_FORWARD) && g.k >= g.c) return false;
     return cpu_isa() == Isa::avx512 && g.layout == CONV_LAYOUT_CHANNELS_LAST && g.is_pointwise() &&
            (g.n * g.out_size() < kBlockedRows / 2 ? g.c >= 1024 : g.n * g.out_size() < kBlockedRows && g.c >= 2048);
 }
@@ -469,7 +478,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.slot_bytes = w_blocks_slot_bytes(M);
         return p;
     }
-    if (fwd && last_panel_by_panel(g)) {
+    if (last_panel_by_panel(g, op)) {
         p.panel_by_panel = true;
         const int64_t panels = ceil_div(outc, panel);
         p.rows = M, p.row_blocks = 1;
@@ -785,7 +794,7 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
     if (m.ahead_lines) {
         const char *next = m.ahead;
 #pragma GCC unroll 4
-        for (; r < m.ahead_lines; ++r, next += 64) {
+        for (; r < m.ahead_lines; ++r, next += m.ahead_stride) {
             tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
             _mm_prefetch(next, _MM_HINT_T1);
         }
@@ -954,16 +963,21 @@ void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner,
     }
 }
 
-// The source of the next panel (run_panel_by_panel: B's columns are whole
-// source rows, one after another), asked into L2 a share of its lines per
-// tile, a line per reduction step of the tile (Gemm::ahead).
+// The source of the next panel (last_panel_by_panel), asked into L2 a
+// share of its lines per tile, a line per reduction step of the tile
+// (Gemm::ahead), in sweeps of lines `stride` bytes apart: forward, one
+// sweep over 48 of W's rows, one run of memory; backward-data, a panel's
+// width of each of W's rows, a sweep for each 64 bytes of it.
 struct PanelAhead {
     const char *at = nullptr;
-    int64_t lines = 0, share = 0;
+    int64_t stride = 64, sweep = 0, sweeps = 0;  // lines a sweep; sweeps left after this one
+    int64_t done = 0;                           // lines of this sweep asked for
+    int64_t share = 0;
     void give(Gemm &m) {
-        const int64_t n = std::min({share, lines, m.R});
-        m.ahead = at, m.ahead_lines = n;
-        at += 64 * n, lines -= n;
+        if (done == sweep && sweeps > 0) at += 64, done = 0, --sweeps;
+        const int64_t n = std::min({share, sweep - done, m.R});
+        m.ahead = at + done * stride, m.ahead_lines = n, m.ahead_stride = stride;
+        done += n;
     }
 };
 
@@ -971,8 +985,13 @@ PanelAhead panel_source(const Gemm &m, int64_t q0, int64_t q1, int64_t tiles) {
     PanelAhead a;
     if (q0 >= q1) return a;
     a.at = (const char *)(m.b + q0 * m.b_col);
-    a.lines = ceil_div((q1 - q0) * m.R * 4, 64) + 1;  // + 1: the rows need not start a line
-    a.share = ceil_div(a.lines, std::max<int64_t>(tiles, 1));
+    if (m.b_red == 1 && m.b_col == m.R) {
+        a.sweep = ceil_div((q1 - q0) * m.R * 4, 64) + 1;  // + 1: the rows need not start a line
+    } else {
+        a.stride = m.b_red * 4, a.sweep = m.R;
+        a.sweeps = ceil_div((q1 - q0) * 4, 64);  // one more than whole lines, as above
+    }
+    a.share = ceil_div(a.sweep * (a.sweeps + 1), std::max<int64_t>(tiles, 1));
     return a;
 }
 
@@ -1625,7 +1644,7 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     // this kernel ahead.
     if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
         return g.n * g.out_size() >= 128 || (op == CONV_OP_BACKWARD_DATA && last_w_blocks(g)) ||
-               (op == CONV_OP_FORWARD && (last_panel_by_panel(g) || last_by_image_avx512(g)));
+               (op == CONV_OP_FORWARD && (last_panel_by_panel(g, op) || last_by_image_avx512(g)));
     // Channels-first backward-data on W^T (make_plan), Intel Xeon with AMX,
     // 1 thread, 3 alternated runs, against the GEMM below 28x28 and this
     // kernel reading W as it stands from 28x28 up: 28x28 and larger
