@@ -276,7 +276,7 @@ struct Plan {
     bool w_transposed;  // channels-first backward-data otherwise (AVX-512): dx = W^T dy, W^T in strips made first
     bool last_by_image;  // channels-last forward on small planes (AVX2; AVX-512 from 1024+ channels): y^T = W x^T per image
     bool w_blocks;      // transposed, AVX-512, few images: W taken a block of rows at a time (run_w_blocks)
-    bool b_in_place;    // channels-first per image, AVX-512, a short reduction: B read as it lies
+    bool b_in_place;    // AVX-512, B read as it lies: channels-first per image with a short reduction, channels-last backward-filter onto few filters
     int64_t cols;       // columns (B panels) per item
     int64_t last_cols;  // channels-first per image: the last column block's width
     int64_t rows;       // rows per item
@@ -337,7 +337,21 @@ Plan filter_plan(const ConvGeometry &g, int threads) {
                                                     "workspace"), 64);
         return p;
     }
-    if (p.last && K >= 128) {
+    // On AVX-512, from at most 64 filters onto 64+ channels, x read in
+    // place (B's steps C floats apart, one stream), no panels: with 8 row
+    // tiles a panel, the copy cost more than it saved. 1 thread, 3
+    // alternated rounds, AMX Xeon: 64->64 56x56 1.16x, 128->64 1.09x,
+    // 256->32 1.12x, 256->64 1.03x, 512->64 28x28 1.15x; 2 threads (5
+    // rounds) 1.06-1.11x, but 256->64 56x56 0.95x: at 2 threads only
+    // where x is 2 MiB or less. Onto 256 filters it lost (256->256 28x28
+    // 0.96x).
+    p.b_in_place = p.last && cpu_isa() == Isa::avx512 && K <= 64 && C >= 64 &&
+                   (threads == 1 || positions * C * 4 <= (2 << 20));
+    if (p.b_in_place) p.slot_bytes = 0;
+    // AVX-512 from 512 filters (8 x 48 tiles): 128 and 256 filters ran
+    // 1.02-1.05x without the copy below (128->128 and 256->128 56x56,
+    // 256->256 28x28).
+    if (p.last && K >= (cpu_isa() == Isa::avx512 ? 512 : 128)) {
         // dy's rows of the item, K floats apart in dy (4 KiB at 1024
         // filters: a tile's reduction steps all fell into one L1 set and
         // were re-read from L2 for every panel), copied a chunk at a time
@@ -1792,20 +1806,26 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             p.items,
             [&](int64_t item, int s) {
                 float *panels = scratch + (size_t)s * slot_floats;
-                float *dy_rows = panels + p.chunk * round_up(p.cols, panel_width());
-                if (p.swapped) return swapped_filter(args, p, item, panels, dy_rows);
+                // What lies past the item's panels: swapped, its block of dW^T; else dy's rows' copy.
+                auto past_panels = [&] { return panels + p.chunk * round_up(p.cols, panel_width()); };
+                if (p.swapped) return swapped_filter(args, p, item, panels, past_panels());
                 const int64_t i0 = item % p.row_blocks * p.rows, i1 = std::min(g.k, i0 + p.rows);
                 const int64_t j0 = item / p.row_blocks * p.cols, j1 = std::min(g.c * g.kernel[2], j0 + p.cols);
                 for (int64_t n = 0; n < images; ++n)
                     for (int64_t q0 = 0; q0 < total; q0 += p.chunk) {
                         const int64_t len = std::min(p.chunk, total - q0);
                         Gemm m = filter_gemm(args, n, q0, len, n > 0 || q0 > 0);
+                        if (p.b_in_place) {
+                            run_block(m, i0, i1, j0, j1, nullptr, false);
+                            continue;
+                        }
                         pack_panels(m, j0, j1, panels);
                         if (!p.a_ld) {
                             run_block(m, i0, i1, j0, j1, panels, false);
                             continue;
                         }
                         // Rows [i0, i1) of dW from dy's copy, counted from i0.
+                        float *dy_rows = past_panels();
                         for (int64_t r = 0; r < len; ++r)
                             std::copy(m.a + r * m.a_red + i0, m.a + r * m.a_red + i1, dy_rows + r * p.a_ld);
                         m.a = dy_rows, m.a_red = p.a_ld, m.out += i0 * m.ldo, m.M = i1 - i0;
