@@ -128,6 +128,9 @@ constexpr int64_t kInPlaceOutputs = 32;
 // Panels ahead that an in-place tile prefetches, row by row, as it goes:
 // pw1's backward-data 1.17x, 16->32 112x112 1.06-1.13x, smaller planes even.
 constexpr int64_t kInPlaceAhead = 2;
+// Channels-last backward-filter with several threads reads B in place
+// (filter_plan) only where it is at most this large.
+constexpr int64_t kInPlaceSharedBytes = 2 << 20;
 // Rows ahead that pack_panels prefetches of a source read across its rows.
 constexpr int64_t kAhead = 16;
 
@@ -333,6 +336,15 @@ Plan filter_plan(const ConvGeometry &g, int threads) {
     p.chunk = ceil_div(positions, p.chunks);
     p.slot_bytes = (size_t)checked_mul(p.chunk, round_up(p.cols, panel) * 4, "workspace");
     if (p.swapped) {
+        // A pointwise layer's dy read in place (its rows one stream, K
+        // floats apart), not copied into panels per chunk, onto up to 256
+        // filters. 1 thread, 3 alternated rounds, AMX Xeon: 16->128 56x56
+        // 1.57x, 32->128 1.31x, 64->128 1.08x, 64->256 1.02x; 64->512 28x28
+        // 0.98x. 2 threads (5 rounds) 1.05-1.52x, but 64->256 56x56 0.94x:
+        // at 2 threads only where dy is 2 MiB or less, as x above.
+        p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() && g.k <= 256 &&
+                       (threads == 1 || positions * g.k * 4 <= kInPlaceSharedBytes);
+        if (p.b_in_place) p.slot_bytes = 0;
         p.slot_bytes = (size_t)round_up(checked_add((int64_t)p.slot_bytes, checked_mul(p.rows, p.cols * 4, "workspace"),
                                                     "workspace"), 64);
         return p;
@@ -346,7 +358,7 @@ Plan filter_plan(const ConvGeometry &g, int threads) {
     // where x is 2 MiB or less. Onto 256 filters it lost (256->256 28x28
     // 0.96x).
     p.b_in_place = p.last && cpu_isa() == Isa::avx512 && K <= 64 && C >= 64 &&
-                   (threads == 1 || positions * C * 4 <= (2 << 20));
+                   (threads == 1 || positions * C * 4 <= kInPlaceSharedBytes);
     if (p.b_in_place) p.slot_bytes = 0;
     // AVX-512 from 512 filters (8 x 48 tiles): 128 and 256 filters ran
     // 1.02-1.05x without the copy below (128->128 and 256->128 56x56,
@@ -1462,7 +1474,8 @@ Gemm filter_gemm(const ConvArgs &args, int64_t n, int64_t q0, int64_t len, bool 
 // [i0, i1) of (tap, channel) pairs, columns [j0, j1) of filters, summed
 // into `sums` (the item's block of dW^T, rows x cols, zeroed first) image
 // by image over chunks of positions, then written into dW (K x T x C)
-// transposed. Per chunk dy's rows are packed once; each tap's rows read x
+// transposed. Per chunk dy's rows are packed once (or, Plan::b_in_place,
+// read as they lie); each tap's rows read x
 // from their shift on, over the positions whose source lies inside x (a
 // pointwise layer: one tap, all of them).
 CONV_TARGET_AVX512 void swapped_filter(const ConvArgs &args, const Plan &p, int64_t item, float *panels, float *sums) {
@@ -1482,6 +1495,11 @@ CONV_TARGET_AVX512 void swapped_filter(const ConvArgs &args, const Plan &p, int6
         for (int64_t q0 = 0; q0 < run; q0 += p.chunk) {
             const int64_t len = std::min(p.chunk, run - q0);
             const float *dy_rows = dy + (n * run + q0) * K + j0;
+            if (p.b_in_place) {  // pointwise: x's rows and dy's rows of the chunk as they lie
+                Gemm m{x + q0 * C + i0, 1, C, dy_rows, K, 1, sums, cols, false, rows, cols, len, nullptr, false, false, true};
+                run_block_avx512(m, 0, rows, 0, cols, nullptr, false);
+                continue;
+            }
             pack_panels_avx512(Gemm{nullptr, 0, 0, dy_rows, K, 1, nullptr, 0, false, 0, cols, len, nullptr, false, false, false},
                                0, cols, panels);
             for (int64_t t = i0 / C; t * C < i1; ++t) {
@@ -1808,7 +1826,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
                 float *panels = scratch + (size_t)s * slot_floats;
                 // What lies past the item's panels: swapped, its block of dW^T; else dy's rows' copy.
                 auto past_panels = [&] { return panels + p.chunk * round_up(p.cols, panel_width()); };
-                if (p.swapped) return swapped_filter(args, p, item, panels, past_panels());
+                if (p.swapped) return swapped_filter(args, p, item, panels, p.b_in_place ? panels : past_panels());
                 const int64_t i0 = item % p.row_blocks * p.rows, i1 = std::min(g.k, i0 + p.rows);
                 const int64_t j0 = item / p.row_blocks * p.cols, j1 = std::min(g.c * g.kernel[2], j0 + p.cols);
                 for (int64_t n = 0; n < images; ++n)
