@@ -318,7 +318,14 @@ Plan filter_plan(const ConvGeometry &g, int threads) {
     p.swapped = p.last && cpu_isa() == Isa::avx512 && (!g.is_pointwise() || (K >= 128 && C <= 64));
     if (p.swapped) std::swap(C, K);
     const int64_t panels = ceil_div(C, panel);
-    const int64_t col_parts = panels >= threads ? threads : 1;
+    // Channels-last pointwise onto at least as many filters as channels
+    // (128+) splits the filters, each thread then packing all of x's
+    // chunk: split by channels, 128->512 28x28 ran two items of 48 + 16
+    // columns. 2 threads, 3 alternated rounds, AMX Xeon: 128->512 56x56
+    // 1.16x, 128->256 28x28 1.10x, 256->256 1.09x, 128->128 56x56 1.07x,
+    // 512->512 14x14 and 28x28 1.04x; 1024->1024 7x7 1.17x.
+    const bool filters_split = p.last && g.is_pointwise() && !p.swapped && K >= C && K >= 128;
+    const int64_t col_parts = panels >= threads && !filters_split ? threads : 1;
     p.cols = std::min(C, round_up(ceil_div(C, col_parts), 16));
     p.col_blocks = ceil_div(C, p.cols);
     const int64_t row_parts = p.col_blocks >= threads ? 1 : ceil_div(threads, p.col_blocks);
@@ -1656,14 +1663,16 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
             return g.out_size() >= kFarRows && g.c * g.k * (int64_t)sizeof(float) <= kBlockBytes;
         return op == CONV_OP_FORWARD;
     }
-    // Channels-last backward-filter onto 512+ filters from planes of 28x28
-    // and less: the GEMM, against these tiles (Intel Xeon with AMX, 1
-    // thread, 3-5 alternated runs): ResNet-50's 256->1024 14x14 1.21x
-    // (batch 8 1.18x), 512->2048 7x7 1.16x (1.05x), MobileNet's 512->512
-    // 14x14 1.14x (1.08x), 128->512 28x28 1.10x (1.04x); onto 256 filters
-    // 0.95-0.96x.
+    // Channels-last backward-filter onto 512+ filters from 256 channels or
+    // fewer on planes of 14x14 and less: libconv's SGEMM. Elsewhere these
+    // tiles, since dy's rows are copied only from 512 filters and the
+    // filters split between threads (filter_plan); against the SGEMM (AMX
+    // Xeon, 3 alternated rounds), 1 thread: 1024->1024 7x7 1.17-1.19x,
+    // 512->2048 7x7 1.17-1.18x, 128->512 28x28 1.06-1.07x, 512->512 and
+    // 1024->512 14x14 1.02-1.04x (batch 8 1.04-1.22x); 2 threads
+    // 1.00-1.15x. 256->1024 14x14 0.94x (5 rounds), 256->512 0.99x.
     if (op == CONV_OP_BACKWARD_FILTER)
-        return !(g.layout == CONV_LAYOUT_CHANNELS_LAST && g.k >= 512 && g.out_size() <= 28 * 28);
+        return !(g.layout == CONV_LAYOUT_CHANNELS_LAST && g.k >= 512 && g.c <= 256 && g.out_size() <= 14 * 14);
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
     // Where the GEMM (libconv's AVX-512 SGEMM, blas.h) measured faster, 1
     // thread pinned, batch 1, A/B interleaved, GFLOP/s GEMM vs this kernel:
