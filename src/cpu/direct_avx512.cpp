@@ -2055,12 +2055,21 @@ public:
     // 0.64-0.90x -- strided from 16 channels too (ResNet-20's 16->32 at
     // batch 32 0.72x, 128 0.76x), so the short rows' rule keeps strided
     // layers only from fewer channels (conv1's 3: 1.5-1.7x im2col).
+    // From 256 channels at unit stride (re-measured 2026-12-01, same way,
+    // 2 rounds, 1 and 2 threads, 3x3): 256->512 and 512->512 28x28 at batch
+    // 1 1.04-1.18x (2 threads 1.06-1.09x), batch 2 1.00-1.05x, batch 8
+    // 0.92-0.97x; 256->256 and 512->512 14x14 at batch 2 1.06-1.13x (batch 8
+    // 1.05-1.12x), at batch 1 1.04-1.11x but at 2 threads 0.91-0.96x; 7x7
+    // lost at batch 1-2 (0.52-0.83x at 2 threads). So 14x14 planes at batch
+    // 2-8 and 28x28 at batch 1 (512->512 28x28 at batch 2: 0.94x in AUTO).
     static bool filter_competitive(const ConvGeometry &g) {
         const int64_t positions = g.n * g.out_size();
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
             const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
             return (g.cg() * g.kernel_size() <= 256 && (unit_stride || g.cg() < 16)) ||
-                   (cpu_isa() == Isa::avx512 && unit_stride && g.cg() <= 128);
+                   (cpu_isa() == Isa::avx512 && unit_stride &&
+                    (g.cg() <= 128 ||
+                     (g.out_size() >= 14 * 14 && positions >= 392 && positions <= (g.out_size() <= 14 * 14 ? 1568 : 784))));
         }
         return positions >= 144;
     }
