@@ -110,8 +110,9 @@ constexpr int64_t kTransposedChannels = 256;
 // blocks, the sums and dy's rows of a block then fill 46 KiB of L1.
 constexpr int64_t kBlockSteps = 64;
 constexpr int64_t kBlockedImages = 4;
-// Channels-last forward over at most this many positions (all images'),
-// whose x is at most this large, runs panel by panel (last_panel_by_panel).
+// Channels-last forward (and backward-data) over at most this many
+// positions (all images'), whose x (dy) is at most this large, runs panel
+// by panel (last_panel_by_panel).
 constexpr int64_t kPanelByPanelRows = 1024;
 constexpr int64_t kPanelByPanelBytes = 1 << 20;
 // Backward-data so from this many positions (fewer run on libconv's SGEMM).
@@ -297,7 +298,7 @@ struct Plan {
     int64_t a_ld;                     // channels-last backward-filter: dy's copy, floats a position
     bool swapped;                     // channels-last backward-filter as dW^T = x^T dy, a block at a time
     bool last_taps;                   // channels-last 1-D forward and backward-data (run_last_taps)
-    bool panel_by_panel;              // channels-last forward: each panel made as its item reaches it (last_panel_by_panel)
+    bool panel_by_panel;              // channels-last forward, backward-data: each panel made as its item reaches it (last_panel_by_panel)
 };
 
 // Backward-filter: dW (K x C), or dW^T (`swapped`), is split into column
@@ -1447,8 +1448,8 @@ CONV_TARGET_AVX512 void run_w_blocks(const ConvArgs &args, const Plan &p, int64_
     }
 }
 
-// Columns [j0, j1) of a channels-last forward over all rows
-// (last_panel_by_panel), a panel at a time: made into `slot` (unless
+// Columns [j0, j1) of a channels-last forward or backward-data over all
+// rows (last_panel_by_panel), a panel at a time: made into `slot` (unless
 // prepared), its tiles run while the next panel's source comes into L2.
 CONV_TARGET_AVX512 void run_panel_by_panel(const Gemm &m, int64_t j0, int64_t j1, const float *prepared, float *slot) {
     const int64_t tiles = ceil_div(m.M, kRows);
