@@ -43,6 +43,9 @@ void dw_nhwc_tile_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thre
 
 // Channels-last passes with many channels through rows copied into a ring
 // (depthwise_avx512_ring.cpp); dw_nhwc_* sends them there where it covers.
+// dw_nhwc::repack by 16 channels a gather (AVX-512; depthwise_avx512_nhwc.cpp).
+void dw_repack_taps_avx512(const float *w, int64_t c, bool flip, float *wt);
+
 bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads);
 size_t dw_ring_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_ring_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);

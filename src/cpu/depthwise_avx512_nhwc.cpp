@@ -181,6 +181,22 @@ CONV_TARGET_AVX512 void backward_data_s2_row(const ImageShape &p, const float *d
 
 }  // namespace
 
+#if CONV_HAVE_AVX512_KERNELS
+// dw_nhwc::repack by 16 channels a gather: its scalar transpose of 9 x C
+// was 10% of a 512-channel 14x14 forward.
+CONV_TARGET_AVX512 void dw_repack_taps_avx512(const float *w, int64_t c, bool flip, float *wt) {
+    const __m512i apart = _mm512_mullo_epi32(_mm512_set1_epi32(kTaps),
+                                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const int64_t whole = c / kVec * kVec;
+    for (int t = 0; t < kTaps; ++t) {
+        float *to = wt + (flip ? kTaps - 1 - t : t) * c;
+        for (int64_t ch = 0; ch < whole; ch += kVec)
+            _mm512_storeu_ps(to + ch, _mm512_i32gather_ps(apart, w + ch * kTaps + t, 4));
+        for (int64_t ch = whole; ch < c; ++ch) to[ch] = w[ch * kTaps + t];
+    }
+}
+#endif
+
 bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t) { return dw_nhwc::covers(g); }
 
 size_t dw_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
@@ -193,7 +209,7 @@ void dw_nhwc_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     if (dw_nhwc_tile_covers(*a.g, a.op)) return dw_nhwc_tile_run(a, ws, pool, threads);
     if (dw_ring_covers(*a.g, a.op, threads)) return dw_ring_run(a, ws, pool, threads);
 #if CONV_HAVE_AVX512_KERNELS
-    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row});
+    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row, false, dw_repack_taps_avx512});
 #else
     (void)a, (void)ws, (void)pool, (void)threads;
 #endif

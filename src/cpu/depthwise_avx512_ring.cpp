@@ -238,20 +238,6 @@ struct RowRing {
     }
 };
 
-// dw_nhwc::repack by 16 channels a gather: its scalar transpose of 9 x C
-// was 10% of a 512-channel 14x14 forward.
-CONV_TARGET_AVX512 void repack_taps(const float *w, int64_t c, bool flip, float *wt) {
-    const __m512i apart = _mm512_mullo_epi32(_mm512_set1_epi32(kTaps),
-                                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-    const int64_t whole = c / kVec * kVec;
-    for (int t = 0; t < kTaps; ++t) {
-        float *to = wt + (flip ? kTaps - 1 - t : t) * c;
-        for (int64_t ch = 0; ch < whole; ch += kVec)
-            _mm512_storeu_ps(to + ch, _mm512_i32gather_ps(apart, w + ch * kTaps + t, 4));
-        for (int64_t ch = whole; ch < c; ++ch) to[ch] = w[ch * kTaps + t];
-    }
-}
-
 // The nine taps' weights of channels [cb, cb + 16) under cm, from the
 // tap-major wt (9 x c).
 CONV_TARGET_AVX512 inline void load_taps(const float *wt, int64_t c, int64_t cb, __mmask16 cm, __m512 (&w)[kTaps]) {
@@ -476,7 +462,7 @@ void dw_ring_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     switch (a.op) {
     case CONV_OP_BACKWARD_DATA:
         if (g.stride[1] == 2) {
-            repack_taps(w, C, false, head);
+            dw_repack_taps_avx512(w, C, false, head);
             const int64_t bands = band_count(N * l.groups, l.p.ih, threads);
             pool.parallel_for(
                 N * l.groups * bands,
@@ -492,7 +478,7 @@ void dw_ring_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         [[fallthrough]];
     case CONV_OP_FORWARD: {
         const bool fwd = a.op == CONV_OP_FORWARD;
-        repack_taps(w, C, !fwd, head);
+        dw_repack_taps_avx512(w, C, !fwd, head);
         const float *src = fwd ? x : y;
         float *dst = fwd ? y : x;
         const int64_t src_image = fwd ? in_image : out_image, dst_image = fwd ? out_image : in_image;

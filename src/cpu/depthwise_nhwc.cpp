@@ -46,7 +46,7 @@ void run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads, const RowKe
     case CONV_OP_BACKWARD_DATA:
         if (g.stride[1] == 2) {
             const ImageShape p = forward_shape(g);
-            repack(w, C, false, scratch);
+            (rows.repack ? rows.repack : repack)(w, C, false, scratch);
             pool.parallel_for(
                 N * p.ih,
                 [&](int64_t item, int) {
@@ -60,7 +60,7 @@ void run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads, const RowKe
     case CONV_OP_FORWARD: {
         const bool fwd = a.op == CONV_OP_FORWARD;
         const ImageShape p = fwd ? forward_shape(g) : backward_data_shape(g);
-        repack(w, C, !fwd, scratch);
+        (rows.repack ? rows.repack : repack)(w, C, !fwd, scratch);
         const float *src = fwd ? x : y;
         float *dst = fwd ? y : x;
         const int64_t src_image = fwd ? in_image : out_image, dst_image = fwd ? out_image : in_image;

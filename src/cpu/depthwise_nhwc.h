@@ -55,6 +55,8 @@ struct RowKernels {
     // Whether filter_rows's sums lie as chunked_index says; else tap-major,
     // sums[t * c + ch].
     bool chunked_sums = false;
+    // repack() for the ISA, where it has a faster one (null: repack()).
+    void (*repack)(const float *w, int64_t c, bool flip, float *wt) = nullptr;
 };
 
 // Backward-filter sums by chunks of kChunk channels: chunk k's 9 x kChunk
