@@ -1284,19 +1284,31 @@ CONV_TARGET_AVX512 void store_rows_avx512(const Shape &s, const Item &it, const 
 CONV_TARGET_AVX512 void store_last_avx512(const Shape &s, const Item &it, const float *sums,
                                           float *dst, const float *bias, bool relu) {
     const __m512 zero = _mm512_setzero_ps();
-    for (int64_t r = 0; r < it.rows; ++r)
-        for (int64_t j = 0; j < it.len; ++j) {
-            const float *in = sums + (r * it.len + j) * it.width;
-            const int64_t q = (it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + (it.ow0 + j) * s.fw;
-            float *out = dst + q * s.cd + it.m0;
-            for (int64_t m = 0; m < it.valid; m += kLanes) {
-                const __mmask16 keep = first_lanes(it.valid - m);
+    // A row's positions s.fw * s.cd floats apart in dst: pointers stepped,
+    // whole vectors stored unmasked, a last partial one under `tail` (the
+    // position recomputed and every vector masked took 8-9% of ResNet-20's
+    // 16->16 32x32 passes).
+    const int64_t step = s.fw * s.cd, whole = it.valid / kLanes * kLanes;
+    const __mmask16 tail = first_lanes(it.valid - whole);
+    const float *b = bias ? bias + it.m0 : nullptr;
+    for (int64_t r = 0; r < it.rows; ++r) {
+        const float *in = sums + r * it.len * it.width;
+        float *out = dst + ((it.ph + (it.oh0 + r) * s.fh) * s.wdst + it.pw + it.ow0 * s.fw) * s.cd + it.m0;
+        for (int64_t j = 0; j < it.len; ++j, in += it.width, out += step) {
+            for (int64_t m = 0; m < whole; m += kLanes) {
                 __m512 x = _mm512_load_ps(in + m);
-                if (bias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(keep, bias + it.m0 + m));
+                if (b) x = _mm512_add_ps(x, _mm512_loadu_ps(b + m));
                 if (relu) x = _mm512_max_ps(zero, x);  // NaN stays NaN (the second operand)
-                _mm512_mask_storeu_ps(out + m, keep, x);
+                _mm512_storeu_ps(out + m, x);
+            }
+            if (tail) {
+                __m512 x = _mm512_load_ps(in + whole);
+                if (b) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(tail, b + whole));
+                if (relu) x = _mm512_max_ps(zero, x);
+                _mm512_mask_storeu_ps(out + whole, tail, x);
             }
         }
+    }
 }
 #endif
 
