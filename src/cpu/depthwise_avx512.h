@@ -41,11 +41,12 @@ bool dw_nhwc_tile_covers(const ConvGeometry &g, conv_op_t op);
 size_t dw_nhwc_tile_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_nhwc_tile_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
-// Channels-last passes with many channels through rows copied into a ring
-// (depthwise_avx512_ring.cpp); dw_nhwc_* sends them there where it covers.
-// dw_nhwc::repack by 16 channels a gather (AVX-512; depthwise_avx512_nhwc.cpp).
+// dw_nhwc::repack by 16 channels a gather (depthwise_avx512_nhwc.cpp): the
+// in-place channels-last kernels' and the ring's.
 void dw_repack_taps_avx512(const float *w, int64_t c, bool flip, float *wt);
 
+// Channels-last passes with many channels through rows copied into a ring
+// (depthwise_avx512_ring.cpp); dw_nhwc_* sends them there where it covers.
 bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads);
 size_t dw_ring_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
 void dw_ring_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);

@@ -1455,9 +1455,13 @@ CONV_TARGET_AVX512 void run_panel_by_panel(const Gemm &m, int64_t j0, int64_t j1
     const int64_t tiles = ceil_div(m.M, kRows);
     for (int64_t q0 = j0; q0 < j1; q0 += kPanel) {
         const int64_t q1 = std::min(j1, q0 + kPanel);
-        if (!prepared) pack_panels(m, q0, q1, slot);
-        PanelAhead ahead = prepared ? PanelAhead{} : panel_source(m, q1, std::min(j1, q1 + kPanel), tiles);
-        run_block_avx512(m, 0, m.M, q0, q1, prepared ? prepared + q0 * m.R : slot, true, &ahead);
+        if (prepared) {
+            run_block_avx512(m, 0, m.M, q0, q1, prepared + q0 * m.R, true);
+            continue;
+        }
+        pack_panels(m, q0, q1, slot);
+        PanelAhead ahead = panel_source(m, q1, std::min(j1, q1 + kPanel), tiles);
+        run_block_avx512(m, 0, m.M, q0, q1, slot, true, q1 < j1 ? &ahead : nullptr);
     }
 }
 
@@ -1927,12 +1931,15 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
                 },
                 threads);
         const float *all = prepared ? prepared : scratch;
+        // Each panel down the item's rows, or (AVX-512, W's panels within
+        // kRowsOuterBytes) each row tile across all panels.
+        const bool rows_inner = cpu_isa() == Isa::avx2 || m.R * round_up(m.N, kPanel) * 4 > kRowsOuterBytes;
         pool.parallel_for(
             p.items,
             [&](int64_t item, int) {
                 int64_t i0 = item / p.col_blocks * p.rows, j0 = item % p.col_blocks * p.cols;
                 run_block(m, i0, std::min(m.M, i0 + p.rows), j0, std::min(m.N, j0 + p.cols),
-                          all + j0 * m.R, cpu_isa() == Isa::avx2 || m.R * round_up(m.N, kPanel) * 4 > kRowsOuterBytes);
+                          all + j0 * m.R, rows_inner);
             },
             threads);
         return;
