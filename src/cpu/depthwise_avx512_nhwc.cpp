@@ -128,34 +128,79 @@ CONV_TARGET_AVX512 void forward_row_any(const ImageShape &p, const ImageJob &job
         forward_row<2>(p, job, oh);
 }
 
-// dW partial sums of channels [c0, c0 + 16) over output row oh of one image:
-// sums[t * c + ch] += sum over ow of dy[oh][ow][ch] * x[...tap t...][ch].
-template <int S>
-CONV_TARGET_AVX512 void filter_row(const ImageShape &p, const float *x, const float *dy,
-                                   int64_t oh, float *sums) {
-    const int64_t a = p.inner_begin(), b = p.inner_end();
+// dW partial sums over output pixels [ow0, ow0 + P) of row oh of one image,
+// every channel, 16 at a time (the wide rows' order, as forward_row's):
+// sums[t * c + ch] += dy[oh][ow][ch] * x[...tap t...][ch]. `rows`: the
+// window's input rows (null outside the image).
+template <int S, int P, bool Edge>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_pixels(const ImageShape &p,
+                                                                            const float *const (&rows)[kK],
+                                                                            const float *dy, int64_t ow0,
+                                                                            float *sums) {
     for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
         const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
         const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
         __m512 acc[kTaps];
         for (int t = 0; t < kTaps; ++t) acc[t] = _mm512_maskz_loadu_ps(cm, sums + t * p.c + c0);
-        // Pixel-major, all taps inside: nine independent sums in flight
-        // (tap-major would chain each sum's FMAs along the row).
-        const float *rows[kK];
+        __m512 d[P];
+        for (int o = 0; o < P; ++o) d[o] = _mm512_maskz_loadu_ps(cm, dy + (ow0 + o) * p.c + c0);
+        // Each input column once: column i meets pixel o through tap i - o * S.
+        constexpr int kCols = (P - 1) * S + kK;
+        const int64_t iw0 = ow0 * S - p.pl;
         for (int kh = 0; kh < kK; ++kh) {
-            const int64_t ih = oh * p.s - p.pt + kh;
-            rows[kh] = ih < 0 || ih >= p.ih ? nullptr : x + ih * p.iw * p.c + c0;
+            if (!rows[kh]) continue;
+#pragma GCC unroll 32
+            for (int i = 0; i < kCols; ++i) {
+                if (Edge && (iw0 + i < 0 || iw0 + i >= p.iw)) continue;
+                const __m512 v = _mm512_maskz_loadu_ps(cm, rows[kh] + (iw0 + i) * p.c + c0);
+                for (int kw = 0; kw < kK; ++kw) {
+                    const int e = i - kw;  // = S * (output pixel)
+                    if (e < 0 || e % S != 0 || e / S >= P) continue;
+                    acc[kh * kK + kw] = _mm512_fmadd_ps(d[e / S], v, acc[kh * kK + kw]);
+                }
+            }
         }
-        const float *g = dy + oh * p.ow * p.c + c0;
+        for (int t = 0; t < kTaps; ++t) _mm512_mask_storeu_ps(sums + t * p.c + c0, cm, acc[t]);
+    }
+}
+
+// dW partial sums over output row oh of one image. Wide rows go a block of
+// pixels through all channels at a time (forward_row's reason: 1.xx on
+// MobileNet's 112x112 and 56x56 layers); short ones a 16-channel block
+// along the row, pixel-major with all taps inside: nine independent sums
+// in flight (tap-major would chain each sum's FMAs along the row).
+template <int S>
+CONV_TARGET_AVX512 void filter_row(const ImageShape &p, const float *x, const float *dy,
+                                   int64_t oh, float *sums) {
+    const int64_t a = p.inner_begin(), b = p.inner_end();
+    const float *rows[kK];
+    for (int kh = 0; kh < kK; ++kh) {
+        const int64_t ih = oh * p.s - p.pt + kh;
+        rows[kh] = ih < 0 || ih >= p.ih ? nullptr : x + ih * p.iw * p.c;
+    }
+    const float *g = dy + oh * p.ow * p.c;
+    if (p.ow >= kWideRow) {
+        int64_t ow = 0;
+        for (; ow < a; ++ow) filter_pixels<S, 1, true>(p, rows, g, ow, sums);
+        for (; ow + kPixels <= b; ow += kPixels) filter_pixels<S, kPixels, false>(p, rows, g, ow, sums);
+        for (; ow < b; ++ow) filter_pixels<S, 1, false>(p, rows, g, ow, sums);
+        for (; ow < p.ow; ++ow) filter_pixels<S, 1, true>(p, rows, g, ow, sums);
+        return;
+    }
+    for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
+        const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
+        const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
+        __m512 acc[kTaps];
+        for (int t = 0; t < kTaps; ++t) acc[t] = _mm512_maskz_loadu_ps(cm, sums + t * p.c + c0);
         for (int64_t ow = 0; ow < p.ow; ++ow) {
-            const __m512 d = _mm512_maskz_loadu_ps(cm, g + ow * p.c);
+            const __m512 d = _mm512_maskz_loadu_ps(cm, g + ow * p.c + c0);
             const int64_t iw0 = ow * S - p.pl;
             const bool inner = ow >= a && ow < b;
             for (int kh = 0; kh < kK; ++kh) {
                 if (!rows[kh]) continue;
                 for (int kw = 0; kw < kK; ++kw) {
                     if (!inner && (iw0 + kw < 0 || iw0 + kw >= p.iw)) continue;
-                    const __m512 v = _mm512_maskz_loadu_ps(cm, rows[kh] + (iw0 + kw) * p.c);
+                    const __m512 v = _mm512_maskz_loadu_ps(cm, rows[kh] + (iw0 + kw) * p.c + c0);
                     acc[kh * kK + kw] = _mm512_fmadd_ps(d, v, acc[kh * kK + kw]);
                 }
             }
