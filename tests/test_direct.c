@@ -237,6 +237,48 @@ static void test_item_ranges(void **state)
     conv_context_destroy(ctx);
 }
 
+/* Channels-last backward-filter whose items take whole channels (columns
+ * ordered channel by channel, each tap's run of an item's channels stored
+ * into dw's (tap, channel) row apart): channel counts with a partial last
+ * block of 16, groups, strides, 1-3 filter vectors, 1 and 2 threads,
+ * either math mode; and kernels whose taps keep the tap-major order (5x5,
+ * 3x3x3). Exact workspaces against guard pages. */
+static void test_filter_channel_columns(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    const struct {
+        int spatial;
+        int64_t n, c, k, groups, hw, kernel, stride;
+        int threads;
+        conv_math_t math;
+    } cases[] = {
+        {2, 1, 40, 20, 1, 9, 3, 1, 1, CONV_MATH_STRICT},  {2, 2, 100, 70, 1, 8, 3, 1, 2, CONV_MATH_DEFAULT},
+        {2, 1, 96, 40, 2, 7, 3, 2, 1, CONV_MATH_DEFAULT}, {2, 1, 72, 33, 1, 10, 3, 1, 2, CONV_MATH_STRICT},
+        {2, 1, 64, 48, 1, 6, 5, 1, 1, CONV_MATH_STRICT},  {3, 1, 40, 24, 1, 4, 3, 1, 2, CONV_MATH_DEFAULT},
+    };
+    tu_rng r;
+    tu_seed(&r, 0xd1ec77);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int sp = cases[i].spatial;
+        int64_t in[3] = {3, cases[i].hw, cases[i].hw + 1}, kernel[3];
+        for (int a = 0; a < 3; a++)
+            kernel[a] = cases[i].kernel;
+        tu_problem tp;
+        tu_problem_init(&tp, sp, cases[i].n, cases[i].c, cases[i].k, sp == 3 ? in : in + 1, kernel);
+        tp.p.groups = cases[i].groups;
+        for (int a = 0; a < sp; a++) {
+            tp.p.stride[a] = cases[i].stride;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = cases[i].kernel / 2;
+        }
+        tp.p.channels_last = 1;
+        tp.bias = i % 2 == 0;
+        check_exact(ctx, &tp, CONV_OP_BACKWARD_FILTER, cases[i].threads, cases[i].math, (int)(i % 2), &r);
+    }
+    conv_context_destroy(ctx);
+}
+
 /* ---------------------------------------------------- prepared weights */
 
 /* A plan with prepared weights gives the one-shot result, keeps using them
@@ -446,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
+        cmocka_unit_test(test_filter_channel_columns),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);

@@ -2074,14 +2074,20 @@ public:
     // 1.05-1.12x), at batch 1 1.04-1.11x but at 2 threads 0.91-0.96x; 7x7
     // lost at batch 1-2 (0.52-0.83x at 2 threads). So 14x14 planes at batch
     // 2-8 and 28x28 at batch 1 (512->512 28x28 at batch 2: 0.94x in AUTO).
+    // With an item's columns on whole channels (direct_avx512_filter.cpp,
+    // columns (channel, tap)), same way, 2 rounds: 28x28 and 56x56 from 256
+    // channels 1.05-1.11x at batch 1-8 (2 threads 1.16-1.22x at batch 8,
+    // 1.20x on 256->256 56x56 at batch 1); 14x14 unchanged. So 3x3 from
+    // 28x28 planes at any batch (the 3-D kernels' 27 taps keep the old
+    // order).
     static bool filter_competitive(const ConvGeometry &g) {
         const int64_t positions = g.n * g.out_size();
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
             const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
             return (g.cg() * g.kernel_size() <= 256 && (unit_stride || g.cg() < 16)) ||
                    (cpu_isa() == Isa::avx512 && unit_stride &&
-                    (g.cg() <= 128 ||
-                     (g.out_size() >= 14 * 14 && positions >= 392 && positions <= (g.out_size() <= 14 * 14 ? 1568 : 784))));
+                    (g.cg() <= 128 || (g.is_planar() && g.kernel_size() == 9 && g.out_size() >= 28 * 28) ||
+                     (g.out_size() >= 14 * 14 && positions >= 392 && positions <= 1568)));
         }
         return positions >= 144;
     }

@@ -33,6 +33,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -58,6 +59,7 @@ constexpr int64_t kBlockBytes = 512 << 10; // padded x and laid-out dy of a bloc
 
 struct FilterShape {
     bool last;
+    bool tap_major;  // columns ordered (tap, channel), as a channels-last dw row; else (channel, tap)
     int64_t n, groups, csg, cdg, k, dout, ho, wo, positions, kz, kr, ks, dz, dh, dw, taps, ck, dvec;
     DirectSource src;
     int nv, nc;             // the register tile: filter vectors x columns
@@ -121,6 +123,17 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     while ((blocks * parts) % threads != 0 && parts < s.tiles) ++parts;
     parts = std::clamp<int64_t>(parts, 1, std::max<int64_t>(s.tiles, 1));
     s.item_tiles = std::max<int64_t>(1, ceil_div(s.tiles, parts));
+    // Columns (channel, tap) keep an item's columns on few channels, whose
+    // source rows its tiles then read from L1 for every tap. Channels-last
+    // dw rows are (tap, channel), so there an item takes whole channels,
+    // 16 or a multiple (each tap's run of them whole lines of dw), where
+    // such a count of columns is a whole number of tiles.
+    s.tap_major = false;
+    if (s.last && s.item_tiles < s.tiles) {
+        const int64_t unit = std::lcm<int64_t>(s.nc, kLanes * s.taps) / s.nc;  // tiles
+        s.tap_major = unit > kMaxTilesPerItem || unit > s.tiles;
+        if (!s.tap_major) s.item_tiles = std::max(unit, s.item_tiles / unit * unit);
+    }
     s.items = blocks * ceil_div(s.tiles, s.item_tiles);
     s.slot = s.item_tiles * s.nv * s.nc * kLanes;
     // x padded and dy laid out a block of images at a time, a block that
@@ -297,19 +310,19 @@ TileFn tile_for(int nv, int nc) {
 // The item's sums ([column][nv][16], its tiles one after another) for
 // columns [c0, c0 + cols), cols <= 16, into dw's rows (`ld` apart): per
 // filter vector one 16 x 16 transpose and a 16-column store per filter.
-CONV_TARGET_AVX512 void store_avx512(const float *sums, int nv, int64_t c0, int cols,
+CONV_TARGET_AVX512 void store_avx512(const float *sums, int nv, int64_t c0, int64_t step, int cols,
                                      int64_t filters, float *out, int64_t ld) {
     const __mmask16 keep = first_lanes(cols);
     for (int v = 0; v < nv; ++v) {
         __m512 r[16];
 #pragma GCC unroll 16
         for (int j = 0; j < 16; ++j)
-            r[j] = j < cols ? _mm512_load_ps(sums + ((c0 + j) * nv + v) * kLanes) : _mm512_setzero_ps();
+            r[j] = j < cols ? _mm512_load_ps(sums + ((c0 + j * step) * nv + v) * kLanes) : _mm512_setzero_ps();
         transpose16(r);
         const int64_t rows = std::min<int64_t>(kLanes, filters - v * kLanes);
 #pragma GCC unroll 16
         for (int l = 0; l < 16; ++l)
-            if (l < rows) _mm512_mask_storeu_ps(out + (v * kLanes + l) * ld + c0, keep, r[l]);
+            if (l < rows) _mm512_mask_storeu_ps(out + (v * kLanes + l) * ld, keep, r[l]);
     }
 }
 
@@ -356,16 +369,18 @@ void run_tile(const Tile &t, int nv, int nc) {
     tile_portable<T>(t, nv, nc);
 }
 
+// Columns c0, c0 + step, ... (cols of them) of an item's sums into each
+// filter's row of dw (`ld` apart), one after the other from `out`.
 template <class T>
-void store(const T *sums, int nv, int64_t c0, int cols, int64_t filters, T *out, int64_t ld) {
+void store(const T *sums, int nv, int64_t c0, int64_t step, int cols, int64_t filters, T *out, int64_t ld) {
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>)
-        if (cpu_isa() == Isa::avx512) return store_avx512(sums, nv, c0, cols, filters, out, ld);
+        if (cpu_isa() == Isa::avx512) return store_avx512(sums, nv, c0, step, cols, filters, out, ld);
 #endif
     for (int v = 0; v < nv; ++v)
         for (int64_t l = 0; l < std::min<int64_t>(kLanes, filters - v * kLanes); ++l)
-            for (int64_t j = c0; j < c0 + cols; ++j)
-                out[(v * kLanes + l) * ld + j] = sums[(j * nv + v) * kLanes + l];
+            for (int64_t j = 0; j < cols; ++j)
+                out[(v * kLanes + l) * ld + j] = sums[((c0 + j * step) * nv + v) * kLanes + l];
 }
 
 // The generated tiles of one call (cpu/jit/filter_tile.h), for the
@@ -453,8 +468,8 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     char *base = static_cast<char *>(ws);
     int64_t *columns = reinterpret_cast<int64_t *>(base);
     for (int64_t col = 0; col < s.ck; ++col) {  // channel c, tap (z, r, q), in dw's order of a row
-        const int64_t c = s.last ? col % s.csg : col / s.taps;
-        const int64_t tap = s.last ? col / s.csg : col % s.taps, plane_tap = tap % (s.kr * s.ks);
+        const int64_t c = s.tap_major ? col % s.csg : col / s.taps;
+        const int64_t tap = s.tap_major ? col / s.csg : col % s.taps, plane_tap = tap % (s.kr * s.ks);
         columns[col] = c * s.src.plane + tap / (s.kr * s.ks) * s.dz * s.src.slice +
                        s.src.tap_offset(plane_tap / s.ks * s.dh, plane_tap % s.ks * s.dw);
     }
@@ -496,12 +511,19 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 // dw's rows of the item, far apart and cold on large filters:
                 // asked for now (into L2) so that their misses overlap the
                 // tiles instead of stalling the copy at the end.
-                T *rows = dw + (gi * s.cdg + kb * s.nv * kLanes) * s.ck + j0;
+                // Channels-last with columns (channel, tap): each tap's run
+                // of the item's channels.
+                T *rows = dw + (gi * s.cdg + kb * s.nv * kLanes) * s.ck;
+                const bool by_tap = s.last && !s.tap_major;
+                const int64_t runs = by_tap ? s.taps : 1, run = by_tap ? (j1 - j0) / s.taps : j1 - j0;
+                const int64_t run_at = by_tap ? j0 / s.taps : j0, run_step = by_tap ? s.csg : 0;
                 const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
                 if (last_block)
                     for (int64_t f = 0; f < filters; ++f)
-                        for (int64_t b = 0; b < (j1 - j0) * (int64_t)sizeof(T); b += 64)
-                            __builtin_prefetch(reinterpret_cast<char *>(rows + f * s.ck) + b, 1, 2);
+                        for (int64_t r = 0; r < runs; ++r)
+                            for (int64_t b = 0; b < run * (int64_t)sizeof(T); b += 64)
+                                __builtin_prefetch(
+                                    reinterpret_cast<char *>(rows + f * s.ck + run_at + r * run_step) + b, 1, 2);
                 // The depth taps (bits) each of the item's tiles reads.
                 uint64_t tile_depths[kMaxTilesPerItem];
                 const bool skips = s.kz > 1 && s.kz <= 64;
@@ -509,7 +531,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     tile_depths[ti] = 0;
                     for (int j = 0; j < s.nc; ++j) {
                         const int64_t col = std::min(j0 + ti * s.nc + j, j1 - 1);
-                        const int64_t tap = s.last ? col / s.csg : col % s.taps;
+                        const int64_t tap = s.tap_major ? col / s.csg : col % s.taps;
                         tile_depths[ti] |= uint64_t(1) << (tap / (s.kr * s.ks));
                     }
                 }
@@ -556,9 +578,11 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     }
                 // Then into dw 16 columns at a time.
                 if (last_block)
-                    for (int64_t c0 = 0; c0 < j1 - j0; c0 += kLanes)
-                        store(sums, nv, c0, (int)std::min<int64_t>(kLanes, j1 - j0 - c0), filters,
-                              rows, s.ck);
+                    for (int64_t r = 0; r < runs; ++r)
+                        for (int64_t c0 = 0; c0 < run; c0 += kLanes)
+                            store(sums, nv, by_tap ? c0 * s.taps + r : c0, by_tap ? s.taps : 1,
+                                  (int)std::min<int64_t>(kLanes, run - c0), filters,
+                                  rows + run_at + r * run_step + c0, s.ck);
             },
             threads);
     }
