@@ -241,8 +241,10 @@ static void test_item_ranges(void **state)
  * ordered channel by channel, each tap's run of an item's channels stored
  * into dw's (tap, channel) row apart): channel counts with a partial last
  * block of 16, groups, strides, 1-3 filter vectors, 1 and 2 threads,
- * either math mode; and kernels whose taps keep the tap-major order (5x5,
- * 3x3x3). Exact workspaces against guard pages. */
+ * either math mode; kernels whose taps keep the tap-major order (5x5,
+ * 3x3x3); and few filters (16-64, groups of 16 and 32), whose dy the tiles
+ * read where it lies. Exact workspaces against guard pages before and
+ * after. */
 static void test_filter_channel_columns(void **state)
 {
     (void)state;
@@ -257,6 +259,10 @@ static void test_filter_channel_columns(void **state)
         {2, 1, 40, 20, 1, 9, 3, 1, 1, CONV_MATH_STRICT},  {2, 2, 100, 70, 1, 8, 3, 1, 2, CONV_MATH_DEFAULT},
         {2, 1, 96, 40, 2, 7, 3, 2, 1, CONV_MATH_DEFAULT}, {2, 1, 72, 33, 1, 10, 3, 1, 2, CONV_MATH_STRICT},
         {2, 1, 64, 48, 1, 6, 5, 1, 1, CONV_MATH_STRICT},  {3, 1, 40, 24, 1, 4, 3, 1, 2, CONV_MATH_DEFAULT},
+        /* dy read in place (whole vectors of at most 64 filters): */
+        {2, 2, 3, 32, 1, 15, 3, 2, 1, CONV_MATH_STRICT},  {2, 1, 1, 16, 1, 9, 3, 1, 2, CONV_MATH_DEFAULT},
+        {2, 1, 12, 64, 2, 10, 3, 1, 2, CONV_MATH_STRICT}, {2, 3, 8, 48, 1, 7, 5, 1, 1, CONV_MATH_DEFAULT},
+        {3, 1, 4, 32, 1, 5, 3, 1, 1, CONV_MATH_STRICT},
     };
     tu_rng r;
     tu_seed(&r, 0xd1ec77);

@@ -56,6 +56,7 @@ constexpr int kAvx2Columns = 6;        // columns of the AVX2 tile (one vector)
 constexpr int64_t kMaxTilesPerItem = 32;  // tiles of columns a work item carries
 constexpr int64_t kChunkBytes = 24 << 10;  // dy an item reads per chunk of positions
 constexpr int64_t kBlockBytes = 512 << 10; // padded x and laid-out dy of a block of images
+constexpr int64_t kInPlaceDyBytes = 256;   // channels-last dy of a position read in place up to this
 
 struct FilterShape {
     bool last;
@@ -69,6 +70,7 @@ struct FilterShape {
     int64_t items;          // work items: groups x kblocks x blocks of tiles
     int64_t slot;           // elements of a slot: an item's sums
     int64_t block_images, image_blocks;  // images laid out at a time, and how many times
+    bool dy_in_place;       // channels-last dy read as it lies (few filters: kInPlaceDyBytes)
     bool chunked;           // dy laid out chunk by chunk by each item, into the thread's buffer
     int64_t chunk_vec;      // chunked: elements from one filter vector's chunk to the next's
     // Workspace, bytes: each column's offset in its group's padded x (int64),
@@ -161,13 +163,24 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     // dy (column blocks), each laid it out again: 64->64 56x56 0.94x.
     s.chunked = !blocked && ceil_div(s.tiles, s.item_tiles) == 1;
     s.chunk_vec = s.chunk_rows * s.wo * kLanes;
+    // Channels-last dy of few filters is read where it lies: a position's
+    // filters are one run of at most kInPlaceDyBytes, so a chunk's
+    // positions spread over L1's sets as the laid-out copy's do, and the
+    // copy (a fifth of MobileNet's 3->32 224x224 backward-filter, each
+    // line of dy read from L3 and written once more) goes. Whole vectors
+    // only: lanes past a group's filters would read the next group's, or
+    // past dy's end.
+    s.dy_in_place = s.last && es == sizeof(float) && cpu_isa() == Isa::avx512 && s.cdg % kLanes == 0 &&
+                    s.k * (int64_t)es <= kInPlaceDyBytes;
+    if (s.dy_in_place) s.chunked = false;
     const int64_t source = checked_mul(checked_mul(s.block_images, x_image, "workspace"),
                                        (int64_t)es, "workspace");
     s.source_at = (size_t)round_up(checked_mul(s.ck, 8, "workspace"), 64);
     s.dy_at = (size_t)round_up(checked_add((int64_t)s.source_at, source, "workspace"), 64);
-    const int64_t dy = checked_mul(s.chunked ? checked_mul(threads, s.nv * s.chunk_vec, "workspace")
-                                             : checked_mul(s.block_images, dy_image, "workspace"),
-                                   (int64_t)es, "workspace");
+    const int64_t dy = s.dy_in_place ? 0
+                       : checked_mul(s.chunked ? checked_mul(threads, s.nv * s.chunk_vec, "workspace")
+                                               : checked_mul(s.block_images, dy_image, "workspace"),
+                                     (int64_t)es, "workspace");
     s.slots_at = (size_t)round_up(checked_add((int64_t)s.dy_at, dy, "workspace"), 64);
     const int64_t slots = s.image_blocks > 1 ? s.items : threads;
     s.total = (size_t)checked_add((int64_t)s.slots_at,
@@ -223,6 +236,7 @@ enum class Mode { fresh, running, partial };
 struct Tile {
     const void *dy;        // the tile's first filter vector at the chunk's first row
     int64_t dy_vec;        // elements from one filter vector's dy to the next's
+    int64_t dy_pos = kLanes;  // elements from one position's dy to the next's
     const void *x[kMaxColumns];  // each column's source element at the chunk's first row
     int64_t rows, wo, rstep;
     void *sums;            // [column][nv][16]
@@ -241,7 +255,7 @@ void tile_portable(const Tile &t, int nv, int nc) {
                 if (t.mode == Mode::running) acc = sums[(j * nv + v) * kLanes + l];
                 for (int64_t r = 0; r < t.rows; ++r)
                     for (int64_t ow = 0; ow < t.wo; ++ow)
-                        acc += dy[(r * t.wo + ow) * kLanes] * x[r * t.rstep + ow];
+                        acc += dy[(r * t.wo + ow) * t.dy_pos] * x[r * t.rstep + ow];
                 T &out = sums[(j * nv + v) * kLanes + l];
                 out = t.mode == Mode::partial ? out + acc : acc;
             }
@@ -263,11 +277,11 @@ CONV_TARGET_AVX512 void tile_avx512(const Tile &t) {
     int64_t off[NC];  // each column's source relative to the first's
 #pragma GCC unroll 16
     for (int j = 0; j < NC; ++j) off[j] = static_cast<const float *>(t.x[j]) - x0;
-    for (int64_t r = 0; r < t.rows; ++r, dy += t.wo * kLanes, x0 += t.rstep)
+    for (int64_t r = 0; r < t.rows; ++r, dy += t.wo * t.dy_pos, x0 += t.rstep)
         for (int64_t ow = 0; ow < t.wo; ++ow) {
             __m512 d[NV];
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) d[v] = _mm512_load_ps(dy + v * t.dy_vec + ow * kLanes);
+            for (int v = 0; v < NV; ++v) d[v] = _mm512_loadu_ps(dy + v * t.dy_vec + ow * t.dy_pos);
 #pragma GCC unroll 16
             for (int j = 0; j < NC; ++j) {
                 const __m512 b = _mm512_set1_ps(x0[off[j] + ow]);
@@ -421,7 +435,9 @@ private:
         fn_.assign((size_t)(cblocks * s.item_tiles), nullptr);
         std::map<std::vector<int64_t>, jit::FilterTileFn> made;
         jit::FilterTileSpec spec;
-        spec.nv = s.nv, spec.nc = s.nc, spec.dy_vec = s.chunked ? s.chunk_vec : s.positions * kLanes, spec.wo = s.wo;
+        spec.nv = s.nv, spec.nc = s.nc, spec.wo = s.wo;
+        spec.dy_vec = s.dy_in_place ? kLanes : s.chunked ? s.chunk_vec : s.positions * kLanes;
+        spec.dy_pos = s.dy_in_place ? s.k : kLanes;
         spec.offsets.resize(s.nc);
         for (int64_t cb = 0; cb < cblocks; ++cb) {
             const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
@@ -490,7 +506,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         ConvGeometry block = g;
         block.n = images;
         direct_pad_source(block, x + n0 * g.c * g.in_size(), source, pool, threads);
-        if (!s.chunked)
+        if (!s.chunked && !s.dy_in_place)
             pool.parallel_for(
                 images * s.groups * s.dvec,
                 [&](int64_t i, int) {
@@ -543,7 +559,11 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                         for (int64_t r0 = 0; r0 < s.ho; r0 += s.chunk_rows) {
                             Tile t;
                             t.rows = std::min(s.chunk_rows, s.ho - r0), t.wo = s.wo, t.rstep = s.src.rstep;
-                            if (s.chunked) {  // the chunk's rows of the item's filter vectors
+                            if (s.dy_in_place) {
+                                t.dy = dy + ((n0 + n) * s.positions + (oz * s.ho + r0) * s.wo) * s.k + gi * s.cdg +
+                                       kb * s.nv * kLanes;
+                                t.dy_vec = kLanes, t.dy_pos = s.k;
+                            } else if (s.chunked) {  // the chunk's rows of the item's filter vectors
                                 T *chunk = dyv + slot * s.nv * s.chunk_vec;
                                 for (int v = 0; v < nv; ++v)
                                     lay_out_vector(s, dy, n0 + n, gi, kb * s.nv + v, (oz * s.ho + r0) * s.wo,

@@ -17,7 +17,7 @@ namespace conv::cpu::jit {
 bool filter_tiles_generated() { return enabled() && cpu_isa() == Isa::avx512; }
 
 bool FilterTileSpec::operator==(const FilterTileSpec &o) const {
-    return nv == o.nv && nc == o.nc && dy_vec == o.dy_vec && wo == o.wo && offsets == o.offsets;
+    return nv == o.nv && nc == o.nc && dy_vec == o.dy_vec && dy_pos == o.dy_pos && wo == o.wo && offsets == o.offsets;
 }
 
 #if CONV_HAVE_XBYAK
@@ -31,7 +31,7 @@ bool fits(const FilterTileSpec &s) {
     if (s.nv * s.nc + s.nv + 1 > 32 || s.wo < 1) return false;  // accumulators, dy, broadcast
     constexpr int64_t kLimit = (int64_t(1) << 31) / (int64_t)sizeof(float) - 64;
     auto small = [&](int64_t v) { return v >= -kLimit && v <= kLimit; };
-    if (!small(s.dy_vec * 3) || !small(s.wo * kLanes)) return false;
+    if (s.dy_pos < 1 || !small(s.dy_vec * 3) || !small(s.wo * s.dy_pos) || !small(s.wo * kLanes)) return false;
     for (int64_t o : s.offsets)
         if (!small(o)) return false;
     return true;
@@ -85,7 +85,12 @@ private:
         // One position: its dy vectors, then each column's broadcast x
         // times them; `i` positions on from pdy and px.
         auto position_step = [&](int i) {
-            for (int v = 0; v < nv; ++v) vmovaps(d(v), dy_at(v, i * kLanes * 4));
+            for (int v = 0; v < nv; ++v) {
+                if (s.dy_pos == kLanes)
+                    vmovaps(d(v), dy_at(v, (int)(i * kLanes * 4)));
+                else
+                    vmovups(d(v), dy_at(v, (int)(i * s.dy_pos * 4)));
+            }
             for (int j = 0; j < nc; ++j) {
                 const int at = (int)(s.offsets[j] * 4) + i * 4;
                 if (nv == 1) {  // one use: the FMA's own broadcast
@@ -111,12 +116,12 @@ private:
             align(16);
             L(position);
             position_step(0);
-            add(pdy, kLanes * 4);
+            add(pdy, (int)(s.dy_pos * 4));
             add(px, 4);
             dec(ow);
             jnz(position, T_NEAR);
         }
-        add(dy, (int)(s.wo * kLanes * 4));
+        add(dy, (int)(s.wo * s.dy_pos * 4));
         add(x, rstep);
         dec(rows);
         jnz(row, T_NEAR);
@@ -139,6 +144,7 @@ struct SpecHash {
     size_t operator()(const FilterTileSpec &s) const {
         size_t h = std::hash<int64_t>()(s.nv * 64 + s.nc);
         hash_mix(h, std::hash<int64_t>()(s.dy_vec));
+        hash_mix(h, std::hash<int64_t>()(s.dy_pos));
         hash_mix(h, std::hash<int64_t>()(s.wo));
         for (int64_t o : s.offsets) hash_mix(h, std::hash<int64_t>()(o));
         return h;

@@ -5,7 +5,7 @@
 //
 //   for r < rows:                                  (loops; dy and x advance)
 //     for ow < wo:
-//       d_v = dy[v * dy_vec + ow * 16]             v < NV
+//       d_v = dy[v * dy_vec + ow * dy_pos]         v < NV
 //       acc[v][j] += d_v * broadcast(x[off[j] + ow])   j < NC
 //
 // The columns' offsets (from the first column's source element) are
@@ -26,12 +26,14 @@ namespace conv::cpu::jit {
 struct FilterTileSpec {
     int nv = 0, nc = 0;            // 1..4 filter vectors, 1..16 columns
     int64_t dy_vec = 0;            // elements from one filter vector's dy to the next's
+    int64_t dy_pos = 16;           // elements from one position's dy to the next's (16: laid out, aligned)
     int64_t wo = 0;                // positions a row
     std::vector<int64_t> offsets;  // per column, elements from the first column's source
     bool operator==(const FilterTileSpec &o) const;
 };
 
-// dy: the first vector's dy at the chunk's first position ([position][16]);
+// dy: the first vector's dy at the chunk's first position ([position][16],
+// or where dy_pos is not 16 channels-last dy as it lies, unaligned);
 // x: the first column's source element there; rstep: elements from one
 // padded source row to the next; sums: [column][NV][16], 64-byte aligned;
 // mode 0 overwrites them, 1 adds in registers, 2 sums from zero then adds.
