@@ -682,6 +682,41 @@ CONV_TARGET_AVX512 void pad_planes_phases_avx512(const Shape &s, const float *sr
 #endif
 
 #if CONV_HAVE_AVX512_KERNELS
+// Channels-last fp32 channels (`count` of them from `src`, positions `ps`
+// apart) at a width stride of 2 or more into their padded planes, as
+// pad_channels lays them out: each 16 columns of a channel's column phase
+// one gather (positions sw * ps apart), one store. Element by element it
+// took a quarter of MobileNet's 3->32 224x224 stride-2 forward and
+// backward-filter.
+CONV_TARGET_AVX512 void pad_strided_last_avx512(const Shape &s, const float *src, int64_t ps, int64_t count,
+                                                float *out) {
+    const __m512i spread = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32((int)(s.sw * ps)));
+    for (int64_t p = 0; p < s.sw; ++p) {
+        const auto [first, lo, hi] = phase_columns(s, p);
+        for (int64_t i = 0; i < s.hp; ++i) {
+            float *row = out + (i * s.sw + p) * s.wq;
+            const int64_t sr = i - s.top;
+            if (sr < 0 || sr >= s.hs) {
+                for (int64_t c = 0; c < count; ++c) zero_span(row + c * s.plane, s.wq);
+                continue;
+            }
+            for (int64_t c = 0; c < count; ++c) {
+                zero_span(row + c * s.plane, lo);
+                zero_span(row + c * s.plane + hi, s.wq - hi);
+            }
+            const float *in = src + (sr * s.ws + first) * ps;
+            for (int64_t j = lo; j < hi; j += kLanes) {
+                const __mmask16 keep = first_lanes(hi - j);
+                for (int64_t c = 0; c < count; ++c)
+                    _mm512_mask_storeu_ps(row + c * s.plane + j, keep,
+                                          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, spread,
+                                                                   in + j * s.sw * ps + c, 4));
+            }
+        }
+    }
+}
+
 // Channels [c0, c0 + count) of a channels-last fp32 image at unit width
 // stride into their padded planes (channel c0's at `out`): 16 positions of
 // 16 channels at a time, one masked load a position, transposed in
@@ -800,6 +835,7 @@ void pad_slice_channels(const Shape &s, const T *image, int64_t cstride, int64_t
     if constexpr (std::is_same_v<T, float>)
         if (cpu_isa() == Isa::avx512) {
             if (s.last && s.sw == 1) return pad_channels_last_avx512(s, image, c0, count, out);
+            if (s.last) return pad_strided_last_avx512(s, image + c0, s.cs, count, out);
             const float *first = image + c0 * cstride;
             if (!s.last)
                 return s.sw == 1   ? pad_planes_avx512(s, first, count, out)
@@ -2353,12 +2389,21 @@ public:
         // 256->256 onto 28x28 1.07-1.09x (batch 2 1.13x). So every ungrouped
         // unit-stride forward and backward-data, and the strided
         // backward-data between 256+ channels, take the generated tiles.
+        // Once a strided channels-last source is copied by gathers
+        // (pad_strided_last_avx512), the strided forward, forced against
+        // im2col (1 thread, 2 alternated runs): onto 28x28 from 64 and 128
+        // channels 1.12-1.20x, onto 14x14 from 256 1.05x, ResNet-20's 16->32
+        // onto 16x16 1.27x (batch 32 1.35x, its 32->64 onto 8x8 1.10x);
+        // batch 8 1.07-1.33x (512->512 onto 7x7 1.33x); 2 threads at batch 1
+        // 0.95-1.02x; onto fewer than 196 positions 0.83-0.99x. So from 196
+        // positions (all images').
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
             const bool generated = jit::enabled();
             const bool ungrouped_generated = generated && g.groups == 1;
             if (op == CONV_OP_FORWARD)
                 return g.out_size() >= 56 * 56 ||
                        (!strided && (ungrouped_generated || g.out_size() >= (generated ? 14 * 14 : 28 * 28))) ||
+                       (ungrouped_generated && g.n * g.out_size() >= 14 * 14) ||
                        (generated && (g.cg() <= 4 || (!strided && (g.cg() <= 64 || g.n >= 8))));
             // Since filters of 4 MB and more are packed a block of dy's
             // channels at a time (runs_source_major), backward-data with
