@@ -485,6 +485,35 @@ static void test_narrow_destination(void **state)
     }
 }
 
+/* Forward from 2-4 source channels onto 9-64 (direct_narrow_avx512.cpp's
+ * blocks of 8 destination channels, the last one partial), kernels 1-5,
+ * asymmetric padding, planes whose rows fill a vector or spill into a
+ * second, bias and ReLU, threads 1-3 and guard pages. */
+static void test_narrow_few_sources(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(5400);
+    int n = tu_env_count(40);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t kernel[2] = {tu_range(&r, 1, 5), tu_range(&r, 1, 5)};
+        int64_t in[2] = {tu_range(&r, 1, 20), tu_chance(&r, 50) ? tu_range(&r, 12, 16) : tu_range(&r, 24, 40)};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 3), tu_range(&r, 2, 4), tu_range(&r, 9, 64), in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.desc_pad_begin[a] = tu_range(&r, 0, kernel[a] - 1);
+            tp.desc_pad_end[a] = tu_range(&r, 0, kernel[a] - 1);
+        }
+        tp.bias = tu_chance(&r, 50);
+        tp.p.relu = tu_chance(&r, 30);
+        tp.algo = direct();
+        if (!tu_resolve(&tp)) continue;
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_FORWARD, &r, i % 4 < 2);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
+        cmocka_unit_test(test_narrow_few_sources),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),

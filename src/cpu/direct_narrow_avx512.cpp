@@ -40,6 +40,12 @@ constexpr int kMaxSums = 24;      // M x R sums in registers
 constexpr int kMaxRows = 8;
 constexpr int kMaxTapColumns = 16;  // per-column masks a block keeps
 constexpr int64_t kBlock = 32;    // source channels summed from zero, then added
+constexpr int64_t kFewSources = 4;            // forward source channels that take any number of outputs
+constexpr int64_t kMaxFewSourceOutputs = 64;  // ... up to this many
+// ... onto an image of at most this: larger outputs go to memory, where the
+// channel-vector tiles ask their rows for ownership ahead (VGG-16's 3->64
+// 224x224 at batch 32: 0.84x this way).
+constexpr int64_t kFewSourceImageBytes = 512 << 10;
 
 // Destination (m, i, j) = sum over source channels c and taps (r, q) of
 // W[c][r][q][m] * source(c, i + r - pt, j + q - pl), zero outside the source.
@@ -277,7 +283,16 @@ bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dty
     if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.groups != 1 || !g.is_planar()) return false;
     if (g.stride[1] != 1 || g.stride[2] != 1 || g.dilation[1] != 1 || g.dilation[2] != 1) return false;
     if (g.kernel[2] > kMaxTapColumns) return false;
-    if ((op == CONV_OP_FORWARD ? g.k : g.c) > kMaxChannels) return false;
+    // Forward from 2-4 source channels onto more than kMaxChannels: blocks
+    // of kMaxChannels destination channels, each re-reading the few source
+    // rows from L1, where the channel-vector tiles pad and copy the source
+    // and transpose every output back into channels-first rows. 1 thread,
+    // batch 32, alternated: ResNet-20's 3->16 32x32 stem 1.17-1.20x; from
+    // one channel it lost (MNIST's 1->32 onto 26x26, rows in 16 + 10
+    // lanes: 0.85x).
+    const bool few_sources = op == CONV_OP_FORWARD && g.c >= 2 && g.c <= kFewSources && g.k <= kMaxFewSourceOutputs &&
+                             g.k * g.out_size() * (int64_t)sizeof(float) <= kFewSourceImageBytes;
+    if ((op == CONV_OP_FORWARD ? g.k : g.c) > kMaxChannels && !few_sources) return false;
     // Forward against the channel-vector tiles (batch 32, 1 thread, strict,
     // 6 interleaved rounds): 1.58-1.72x on LeNet-5's 1->6 5x5, 3->8 32x32,
     // 8->8 16x16, 1->8 28x28 and 16->4 28x28, but 0.85x on 6->8 5x5 onto
@@ -324,15 +339,23 @@ void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
     }
     const float *bias = s.backward ? nullptr : static_cast<const float *>(args.bias);
     const bool relu = !s.backward && args.g->activation == CONV_ACTIVATION_RELU;
-    const int m = (int)s.cd, rows = rows_for(m);
+    // Destination channels in blocks of up to kMaxChannels (the packed
+    // weights' m, the destination's planes and the bias offset by the
+    // block's first), each of an item's rows.
+    const int64_t dplane = s.hd * s.wd;
+    const int rows = rows_for((int)std::min<int64_t>(s.cd, kMaxChannels));
     const int64_t row_blocks = ceil_div(s.hd, rows);
     pool.parallel_for(
         s.n * row_blocks,
         [&](int64_t item, int) {
             const int64_t n = item / row_blocks, i0 = item % row_blocks * rows;
             const int r = (int)std::min<int64_t>(rows, s.hd - i0);
-            kBlocks[m - 1][r - 1](s, src + n * s.cs * s.hs * s.ws, packed, dst + n * s.cd * s.hd * s.wd, i0,
-                                  bias, relu);
+            for (int64_t m0 = 0; m0 < s.cd; m0 += kMaxChannels) {
+                const int m = (int)std::min<int64_t>(kMaxChannels, s.cd - m0);
+                kBlocks[m - 1][std::min(r, rows_for(m)) - 1](s, src + n * s.cs * s.hs * s.ws, packed + m0,
+                                                             dst + (n * s.cd + m0) * dplane, i0,
+                                                             bias ? bias + m0 : nullptr, relu);
+            }
         },
         threads);
 #else
