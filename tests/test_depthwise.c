@@ -114,7 +114,8 @@ static void test_real_data(void **state)
 
 /* MobileNet-like layers: wide planes and many channels (several row blocks,
  * several vectors per row, rows wide enough for the unmasked vectors at
- * stride 2, channel tails). */
+ * stride 2, channel tails; channels-last rows of 16+ pixels swept a pixel
+ * block through all channels). */
 static void test_mobilenet_like(void **state)
 {
     (void)state;
@@ -122,7 +123,9 @@ static void test_mobilenet_like(void **state)
         int64_t c, hw, stride;
     } layers[] = {{32, 56, 1}, {24, 57, 2}, {48, 28, 1}, {40, 29, 2}, {72, 14, 1}, {136, 7, 1},
                   {33, 14, 2}, {6, 112, 2}, {5, 75, 2}, {4, 100, 1}, {512, 14, 1}, {520, 14, 2},
-                  {1024, 7, 1}, {256, 28, 2}, {128, 57, 2}, {264, 15, 1}};
+                  {1024, 7, 1}, {256, 28, 2}, {128, 57, 2}, {264, 15, 1},
+                  /* channels-last stride-2 backward-data of 64-127 channels past L2: pixel blocks */
+                  {70, 81, 2}};
     tu_rng r;
     tu_seed(&r, 4242);
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
