@@ -63,6 +63,17 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void pixel_block(
         _mm512_mask_storeu_ps(out + i * p.c, cm, job.relu ? _mm512_max_ps(acc[i], zero) : acc[i]);
 }
 
+// Loads a 16-channel block's 9 taps' weights and initial value (the bias
+// or zero) from c0 on; returns its lanes.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __mmask16 load_block(const ImageShape &p,
+                                                                              const ImageJob &job, int64_t c0,
+                                                                              __m512 (&w)[kTaps], __m512 &init) {
+    const __mmask16 cm = (__mmask16)((1u << std::min<int64_t>(kVec, p.c - c0)) - 1u);
+    for (int t = 0; t < kTaps; ++t) w[t] = _mm512_maskz_loadu_ps(cm, job.wt + t * p.c + c0);
+    init = job.bias ? _mm512_maskz_loadu_ps(cm, job.bias + c0) : _mm512_setzero_ps();
+    return cm;
+}
+
 // P output pixels from (oh, ow0) in every channel, 16 at a time: the
 // window's pixels are read whole (C floats in a run).
 template <int S, int P, bool Edge>
@@ -70,11 +81,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void pixels_all_channel
                                                                                   const ImageJob &job, int64_t oh,
                                                                                   int64_t ow0) {
     for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
-        const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
-        const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
-        __m512 w[kTaps];
-        for (int t = 0; t < kTaps; ++t) w[t] = _mm512_maskz_loadu_ps(cm, job.wt + t * p.c + c0);
-        const __m512 init = job.bias ? _mm512_maskz_loadu_ps(cm, job.bias + c0) : _mm512_setzero_ps();
+        __m512 w[kTaps], init;
+        const __mmask16 cm = load_block(p, job, c0, w, init);
         pixel_block<S, P, Edge>(p, job, oh, ow0, c0, cm, w, init);
     }
 }
@@ -104,11 +112,8 @@ CONV_TARGET_AVX512 void forward_row(const ImageShape &p, const ImageJob &job, in
         return;
     }
     for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
-        const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
-        const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
-        __m512 w[kTaps];
-        for (int t = 0; t < kTaps; ++t) w[t] = _mm512_maskz_loadu_ps(cm, job.wt + t * p.c + c0);
-        const __m512 init = job.bias ? _mm512_maskz_loadu_ps(cm, job.bias + c0) : _mm512_setzero_ps();
+        __m512 w[kTaps], init;
+        const __mmask16 cm = load_block(p, job, c0, w, init);
         int64_t ow = 0;
         for (; ow < a; ++ow) pixel_block<S, 1, true>(p, job, oh, ow, c0, cm, w, init);
         for (; ow + kPixels <= b; ow += kPixels) pixel_block<S, kPixels, false>(p, job, oh, ow, c0, cm, w, init);
