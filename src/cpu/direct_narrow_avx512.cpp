@@ -107,22 +107,26 @@ CONV_TARGET_AVX512 void block_rows(const Narrow &s, const float *src, const floa
             __m512 acc[M][R];
             for (int m = 0; m < M; ++m)
                 for (int i = 0; i < R; ++i) acc[m][i] = zero;
+            // The shape's fields as locals: read through `s` in the loops
+            // below, GCC reloaded them from memory at every tap.
+            const int64_t ws = s.ws, cd = s.cd, ks = s.ks, kr = s.kr, hs = s.hs;
             for (int64_t c = c0; c < std::min(s.cs, c0 + kBlock); ++c) {
                 const float *plane = src + c * splane;
-                const float *wc = packed + c * s.kr * s.ks * s.cd;
-                for (int64_t r = 0; r < s.kr; ++r) {
+                const float *wc = packed + c * kr * ks * cd;
+                for (int64_t r = 0; r < kr; ++r) {
                     const int64_t row0 = i0 + r - s.pt;  // source row of destination row i0
                     unsigned rows = 0;                   // destination rows whose source row exists
                     for (int i = 0; i < R; ++i)
-                        if (row0 + i >= 0 && row0 + i < s.hs) rows |= 1u << i;
+                        if (row0 + i >= 0 && row0 + i < hs) rows |= 1u << i;
                     if (!rows) continue;
-                    const float *at = plane + row0 * s.ws + j0 - s.pl;  // (row0, column of lane 0, tap 0)
-                    for (int64_t q = 0; q < s.ks; ++q) {
+                    const float *at = plane + row0 * ws + j0 - s.pl;  // (row0, column of lane 0, tap 0)
+                    const float *wr = wc + r * ks * cd;
+                    for (int64_t q = 0; q < ks; ++q) {
                         __m512 v[R];
 #pragma GCC unroll 8
                         for (int i = 0; i < R; ++i)
-                            v[i] = rows >> i & 1 ? _mm512_maskz_loadu_ps(column[q], at + i * s.ws + q) : zero;
-                        const float *wq = wc + (r * s.ks + q) * s.cd;
+                            v[i] = rows >> i & 1 ? _mm512_maskz_loadu_ps(column[q], at + i * ws + q) : zero;
+                        const float *wq = wr + q * cd;
 #pragma GCC unroll 8
                         for (int m = 0; m < M; ++m) {
                             const __m512 b = _mm512_set1_ps(wq[m]);
