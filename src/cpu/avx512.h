@@ -41,6 +41,12 @@ CONV_TARGET_AVX512 inline __m512i odd_lanes() {
     return _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
 
+// Gather indices 0, k, 2k, ..., 15k: elements k apart.
+CONV_TARGET_AVX512 inline __m512i lanes_apart(int64_t k) {
+    return _mm512_mullo_epi32(_mm512_set1_epi32((int)k),
+                              _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+
 // Transposes 16 rows of 16 floats in registers: v[u] lane t <- v[t] lane u.
 // (Unrolled: the arrays must stay in registers.)
 CONV_TARGET_AVX512 inline void transpose16(__m512 v[16]) {

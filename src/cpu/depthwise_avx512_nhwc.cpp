@@ -68,7 +68,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void pixel_block(
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) __mmask16 load_block(const ImageShape &p,
                                                                               const ImageJob &job, int64_t c0,
                                                                               __m512 (&w)[kTaps], __m512 &init) {
-    const __mmask16 cm = (__mmask16)((1u << std::min<int64_t>(kVec, p.c - c0)) - 1u);
+    const __mmask16 cm = first_lanes(p.c - c0);
     for (int t = 0; t < kTaps; ++t) w[t] = _mm512_maskz_loadu_ps(cm, job.wt + t * p.c + c0);
     init = job.bias ? _mm512_maskz_loadu_ps(cm, job.bias + c0) : _mm512_setzero_ps();
     return cm;
@@ -143,8 +143,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_pixels(cons
                                                                             const float *dy, int64_t ow0,
                                                                             float *sums) {
     for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
-        const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
-        const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
+        const __mmask16 cm = first_lanes(p.c - c0);
         __m512 acc[kTaps];
         for (int t = 0; t < kTaps; ++t) acc[t] = _mm512_maskz_loadu_ps(cm, sums + t * p.c + c0);
         __m512 d[P];
@@ -193,8 +192,7 @@ CONV_TARGET_AVX512 void filter_row(const ImageShape &p, const float *x, const fl
         return;
     }
     for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
-        const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
-        const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
+        const __mmask16 cm = first_lanes(p.c - c0);
         __m512 acc[kTaps];
         for (int t = 0; t < kTaps; ++t) acc[t] = _mm512_maskz_loadu_ps(cm, sums + t * p.c + c0);
         for (int64_t ow = 0; ow < p.ow; ++ow) {
@@ -254,8 +252,7 @@ CONV_TARGET_AVX512 void backward_data_s2_row(const ImageShape &p, const float *d
     for (int64_t b0 = 0; b0 < p.iw; b0 += block) {
         const int64_t b1 = std::min(p.iw, b0 + block);
         for (int64_t c0 = 0; c0 < p.c; c0 += kVec) {
-            const int64_t rest = std::min<int64_t>(kVec, p.c - c0);
-            const __mmask16 cm = (__mmask16)((1u << rest) - 1u);
+            const __mmask16 cm = first_lanes(p.c - c0);
             __m512 w[kTaps];
             for (int t = 0; t < kTaps; ++t) w[t] = _mm512_maskz_loadu_ps(cm, wt + t * p.c + c0);
             for (int64_t iw = b0; iw < b1; ++iw) {
@@ -283,8 +280,7 @@ CONV_TARGET_AVX512 void backward_data_s2_row(const ImageShape &p, const float *d
 // dw_nhwc::repack by 16 channels a gather: its scalar transpose of 9 x C
 // was 10% of a 512-channel 14x14 forward.
 CONV_TARGET_AVX512 void dw_repack_taps_avx512(const float *w, int64_t c, bool flip, float *wt) {
-    const __m512i apart = _mm512_mullo_epi32(_mm512_set1_epi32(kTaps),
-                                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __m512i apart = lanes_apart(kTaps);
     const int64_t whole = c / kVec * kVec;
     for (int t = 0; t < kTaps; ++t) {
         float *to = wt + (flip ? kTaps - 1 - t : t) * c;

@@ -661,8 +661,7 @@ CONV_TARGET_AVX512 void pad_planes_phases_avx512(const Shape &s, const float *sr
     const auto [begin, end] = zero_outer_rows(s, pitch, count, out);
     const int64_t rows = end - begin, splane = s.hs * s.ws;
     if (rows == 0) return;
-    const __m512i spread = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                              _mm512_set1_epi32((int)s.sw));
+    const __m512i spread = lanes_apart(s.sw);
     for (int64_t p = 0; p < s.sw; ++p) {
         const auto [first, lo, hi] = phase_columns(s, p);
         float *at = out + begin * pitch + p * s.wq;
@@ -690,8 +689,7 @@ CONV_TARGET_AVX512 void pad_planes_phases_avx512(const Shape &s, const float *sr
 // backward-filter.
 CONV_TARGET_AVX512 void pad_strided_last_avx512(const Shape &s, const float *src, int64_t ps, int64_t count,
                                                 float *out) {
-    const __m512i spread = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                              _mm512_set1_epi32((int)(s.sw * ps)));
+    const __m512i spread = lanes_apart(s.sw * ps);
     for (int64_t p = 0; p < s.sw; ++p) {
         const auto [first, lo, hi] = phase_columns(s, p);
         for (int64_t i = 0; i < s.hp; ++i) {

@@ -154,15 +154,6 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     s.block_images = std::clamp<int64_t>(blocked ? (int64_t)(kBlockBytes / image_bytes) : s.n, 1,
                                          std::max<int64_t>(s.n, 1));
     s.image_blocks = ceil_div(s.n, s.block_images);
-    // Where an image's dy outgrows that block and one item reads each
-    // filter vector's dy, that item lays out the chunk it reads next into
-    // the thread's buffer, in L1, instead: laid out whole, dy went to
-    // memory and came back. 1 thread, batch 1, 3 alternated rounds:
-    // MobileNet's conv1 3->32 s2 1.30x, 3->64 224x224 3x3 1.32x, ResNet-50's
-    // conv1 1.07x, 32->32 112x112 1.05x; where several items read the same
-    // dy (column blocks), each laid it out again: 64->64 56x56 0.94x.
-    s.chunked = !blocked && ceil_div(s.tiles, s.item_tiles) == 1;
-    s.chunk_vec = s.chunk_rows * s.wo * kLanes;
     // Channels-last dy of few filters is read where it lies: a position's
     // filters are one run of at most kInPlaceDyBytes, so a chunk's
     // positions spread over L1's sets as the laid-out copy's do, and the
@@ -172,7 +163,15 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     // past dy's end.
     s.dy_in_place = s.last && es == sizeof(float) && cpu_isa() == Isa::avx512 && s.cdg % kLanes == 0 &&
                     s.k * (int64_t)es <= kInPlaceDyBytes;
-    if (s.dy_in_place) s.chunked = false;
+    // Else, where an image's dy outgrows that block and one item reads each
+    // filter vector's dy, that item lays out the chunk it reads next into
+    // the thread's buffer, in L1, instead: laid out whole, dy went to
+    // memory and came back. 1 thread, batch 1, 3 alternated rounds:
+    // MobileNet's conv1 3->32 s2 1.30x, 3->64 224x224 3x3 1.32x, ResNet-50's
+    // conv1 1.07x, 32->32 112x112 1.05x; where several items read the same
+    // dy (column blocks), each laid it out again: 64->64 56x56 0.94x.
+    s.chunked = !s.dy_in_place && !blocked && ceil_div(s.tiles, s.item_tiles) == 1;
+    s.chunk_vec = s.chunk_rows * s.wo * kLanes;
     const int64_t source = checked_mul(checked_mul(s.block_images, x_image, "workspace"),
                                        (int64_t)es, "workspace");
     s.source_at = (size_t)round_up(checked_mul(s.ck, 8, "workspace"), 64);

@@ -688,8 +688,7 @@ CONV_TARGET_AVX512 void pack_panels_avx512(const Gemm &m, int64_t j0, int64_t j1
 CONV_TARGET_AVX512 void strip_rows_avx512(const float *w, int64_t K, int64_t C, int64_t taps, int64_t k0,
                                           int64_t k1, float *ws) {
     const int64_t strips = ceil_div(C, kStrip), rows = K * taps;
-    const __m512i apart = _mm512_mullo_epi32(_mm512_set1_epi32((int)taps),
-                                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __m512i apart = lanes_apart(taps);
     for (int64_t k = k0; k < k1; ++k)
         for (int64_t q = 0; q < strips; ++q) {
             const __mmask16 lanes = first_lanes(C - q * kStrip);
@@ -1547,8 +1546,7 @@ CONV_TARGET_AVX512 void swapped_filter(const ConvArgs &args, const Plan &p, int6
 CONV_TARGET_AVX512 void pack_taps_w_avx512(const ConvGeometry &g, bool fwd, const float *w, int64_t q0, int64_t q1,
                                            float *dst) {
     const int64_t T = g.kernel[2], C = g.c, K = g.k, src = fwd ? C : K, N = fwd ? K : C, R = src * T;
-    const __m512i filters = _mm512_mullo_epi32(_mm512_set1_epi32((int)(T * C)),
-                                               _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __m512i filters = lanes_apart(T * C);
     for (int64_t q = q0; q < q1; ++q)
         for (int64_t r = 0; r < R; ++r) {
             const int64_t t = r / src, c = r % src;
