@@ -351,10 +351,16 @@ public:
     // Zen 3: 1.7 vs 4.3 ms and 0.41 vs 4.0; LeNet-5's 1->6 5x5 0.34 vs 1.04
     // and 0.65 vs 3.3), its positions-in-the-vector kernel backward-data
     // where it applies (1.25 vs 3.86, 0.48 vs 1.83).
+    // Channels-last the same (x's layout is the same with one channel):
+    // batch 32 / batch 1, Zen 3, 2 alternated rounds, ms, forward and
+    // backward-filter the direct kernel's tiles (MNIST's 1->32 0.73 vs 15.9
+    // and 0.59 vs 15.2; LeNet-5's 1->6 5x5 0.53 vs 10.6 and 0.46 vs 10.8),
+    // backward-data im2col's GEMM (1.34 vs 6.8 and 2.5 vs 7.5; the direct
+    // tiles 4.4 and 2.3).
     bool competitive(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
-        if (dtype == CONV_DTYPE_FLOAT32 && cpu_isa() == Isa::avx2 && g.c == 1 && g.k > 1 &&
-            g.layout == CONV_LAYOUT_CHANNELS_FIRST && g.is_planar() &&
-            (op != CONV_OP_BACKWARD_DATA || direct_narrow_applies(g, op, dtype)))
+        if (dtype == CONV_DTYPE_FLOAT32 && cpu_isa() == Isa::avx2 && g.c == 1 && g.k > 1 && g.is_planar() &&
+            (g.layout == CONV_LAYOUT_CHANNELS_LAST || op != CONV_OP_BACKWARD_DATA ||
+             direct_narrow_applies(g, op, dtype)))
             return false;
         if (dtype != CONV_DTYPE_FLOAT32 || cpu_isa() != Isa::avx512) return true;
         // A one-channel input's backward-data too, measured since on an
