@@ -14,13 +14,21 @@
 // channel vector, when C is not a multiple of 8, goes through a buffer:
 // AVX2 has no load that leaves the lanes past a tensor unread.
 //
-// Forward and backward-filter sweep a row 16 channels (one 64-byte line of
-// each pixel) at a time, 8 only for what is left. With C a power of two the
-// pixels' lines for one channel block fall into one or two L1 sets, so a
-// line swept for 8 channels was gone from L1 by the time the next 8 came
-// back for its other half: 1.2-1.7x on MobileNet's 14x14 and 7x7 layers.
-// Backward-filter keeps a chunk's sums in registers over a band of rows
-// (filter_rows), not just one row.
+// Forward (and stride-1 backward-data) takes a block of pixels through all
+// channels, 16 at a time (one 64-byte line of each pixel), then 8 and the
+// rest: each pixel's channels are read in order, one run of memory, and
+// the weights come chunk by chunk from a chunked repack (a chunk's 9 x 16
+// one run). Sweeping a row per 16 channels instead read one line of each
+// pixel, C floats apart; at stride 2 the prefetchers did not follow it
+// (MobileNet's 128-channel 56x56 ran at 3 GFLOP/s at batch 8). Against that
+// sweep (Zen 3, 1 thread, 3 alternated rounds, batch 1): stride 2 1.08-1.44x,
+// stride 1 1.00-1.30x (7x7 1.22-1.30x); at batch 8 1.1-2.0x.
+// Backward-filter sweeps a row 16 channels at a time, 8 only for what is
+// left: its 9 taps' sums of a chunk stay in registers over a band of rows
+// (filter_rows). With C a power of two the pixels' lines for one channel
+// block fall into one or two L1 sets, so a line swept for 8 channels was
+// gone from L1 by the time the next 8 came back for its other half: 16
+// channels at a time measured 1.2-1.7x on MobileNet's 14x14 and 7x7 layers.
 // The passes' frame (shapes, repacking, the driver) is depthwise_nhwc.h's.
 #include <algorithm>
 #include <cstdint>
@@ -89,22 +97,6 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void pixel_block(
     for (int i = 0; i < P; ++i) store_channels<Tail>(out + i * p.c, job.relu ? _mm256_max_ps(zero, acc[i]) : acc[i], rest);
 }
 
-// Output row oh of one image, channels [c0, c0 + rest): their weights
-// loaded once, the row swept in blocks of 4 and 1 pixels.
-template <int S, bool Tail>
-CONV_TARGET_AVX2 void forward_channels(const ImageShape &p, const ImageJob &job, int64_t oh, int64_t c0,
-                                       int64_t rest) {
-    const int64_t a = p.inner_begin(), b = p.inner_end();
-    __m256 w[kTaps];
-    for (int t = 0; t < kTaps; ++t) w[t] = load_channels<Tail>(job.wt + t * p.c + c0, rest);
-    const __m256 init = job.bias ? load_channels<Tail>(job.bias + c0, rest) : _mm256_setzero_ps();
-    int64_t ow = 0;
-    for (; ow < a; ++ow) pixel_block<S, 1, true, Tail>(p, job, oh, ow, c0, rest, w, init);
-    for (; ow + kPixels <= b; ow += kPixels) pixel_block<S, kPixels, false, Tail>(p, job, oh, ow, c0, rest, w, init);
-    for (; ow < b; ++ow) pixel_block<S, 1, false, Tail>(p, job, oh, ow, c0, rest, w, init);
-    for (; ow < p.ow; ++ow) pixel_block<S, 1, true, Tail>(p, job, oh, ow, c0, rest, w, init);
-}
-
 // P output pixels from (oh, ow0), the 16 channels [c0, c0 + 16) (two
 // vectors, a whole 64-byte line of each pixel), with wl the chunk's 9 taps
 // x 16 weights (contiguous). Edge: window columns checked.
@@ -122,8 +114,8 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void pixel_block16(const 
         if (ih < 0 || ih >= p.ih) continue;
         __m256 w0[kK], w1[kK];
         for (int kw = 0; kw < kK; ++kw) {
-            w0[kw] = _mm256_load_ps(wl + (kh * kK + kw) * 16);
-            w1[kw] = _mm256_load_ps(wl + (kh * kK + kw) * 16 + 8);
+            w0[kw] = _mm256_loadu_ps(wl + (kh * kK + kw) * 16);
+            w1[kw] = _mm256_loadu_ps(wl + (kh * kK + kw) * 16 + 8);
         }
         const float *row = job.in + (ih * p.iw + iw0) * p.c + c0;
 #pragma GCC unroll 16
@@ -146,29 +138,53 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void pixel_block16(const 
     }
 }
 
-template <int S>
-CONV_TARGET_AVX2 void forward_channels16(const ImageShape &p, const ImageJob &job, int64_t oh, int64_t c0) {
-    const int64_t a = p.inner_begin(), b = p.inner_end();
-    alignas(32) float wl[kTaps * 16];
-    for (int t = 0; t < kTaps; ++t) {
-        _mm256_store_ps(wl + t * 16, _mm256_loadu_ps(job.wt + t * p.c + c0));
-        _mm256_store_ps(wl + t * 16 + 8, _mm256_loadu_ps(job.wt + t * p.c + c0 + 8));
-    }
-    const __m256 init0 = job.bias ? _mm256_loadu_ps(job.bias + c0) : _mm256_setzero_ps();
-    const __m256 init1 = job.bias ? _mm256_loadu_ps(job.bias + c0 + 8) : _mm256_setzero_ps();
-    int64_t ow = 0;
-    for (; ow < a; ++ow) pixel_block16<S, 1, true>(p, job, oh, ow, c0, wl, init0, init1);
-    for (; ow + kPixels <= b; ow += kPixels) pixel_block16<S, kPixels, false>(p, job, oh, ow, c0, wl, init0, init1);
-    for (; ow < b; ++ow) pixel_block16<S, 1, false>(p, job, oh, ow, c0, wl, init0, init1);
-    for (; ow < p.ow; ++ow) pixel_block16<S, 1, true>(p, job, oh, ow, c0, wl, init0, init1);
+// The weights and initial values of a channel block narrower than 16 (8
+// channels, or the last rest < 8), for pixel blocks through all channels.
+struct NarrowBlock {
+    __m256 w[kTaps], init;
+};
+// Channels [c0, c0 + rest) of the last c % 16, whose weights lie
+// tap-major after the whole chunks' (chunked_index).
+template <bool Tail>
+CONV_TARGET_AVX2 inline void narrow_block(const ImageJob &job, int64_t c, int64_t c0, int64_t rest, NarrowBlock &nb) {
+    const int64_t whole = c / dw_nhwc::kChunk * dw_nhwc::kChunk;
+    const float *w = job.wt + whole * kTaps + (c0 - whole);
+    for (int t = 0; t < kTaps; ++t) nb.w[t] = load_channels<Tail>(w + t * (c - whole), rest);
+    nb.init = job.bias ? load_channels<Tail>(job.bias + c0, rest) : _mm256_setzero_ps();
 }
 
+// P output pixels from (oh, ow) through every channel: 16 at a time (a
+// chunk's 9 x 16 weights one run of the chunked repack, from L1), then the
+// narrower rest.
+template <int S, int P, bool Edge>
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void pixels_all_channels(
+    const ImageShape &p, const ImageJob &job, int64_t oh, int64_t ow, const NarrowBlock &eight,
+    const NarrowBlock &tail) {
+    int64_t c0 = 0;
+    for (; c0 + 2 * kVec <= p.c; c0 += 2 * kVec) {
+        const __m256 init0 = job.bias ? _mm256_loadu_ps(job.bias + c0) : _mm256_setzero_ps();
+        const __m256 init1 = job.bias ? _mm256_loadu_ps(job.bias + c0 + 8) : _mm256_setzero_ps();
+        pixel_block16<S, P, Edge>(p, job, oh, ow, c0, job.wt + c0 * kTaps, init0, init1);
+    }
+    if (c0 + kVec <= p.c) pixel_block<S, P, Edge, false>(p, job, oh, ow, c0, kVec, eight.w, eight.init), c0 += kVec;
+    if (c0 < p.c) pixel_block<S, P, Edge, true>(p, job, oh, ow, c0, p.c - c0, tail.w, tail.init);
+}
+
+// Output row oh of one image, a block of pixels through all channels at a
+// time (see the top of the file).
 template <int S>
 CONV_TARGET_AVX2 void forward_row(const ImageShape &p, const ImageJob &job, int64_t oh) {
-    int64_t c0 = 0;
-    for (; c0 + 2 * kVec <= p.c; c0 += 2 * kVec) forward_channels16<S>(p, job, oh, c0);
-    for (; c0 + kVec <= p.c; c0 += kVec) forward_channels<S, false>(p, job, oh, c0, kVec);
-    if (c0 < p.c) forward_channels<S, true>(p, job, oh, c0, p.c - c0);
+    const int64_t a = p.inner_begin(), b = p.inner_end();
+    NarrowBlock eight, tail;
+    const int64_t c8 = p.c / (2 * kVec) * (2 * kVec);
+    if (c8 + kVec <= p.c) narrow_block<false>(job, p.c, c8, kVec, eight);
+    const int64_t ct = p.c / kVec * kVec;
+    if (ct < p.c) narrow_block<true>(job, p.c, ct, p.c - ct, tail);
+    int64_t ow = 0;
+    for (; ow < a; ++ow) pixels_all_channels<S, 1, true>(p, job, oh, ow, eight, tail);
+    for (; ow + kPixels <= b; ow += kPixels) pixels_all_channels<S, kPixels, false>(p, job, oh, ow, eight, tail);
+    for (; ow < b; ++ow) pixels_all_channels<S, 1, false>(p, job, oh, ow, eight, tail);
+    for (; ow < p.ow; ++ow) pixels_all_channels<S, 1, true>(p, job, oh, ow, eight, tail);
 }
 
 CONV_TARGET_AVX2 void forward_row_any(const ImageShape &p, const ImageJob &job, int64_t oh) {
@@ -413,7 +429,7 @@ size_t dw_avx2_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thr
 
 void dw_avx2_nhwc_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
-    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row, true});
+    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row, true, nullptr, true});
 #else
     (void)a, (void)ws, (void)pool, (void)threads;
 #endif

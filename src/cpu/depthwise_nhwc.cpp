@@ -21,6 +21,11 @@ void repack(const float *w, int64_t c, bool flip, float *wt) {
         for (int t = 0; t < kTaps; ++t) wt[(flip ? kTaps - 1 - t : t) * c + ch] = w[ch * kTaps + t];
 }
 
+void repack_chunked(const float *w, int64_t c, bool flip, float *wt) {
+    for (int64_t ch = 0; ch < c; ++ch)
+        for (int t = 0; t < kTaps; ++t) wt[chunked_index(flip ? kTaps - 1 - t : t, ch, c)] = w[ch * kTaps + t];
+}
+
 bool covers(const ConvGeometry &g) {
     if (g.layout != CONV_LAYOUT_CHANNELS_LAST || g.k != g.c) return false;
     if (!g.is_planar() || g.in_size() == 0) return false;
@@ -60,7 +65,10 @@ void run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads, const RowKe
     case CONV_OP_FORWARD: {
         const bool fwd = a.op == CONV_OP_FORWARD;
         const ImageShape p = fwd ? forward_shape(g) : backward_data_shape(g);
-        (rows.repack ? rows.repack : repack)(w, C, !fwd, scratch);
+        if (rows.chunked_weights)
+            repack_chunked(w, C, !fwd, scratch);
+        else
+            (rows.repack ? rows.repack : repack)(w, C, !fwd, scratch);
         const float *src = fwd ? x : y;
         float *dst = fwd ? y : x;
         const int64_t src_image = fwd ? in_image : out_image, dst_image = fwd ? out_image : in_image;

@@ -57,6 +57,9 @@ struct RowKernels {
     bool chunked_sums = false;
     // repack() for the ISA, where it has a faster one (null: repack()).
     void (*repack)(const float *w, int64_t c, bool flip, float *wt) = nullptr;
+    // Whether forward_row reads the weights as repack_chunked() lays them
+    // (ImageJob::wt then chunked_index's layout, not tap-major).
+    bool chunked_weights = false;
 };
 
 // Backward-filter sums by chunks of kChunk channels: chunk k's 9 x kChunk
@@ -77,6 +80,11 @@ ImageShape backward_data_shape(const ConvGeometry &g);
 // The weights (c x 9) tap-major (9 x c) into wt, optionally with the window
 // flipped (backward-data).
 void repack(const float *w, int64_t c, bool flip, float *wt);
+// The same by chunks (chunked_index): a chunk's 9 x 16 weights one run of
+// memory, for kernels that take a pixel through all its chunks (a
+// tap-major row of 512 or 1024 channels puts a chunk's 9 taps 2-4 KiB
+// apart, into the L1 sets of the pixels' own lines).
+void repack_chunked(const float *w, int64_t c, bool flip, float *wt);
 
 // The geometries the kernels compute (channels-last, 2-D 3x3, stride 1 or
 // 2, no dilation, multiplier 1); the ISA is the caller's to check.
