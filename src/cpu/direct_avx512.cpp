@@ -2151,12 +2151,19 @@ public:
     // of 16x16 and more 0.93-2.0x (16->16 32x32 2.0x / 1.9x, 32->32 16x16
     // 1.8x / 1.3x, 64->64 32x32 1.1x / 1.0x, 32->64 32x32 0.95x / 0.93x) but
     // onto 8x8 0.68-0.94x at batch 1; backward-data onto fewer than 16
-    // channels 0.4-0.7x (im2col keeps it).
+    // channels 0.4-0.7x (im2col keeps it). And on large planes, batch 1, 3
+    // alternated rounds, forward / backward-data: 64 channels on 56x56 and
+    // 80x80 1.06x / 1.08x and 1.04x / 1.00x, 48 on 112x112 1.12x / 1.03x,
+    // 32 on 112x112 and 224x224 1.16x / 1.15x and 1.0-1.3x; but 64 on
+    // 112x112 (a 3.2 MB source) 0.88x / 0.92x and on 224x224 (VGG's
+    // conv1_2) 0.83-0.94x / 0.65x.
     static bool channels_last_competitive_avx2(const ConvGeometry &g, conv_op_t op) {
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
         if (op == CONV_OP_BACKWARD_FILTER) return filter_competitive(g);
         if (op == CONV_OP_FORWARD && g.cg() <= 4) return true;
         if (strided || g.c > 64 || g.k > 64) return false;
+        const int64_t source_bytes = (op == CONV_OP_FORWARD ? g.c * g.in_size() : g.k * g.out_size()) * 4;
+        if (std::max(g.c, g.k) > 32 && source_bytes > (5 << 20) / 2) return false;
         if (op == CONV_OP_FORWARD) return g.kg() >= 16 && (g.cg() >= 16 || g.groups == 1);
         return g.cg() >= 16 && g.kg() >= 16 && g.in_size() >= 16 * 16;
     }
