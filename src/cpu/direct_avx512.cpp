@@ -2156,10 +2156,12 @@ public:
     // 80x80 1.06x / 1.08x and 1.04x / 1.00x, 48 on 112x112 1.12x / 1.03x,
     // 32 on 112x112 and 224x224 1.16x / 1.15x and 1.0-1.3x; but 64 on
     // 112x112 (a 3.2 MB source) 0.88x / 0.92x and on 224x224 (VGG's
-    // conv1_2) 0.83-0.94x / 0.65x.
+    // conv1_2) 0.83-0.94x / 0.65x. Backward-filter of two taps (WaveNet's
+    // 64->128 k2 on 4096 samples, the AVX-512 tiles' win there): im2col
+    // 1.32-1.50x these tiles at batch 1.
     static bool channels_last_competitive_avx2(const ConvGeometry &g, conv_op_t op) {
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
-        if (op == CONV_OP_BACKWARD_FILTER) return filter_competitive(g);
+        if (op == CONV_OP_BACKWARD_FILTER) return g.kernel_size() > 2 && filter_competitive(g);
         if (op == CONV_OP_FORWARD && g.cg() <= 4) return true;
         if (strided || g.c > 64 || g.k > 64) return false;
         const int64_t source_bytes = (op == CONV_OP_FORWARD ? g.c * g.in_size() : g.k * g.out_size()) * 4;
