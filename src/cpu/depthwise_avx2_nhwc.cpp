@@ -21,8 +21,10 @@
 // one run). Sweeping a row per 16 channels instead read one line of each
 // pixel, C floats apart; at stride 2 the prefetchers did not follow it
 // (MobileNet's 128-channel 56x56 ran at 3 GFLOP/s at batch 8). Against that
-// sweep (Zen 3, 1 thread, 3 alternated rounds, batch 1): stride 2 1.08-1.44x,
-// stride 1 1.00-1.30x (7x7 1.22-1.30x); at batch 8 1.1-2.0x.
+// sweep (Zen 3, 1 thread, 5 alternated rounds, batch 1): MobileNet's stride-2
+// layers 1.17-1.33x, stride-1 1.06-1.49x. With the tap-major repack a
+// chunk's 9 taps lay C floats apart, in the L1 sets of the pixels' own lines
+// where C is a power of two: 512 and 1024 channels lost (0.72-0.79x).
 // Backward-filter sweeps a row 16 channels at a time, 8 only for what is
 // left: its 9 taps' sums of a chunk stay in registers over a band of rows
 // (filter_rows). With C a power of two the pixels' lines for one channel
