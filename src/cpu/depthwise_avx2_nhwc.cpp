@@ -431,7 +431,7 @@ size_t dw_avx2_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thr
 
 void dw_avx2_nhwc_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
-    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row, true, nullptr, true});
+    dw_nhwc::run(a, ws, pool, threads, {forward_row_any, filter_rows_any, backward_data_s2_row, true});
 #else
     (void)a, (void)ws, (void)pool, (void)threads;
 #endif

@@ -65,7 +65,7 @@ void run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads, const RowKe
     case CONV_OP_FORWARD: {
         const bool fwd = a.op == CONV_OP_FORWARD;
         const ImageShape p = fwd ? forward_shape(g) : backward_data_shape(g);
-        if (rows.chunked_weights)
+        if (rows.chunked)
             repack_chunked(w, C, !fwd, scratch);
         else
             (rows.repack ? rows.repack : repack)(w, C, !fwd, scratch);
@@ -97,7 +97,7 @@ void run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads, const RowKe
         for (int64_t ch = 0; ch < C; ++ch)
             for (int t = 0; t < kTaps; ++t) {
                 float sum = 0;
-                const int64_t at = rows.chunked_sums ? chunked_index(t, ch, C) : t * C + ch;
+                const int64_t at = rows.chunked ? chunked_index(t, ch, C) : t * C + ch;
                 for (int s = 0; s < parts; ++s) sum += scratch[s * slot + at];
                 w[ch * kTaps + t] = sum;
             }

@@ -52,14 +52,13 @@ struct RowKernels {
                         float *sums);
     // dx row ih of one image at stride 2 (p: the forward shape, wt not flipped).
     void (*backward_data_s2_row)(const ImageShape &p, const float *dy, const float *wt, float *dx, int64_t ih);
-    // Whether filter_rows's sums lie as chunked_index says; else tap-major,
-    // sums[t * c + ch].
-    bool chunked_sums = false;
+    // Whether filter_rows's sums and forward_row's weights (ImageJob::wt,
+    // from repack_chunked()) lie as chunked_index says; else tap-major,
+    // sums[t * c + ch] and repack()'s weights. backward_data_s2_row's
+    // weights are tap-major either way.
+    bool chunked = false;
     // repack() for the ISA, where it has a faster one (null: repack()).
     void (*repack)(const float *w, int64_t c, bool flip, float *wt) = nullptr;
-    // Whether forward_row reads the weights as repack_chunked() lays them
-    // (ImageJob::wt then chunked_index's layout, not tap-major).
-    bool chunked_weights = false;
 };
 
 // Backward-filter sums by chunks of kChunk channels: chunk k's 9 x kChunk

@@ -2159,13 +2159,14 @@ public:
     // conv1_2) 0.83-0.94x / 0.65x. Backward-filter of two taps (WaveNet's
     // 64->128 k2 on 4096 samples, the AVX-512 tiles' win there): im2col
     // 1.32-1.50x these tiles at batch 1.
+    static constexpr int64_t kLastSourceBytesAvx2 = (5 << 20) / 2;  // past it, from 33+ channels: im2col
     static bool channels_last_competitive_avx2(const ConvGeometry &g, conv_op_t op) {
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
         if (op == CONV_OP_BACKWARD_FILTER) return g.kernel_size() > 2 && filter_competitive(g);
         if (op == CONV_OP_FORWARD && g.cg() <= 4) return true;
         if (strided || g.c > 64 || g.k > 64) return false;
         const int64_t source_bytes = (op == CONV_OP_FORWARD ? g.c * g.in_size() : g.k * g.out_size()) * 4;
-        if (std::max(g.c, g.k) > 32 && source_bytes > (5 << 20) / 2) return false;
+        if (std::max(g.c, g.k) > 32 && source_bytes > kLastSourceBytesAvx2) return false;
         if (op == CONV_OP_FORWARD) return g.kg() >= 16 && (g.cg() >= 16 || g.groups == 1);
         return g.cg() >= 16 && g.kg() >= 16 && g.in_size() >= 16 * 16;
     }
