@@ -376,7 +376,7 @@ static void test_rows(void **state)
 
 /* 5 channels of h x w with padding 1 and stride s, backward-filter, x and dy
  * all ones: the case the two infinity tests below edit before running. */
-static void make_rows_case(tu_case *c, conv_desc_t *d, int64_t h, int64_t w, int64_t s)
+static void make_rows_case(tu_case *c, conv_desc_t *d, int64_t h, int64_t w, int64_t s, int64_t pad)
 {
     int64_t in[2] = {h, w}, kernel[2] = {3, 3};
     tu_problem tp;
@@ -384,7 +384,7 @@ static void make_rows_case(tu_case *c, conv_desc_t *d, int64_t h, int64_t w, int
     tp.p.groups = 5;
     for (int a = 0; a < 2; a++) {
         tp.p.stride[a] = s;
-        tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+        tp.desc_pad_begin[a] = tp.desc_pad_end[a] = pad;
     }
     tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
     assert_true(tu_resolve(&tp));
@@ -437,7 +437,7 @@ static void test_filter_rows_infinity(void **state)
         char what[64];
         /* dy(row 0, column 0) and dy(row 1, column 0) of every channel:
          * taps kw >= 1 read x there (kh = 0 only from row 1). */
-        make_rows_case(&c, &d, h, w, s);
+        make_rows_case(&c, &d, h, w, s, 1);
         for (int64_t plane = 0; plane < 5; plane++) {
             tu_set(&c.y, plane * oh * ow, INFINITY);
             if (oh > 1)
@@ -451,7 +451,7 @@ static void test_filter_rows_infinity(void **state)
             continue;
         /* x(h - 1, w - 1): the dy at (h - 1 - kh + 1, w - 1 - kw + 1)
          * must exist, so kh, kw >= 1. */
-        make_rows_case(&c, &d, h, w, s);
+        make_rows_case(&c, &d, h, w, s, 1);
         for (int64_t plane = 0; plane < 5; plane++)
             tu_set(&c.x, plane * h * w + h * w - 1, INFINITY);
         snprintf(what, sizeof what, "x %lldx%lld", (long long)h, (long long)w);
@@ -459,6 +459,35 @@ static void test_filter_rows_infinity(void **state)
         conv_desc_destroy(d);
         tu_case_free(&c);
     }
+}
+
+/* Stride-2 backward-filter where dy's rows are 10 wide (a second vector
+ * of 8 with 2 lanes in the row; AVX2's planes kernel), no padding. An
+ * infinity in x's row 2, column 20: only taps with kw = 2 read column 20,
+ * and row 2 only with kh = 0 (dy row 1) or kh = 2 (dy row 0), so dw is
+ * +inf at taps 2 and 8 and finite elsewhere -- a lane past dy's row reads
+ * that column at kw = 0, and unless x's lane is cleared too, 0 * inf
+ * makes tap 0 NaN. Then an infinity in dy at row 1's first column, which
+ * row 0's last vector reads past the row's end: every tap +inf, none NaN
+ * (from a cleared x lane). Every ISA. */
+static void test_filter_stride2_infinity(void **state)
+{
+    (void)state;
+    const int64_t h = 7, w = 21, oh = 3, ow = 10;
+    tu_case c;
+    conv_desc_t d;
+    make_rows_case(&c, &d, h, w, 2, 0);
+    for (int64_t plane = 0; plane < 5; plane++)
+        tu_set(&c.x, plane * h * w + 2 * w + 20, INFINITY);
+    check_rows_infinity(&c, d, "x, stride 2", 1 << 2 | 1 << 8);
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+    make_rows_case(&c, &d, h, w, 2, 0);
+    for (int64_t plane = 0; plane < 5; plane++)
+        tu_set(&c.y, plane * oh * ow + ow, INFINITY);
+    check_rows_infinity(&c, d, "dy, stride 2", 0x1ff);
+    conv_desc_destroy(d);
+    tu_case_free(&c);
 }
 
 int main(void)
@@ -475,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_filter_infinity_in_dy),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_filter_rows_infinity),
+        cmocka_unit_test(test_filter_stride2_infinity),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

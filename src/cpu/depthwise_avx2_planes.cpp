@@ -1,0 +1,455 @@
+// Channels-first (NCHW) depthwise 3x3, multiplier 1, fp32, on CPUs with
+// AVX2 and FMA but no AVX-512: forward and backward-filter at stride 2,
+// forward and backward-data onto planes up to 8 wide at stride 1. A plane
+// at a time, 8 output columns of a row per ymm, x, y and dy read and
+// written where they lie.
+//
+// depthwise_avx2.cpp's 8-channel blocks transpose every 8 x 8 positions of
+// a plane into a padded tile and the results back; on 7x7 and 14x14 planes
+// and at stride 2 those transposes, the tiles' zeroing and their loop steps
+// were most of the time (0.27-0.59 of oneDNN on MobileNet's layers, Zen 3),
+// while oneDNN runs on its own blocked layout and transposes nothing. Here
+// a plane is swept one column vector at a time, top to bottom, so that an
+// input row's taps are loaded once and feed every output row whose window
+// covers it; the sums of those rows stay in registers as they roll down.
+//
+// - Forward, stride 1: input row i's three taps (three unaligned loads) go
+//   into the sums of output rows i + pt, i + pt - 1 and i + pt - 2: 9 FMAs
+//   for 3 loads.
+// - Forward, stride 2: 16 columns of a row are loaded at a tap's start and
+//   16 one column on, and split by in-lane shuffles into the even and odd
+//   columns (the three taps); the output lanes come out in the order
+//   0 1 4 5 2 3 6 7 and one permute puts them back before the store. Input
+//   row 2r - pt + 2 feeds output rows r (tap row 2) and r + 1 (tap row 0).
+// - Backward-data at stride 1: the forward pass of dy with the window
+//   rotated (padding 2 - pad).
+// - Backward-filter at stride 2: dw(tap) = sum of dy(p) * x(2p + tap), in
+//   9 vectors over a channel's whole batch (one work item a channel, so the
+//   order of the sums does not depend on the thread count), reduced across
+//   lanes once; dy is permuted into the split lanes' order.
+// Which passes and planes this file takes: dw_planes_covers.
+//
+// Column vectors at a row's ends clear, with an AND (an infinity in the row
+// beyond becomes 0, not NaN), the lanes whose tap is padding; backward-
+// filter also clears the lanes past the row, in x and in dy. A forward
+// vector's lanes past the row are stored into the next row's first
+// columns, which are written after them (a row's vectors go last to first,
+// a column's rows top to bottom); a plane's last row stores only its own
+// (and on planes under 8 wide the rows before it what the plane holds).
+// Loads reach up to 2 floats before a plane's rows and 17 past: planes near
+// a tensor's ends are first copied, with zeros around, into the thread's
+// scratch. Every output is a plain sum of products (a dot product's bound).
+#include "cpu/depthwise_avx2_planes.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/checked.h"
+#include "cpu/avx2.h"
+#include "cpu/epilogue.h"
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kK = 3;  // window size
+constexpr int kTaps = kK * kK;
+constexpr int kVec = 8;        // floats per ymm
+constexpr int kMaxEdges = 4;   // column vectors of a row that need masks
+constexpr int kMaxPad = 2;     // leading padding the loads' reach allows
+// Stride 2: register lane L holds its vector's output column kSplitOrder[L]
+// (what vshufps leaves; _MM_SHUFFLE(3, 1, 2, 0) on 64-bit pairs undoes it).
+constexpr int kSplitOrder[kVec] = {0, 1, 4, 5, 2, 3, 6, 7};
+
+// A column vector's lane masks (PlanePlan::mask).
+using Masks = const int32_t (*)[kVec];
+
+// How a pass sweeps its planes: input plane ih x iw (x; dy for backward-
+// data), output plane oh x ow, the window's leading padding; which column
+// vectors of an output row are interior (no mask) and the masks of the
+// others.
+struct PlanePlan {
+    int64_t ih, iw, oh, ow, pt, pl;
+    int s;
+    bool filter;     // backward-filter (stride 2): lanes past the row cleared too
+    int64_t vecs;    // column vectors per output row
+    int64_t ib, ie;  // interior vectors: [ib, ie)
+    // Floats the loads read before a plane's first row and past its last
+    // one; at backward-filter, past dy's plane.
+    int64_t before, after, dy_after;
+    // Per edge vector: the lanes each tap column keeps, then the lanes that
+    // are outputs (all bits set or clear, for vandps).
+    alignas(32) int32_t mask[kMaxEdges][kK + 1][kVec];
+
+    int64_t lane_col(int64_t v, int lane) const { return v * kVec + (s == 2 ? kSplitOrder[lane] : lane); }
+    // The first float a column vector's loads read, relative to its row,
+    // and one past the last.
+    int64_t first_read(int64_t v) const { return v * kVec * s - pl; }
+    int64_t end_read(int64_t v) const { return first_read(v) + (s == 2 ? 2 * kVec + 1 : kVec + kK - 1); }
+    bool interior(int64_t v) const { return v >= ib && v < ie; }
+    Masks masks(int64_t v) const { return mask[v < ib ? v : ib + (v - ie)]; }
+    int64_t edges() const { return ib + (vecs - ie); }
+    // Floats from column vector v of output row r to the plane's end: a
+    // store of 8 overflows the plane from where this is under 8 (the last
+    // vector's last row, or rows from the end on planes under 8 wide).
+    int64_t room(int64_t r, int64_t v) const { return (oh - r) * ow - v * kVec; }
+};
+
+// Lane `lane` of vector v: whether tap column kw keeps it (kw < kK), or
+// whether it is an output (kw == kK).
+bool keeps(const PlanePlan &p, int64_t v, int lane, int kw) {
+    const int64_t col = p.lane_col(v, lane);
+    const bool out = col < p.ow;
+    if (kw == kK) return !p.filter || out;
+    const int64_t in = col * p.s + kw - p.pl;
+    if (!out) return !p.filter;  // forward: a lane past the row is never kept
+    return in >= 0 && in < p.iw;
+}
+
+bool whole(const PlanePlan &p, int64_t v) {
+    for (int kw = 0; kw <= kK; ++kw)
+        for (int lane = 0; lane < kVec; ++lane)
+            if (!keeps(p, v, lane, kw)) return false;
+    return true;
+}
+
+PlanePlan plan_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t pt, int64_t pl, int s,
+                     bool filter) {
+    PlanePlan p{};
+    p.ih = ih, p.iw = iw, p.oh = oh, p.ow = ow, p.pt = pt, p.pl = pl, p.s = s, p.filter = filter;
+    p.vecs = ceil_div(ow, (int64_t)kVec);
+    p.ib = 0;
+    while (p.ib < p.vecs && !whole(p, p.ib)) ++p.ib;
+    p.ie = p.vecs;
+    while (p.ie > p.ib && !whole(p, p.ie - 1)) --p.ie;
+    p.before = std::max<int64_t>(0, -p.first_read(0));
+    p.after = std::max<int64_t>(0, p.end_read(p.vecs - 1) - iw);
+    p.dy_after = filter ? p.vecs * kVec - ow : 0;
+    if (p.edges() > kMaxEdges) return p;  // not covered (dw_planes_covers)
+    for (int64_t v = 0; v < p.vecs; ++v) {
+        if (p.interior(v)) continue;
+        int32_t(*m)[kVec] = p.mask[v < p.ib ? v : p.ib + (v - p.ie)];
+        for (int kw = 0; kw <= kK; ++kw)
+            for (int lane = 0; lane < kVec; ++lane) m[kw][lane] = keeps(p, v, lane, kw) ? -1 : 0;
+    }
+    return p;
+}
+
+// Backward-data at stride 1 reads dy as the forward pass reads x.
+bool rotated(const ConvGeometry &g, conv_op_t op) { return op == CONV_OP_BACKWARD_DATA; }
+
+PlanePlan make_plan(const ConvGeometry &g, conv_op_t op) {
+    const int s = (int)g.stride[1];
+    if (rotated(g, op))
+        return plan_shape(g.out[1], g.out[2], g.in[1], g.in[2], kK - 1 - g.pad_begin[1], kK - 1 - g.pad_begin[2], 1,
+                          false);
+    return plan_shape(g.in[1], g.in[2], g.out[1], g.out[2], g.pad_begin[1], g.pad_begin[2], s,
+                      op == CONV_OP_BACKWARD_FILTER);
+}
+
+// Floats of a copy of a plane (`size` floats) with `before` and `after`
+// zeroed around it, rounded to whole vectors.
+int64_t bounce_floats(int64_t before, int64_t size, int64_t after) {
+    return round_up(before, kVec) + round_up(size + after, kVec);
+}
+
+// A thread's scratch: room for a copy of an input plane and, at
+// backward-filter, of dy's, for the planes whose reads could leave their
+// tensor.
+int64_t slot_floats(const PlanePlan &p) {
+    return bounce_floats(p.before, p.ih * p.iw, p.after) + (p.filter ? bounce_floats(0, p.oh * p.ow, p.dy_after) : 0);
+}
+
+#if CONV_HAVE_AVX512_KERNELS
+
+// The plane at `src` (size floats) inside `scratch`, zeros `before` and
+// `after` it; returns where the plane starts.
+CONV_TARGET_AVX2 const float *bounce(const float *src, int64_t before, int64_t size, int64_t after,
+                                     float *scratch) {
+    const int64_t lead = round_up(before, kVec);
+    std::fill(scratch, scratch + lead, 0.0f);
+    std::copy(src, src + size, scratch + lead);
+    std::fill(scratch + lead + size, scratch + lead + round_up(size + after, kVec), 0.0f);
+    return scratch + lead;
+}
+
+// Whether plane q of a tensor of `planes` planes (`size` floats each) could
+// be read outside the tensor by reads from `before` floats before it to
+// `after` past it.
+bool near_ends(int64_t q, int64_t planes, int64_t size, int64_t before, int64_t after) {
+    return q * size < before || (planes - q) * size < size + after;
+}
+
+// Stride 2's lane order to and from column order (its own inverse).
+CONV_TARGET_AVX2 inline __m256 split_order(__m256 v) {
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+// The three taps of a column vector in an input row, from `at` (the row
+// plus first_read(v)): t[kw] lane L holds x(row, col(L) * S + kw - pl) for
+// the lane's output column col(L); with Edge, 0 where the plan clears it.
+template <int S, bool Edge>
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void row_taps(const float *at, Masks m, __m256 (&t)[kK]) {
+    if constexpr (S == 1) {
+#pragma GCC unroll 3
+        for (int kw = 0; kw < kK; ++kw) t[kw] = _mm256_loadu_ps(at + kw);
+    } else {
+        const __m256 p0 = _mm256_loadu_ps(at), p1 = _mm256_loadu_ps(at + kVec);
+        const __m256 q0 = _mm256_loadu_ps(at + 1), q1 = _mm256_loadu_ps(at + kVec + 1);
+        t[0] = _mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(2, 0, 2, 0));  // columns 0 2 8 10 | 4 6 12 14
+        t[1] = _mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(3, 1, 3, 1));  // one on
+        t[2] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(3, 1, 3, 1));  // two on
+    }
+    if constexpr (Edge) {
+#pragma GCC unroll 3
+        for (int kw = 0; kw < kK; ++kw) t[kw] = _mm256_and_ps(t[kw], _mm256_load_ps(reinterpret_cast<const float *>(m[kw])));
+    }
+}
+
+// The taps of one window row (w + 3 * kh) times t, summed: a chain of its
+// own, so that an output's running sum takes one add per input row (FADD
+// ports) and not three dependent FMAs (12 cycles a row on Zen 3).
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) __m256 window_row(const __m256 *w, const __m256 (&t)[kK]) {
+    __m256 p = _mm256_mul_ps(w[0], t[0]);
+    p = _mm256_fmadd_ps(w[1], t[1], p);
+    return _mm256_fmadd_ps(w[2], t[2], p);
+}
+
+// An output vector into its row: n lanes, all 8 from n >= 8 (see
+// PlanePlan::room), ReLU applied if asked (max(0, v): a NaN stays NaN, as
+// epilogue.cpp).
+CONV_TARGET_AVX2 inline void put(float *at, __m256 v, bool relu, int64_t n) {
+    if (relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);
+    if (n >= kVec) return _mm256_storeu_ps(at, v);
+    store_first_avx2(at, v, n);
+}
+
+// One column vector of an output plane at stride 1: input row i feeds
+// output rows i + pt (a0), i + pt - 1 (a1), i + pt - 2 (a2, then done).
+template <bool Edge>
+CONV_TARGET_AVX2 void forward_column_s1(const PlanePlan &p, const float *x, float *y, int64_t v,
+                                        const __m256 (&weights)[kTaps], __m256 bias, bool relu) {
+    // Copies the stores into y cannot alias: they stay in registers.
+    __m256 w[kTaps];
+    for (int t = 0; t < kTaps; ++t) w[t] = weights[t];
+    const int64_t ih = p.ih, iw = p.iw, oh = p.oh, ow = p.ow, pt = p.pt, end = p.room(0, v);
+    const Masks m = Edge ? p.masks(v) : nullptr;
+    const float *at = x + p.first_read(v);
+    float *out = y + v * kVec;
+    __m256 a1 = bias, a2 = bias;
+    for (int64_t j = 0; j < oh + 2; ++j) {
+        __m256 a0 = bias;
+        const int64_t i = j - pt;
+        if (i >= 0 && i < ih) {
+            __m256 t[kK];
+            row_taps<1, Edge>(at + i * iw, m, t);
+            a0 = _mm256_add_ps(a0, window_row(w, t));
+            a1 = _mm256_add_ps(a1, window_row(w + kK, t));
+            a2 = _mm256_add_ps(a2, window_row(w + 2 * kK, t));
+        }
+        if (j >= 2) put(out + (j - 2) * ow, a2, relu, end - (j - 2) * ow);
+        a2 = a1, a1 = a0;
+    }
+}
+
+// The same at stride 2: output row r reads input rows 2r - pt + kh; the
+// last of them (kh = 2) is the next row's first (carry).
+template <bool Edge>
+CONV_TARGET_AVX2 void forward_column_s2(const PlanePlan &p, const float *x, float *y, int64_t v,
+                                        const __m256 (&weights)[kTaps], __m256 bias, bool relu) {
+    __m256 w[kTaps];
+    for (int t = 0; t < kTaps; ++t) w[t] = weights[t];
+    const int64_t ih = p.ih, iw = p.iw, oh = p.oh, ow = p.ow, pt = p.pt, end = p.room(0, v);
+    const Masks m = Edge ? p.masks(v) : nullptr;
+    const float *at = x + p.first_read(v);
+    float *out = y + v * kVec;
+    auto in_plane = [&](int64_t i) { return i >= 0 && i < ih; };
+    __m256 t[kK];
+    __m256 carry = bias;
+    if (in_plane(-pt)) {
+        row_taps<2, Edge>(at - pt * iw, m, t);
+        carry = _mm256_add_ps(carry, window_row(w, t));
+    }
+    for (int64_t r = 0; r < oh; ++r) {
+        __m256 acc = carry;
+        const int64_t i = 2 * r - pt + 1;
+        if (in_plane(i)) {
+            row_taps<2, Edge>(at + i * iw, m, t);
+            acc = _mm256_add_ps(acc, window_row(w + kK, t));
+        }
+        carry = bias;
+        if (in_plane(i + 1)) {
+            row_taps<2, Edge>(at + (i + 1) * iw, m, t);
+            acc = _mm256_add_ps(acc, window_row(w + 2 * kK, t));
+            carry = _mm256_add_ps(carry, window_row(w, t));
+        }
+        put(out + r * ow, split_order(acc), relu, end - r * ow);
+    }
+}
+
+// A forward plane, column vectors last to first.
+template <int S>
+CONV_TARGET_AVX2 void forward_plane(const PlanePlan &p, const float *x, float *y, const __m256 (&w)[kTaps],
+                                    __m256 bias, bool relu) {
+    for (int64_t v = p.vecs - 1; v >= 0; --v) {
+        if constexpr (S == 1) {
+            if (p.interior(v))
+                forward_column_s1<false>(p, x, y, v, w, bias, relu);
+            else
+                forward_column_s1<true>(p, x, y, v, w, bias, relu);
+        } else {
+            if (p.interior(v))
+                forward_column_s2<false>(p, x, y, v, w, bias, relu);
+            else
+                forward_column_s2<true>(p, x, y, v, w, bias, relu);
+        }
+    }
+}
+
+// One work item of forward or backward-data: plane q of the input side
+// (x; dy) into plane q of the output side (y; dx).
+CONV_TARGET_AVX2 void data_plane(const PlanePlan &p, const ConvArgs &a, int64_t q, float *scratch) {
+    const ConvGeometry &g = *a.g;
+    const bool forward = a.op == CONV_OP_FORWARD;
+    const int64_t c = q % g.c, in_size = p.ih * p.iw, out_size = p.oh * p.ow;
+    const float *in = static_cast<const float *>(forward ? a.x : a.y) + q * in_size;
+    float *out = static_cast<float *>(forward ? a.y : a.x) + q * out_size;
+    if (near_ends(q, g.n * g.c, in_size, p.before, p.after)) in = bounce(in, p.before, in_size, p.after, scratch);
+    const float *wc = static_cast<const float *>(a.w) + c * kTaps;
+    __m256 w[kTaps];
+    for (int t = 0; t < kTaps; ++t) w[t] = _mm256_broadcast_ss(wc + (forward ? t : kTaps - 1 - t));
+    const float *bias = static_cast<const float *>(a.bias);
+    const __m256 b = forward && bias ? _mm256_broadcast_ss(bias + c) : _mm256_setzero_ps();
+    const bool relu = forward && g.activation == CONV_ACTIVATION_RELU;
+    if (p.s == 1)
+        forward_plane<1>(p, in, out, w, b, relu);
+    else
+        forward_plane<2>(p, in, out, w, b, relu);
+}
+
+// dy's row r of column vector v, the lanes past the row cleared.
+template <int S, bool Edge>
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) __m256 dy_row(const float *d, int64_t ow, Masks m,
+                                                                       int64_t r) {
+    __m256 g = _mm256_loadu_ps(d + r * ow);
+    if constexpr (S == 2) g = split_order(g);
+    if constexpr (Edge) g = _mm256_and_ps(g, _mm256_load_ps(reinterpret_cast<const float *>(m[kK])));
+    return g;
+}
+
+// sums[3 kh + kw] += d * t[kw].
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_row(__m256 *sums, __m256 d, const __m256 (&t)[kK]) {
+#pragma GCC unroll 3
+    for (int kw = 0; kw < kK; ++kw) sums[kw] = _mm256_fmadd_ps(d, t[kw], sums[kw]);
+}
+
+// Backward-filter, one column vector of a plane at stride 2: dy's row r
+// meets x's rows 2r - pt + kh.
+template <bool Edge>
+CONV_TARGET_AVX2 void filter_column_s2(const PlanePlan &p, const float *x, const float *dy, int64_t v,
+                                       __m256 (&total)[kTaps]) {
+    // Summed in a copy x's loads cannot alias, so it stays in registers.
+    __m256 sums[kTaps];
+    for (int t = 0; t < kTaps; ++t) sums[t] = total[t];
+    const int64_t ih = p.ih, iw = p.iw, oh = p.oh, ow = p.ow, pt = p.pt;
+    const Masks m = Edge ? p.masks(v) : nullptr;
+    const float *at = x + p.first_read(v), *d = dy + v * kVec;
+    for (int64_t r = 0; r < oh; ++r) {
+        const __m256 g = dy_row<2, Edge>(d, ow, m, r);
+#pragma GCC unroll 3
+        for (int kh = 0; kh < kK; ++kh) {
+            const int64_t i = 2 * r - pt + kh;
+            if (i < 0 || i >= ih) continue;
+            __m256 t[kK];
+            row_taps<2, Edge>(at + i * iw, m, t);
+            filter_row(sums + kh * kK, g, t);
+        }
+    }
+    for (int t = 0; t < kTaps; ++t) total[t] = sums[t];
+}
+
+CONV_TARGET_AVX2 void filter_plane(const PlanePlan &p, const float *x, const float *dy, __m256 (&sums)[kTaps]) {
+    for (int64_t v = 0; v < p.vecs; ++v) {
+        if (p.interior(v))
+            filter_column_s2<false>(p, x, dy, v, sums);
+        else
+            filter_column_s2<true>(p, x, dy, v, sums);
+    }
+}
+
+// The lane sums of 8 vectors: lane i of the result is the sum of v[i]'s.
+CONV_TARGET_AVX2 inline __m256 lane_sums(const __m256 *v) {
+    const __m256 a = _mm256_hadd_ps(v[0], v[1]), b = _mm256_hadd_ps(v[2], v[3]);
+    const __m256 c = _mm256_hadd_ps(v[4], v[5]), d = _mm256_hadd_ps(v[6], v[7]);
+    const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);  // 0 1 2 3 | 0 1 2 3, 4 5 6 7 | ...
+    return _mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
+}
+
+// dw of channel c: the sums over every image's plane.
+CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int64_t c, float *scratch) {
+    const ConvGeometry &g = *a.g;
+    const int64_t in_size = p.ih * p.iw, out_size = p.oh * p.ow, planes = g.n * g.c;
+    float *x_copy = scratch, *dy_copy = scratch + bounce_floats(p.before, in_size, p.after);
+    __m256 sums[kTaps];
+    for (auto &s : sums) s = _mm256_setzero_ps();
+    for (int64_t n = 0; n < g.n; ++n) {
+        const int64_t q = n * g.c + c;
+        const float *x = static_cast<const float *>(a.x) + q * in_size;
+        const float *dy = static_cast<const float *>(a.y) + q * out_size;
+        if (near_ends(q, planes, in_size, p.before, p.after)) x = bounce(x, p.before, in_size, p.after, x_copy);
+        if (near_ends(q, planes, out_size, 0, p.dy_after)) dy = bounce(dy, 0, out_size, p.dy_after, dy_copy);
+        filter_plane(p, x, dy, sums);
+    }
+    float *dw = static_cast<float *>(a.w) + c * kTaps;
+    _mm256_storeu_ps(dw, lane_sums(sums));
+    alignas(32) float lanes[kVec];
+    _mm256_store_ps(lanes, sums[kTaps - 1]);
+    float s = 0;
+    for (float l : lanes) s += l;
+    dw[kTaps - 1] = s;
+}
+
+#endif  // CONV_HAVE_AVX512_KERNELS
+
+}  // namespace
+
+// Where it measured ahead of the 8-channel blocks (and of
+// depthwise_avx2_rows.cpp), MobileNet-v1's layers, AMD EPYC (Zen 3), batch
+// 1, 1 thread, alternated in one convbench (docs/performance.md): forward
+// at stride 2 1.1-2.0x, backward-filter at stride 2 1.1-1.9x, forward and
+// backward-data onto 7x7 planes 1.3-1.6x. At stride 1 on wider planes the
+// blocks and the rows kernel stayed ahead (forward 28x28 0.6-0.9x, 14x14
+// 0.75-1.1x; backward-filter 0.5-0.9x from 28x28 up): what is covered is
+// what this file builds.
+bool dw_planes_covers(const ConvGeometry &g, conv_op_t op) {
+    if (g.pad_begin[1] > kMaxPad || g.pad_begin[2] > kMaxPad) return false;
+    const PlanePlan p = make_plan(g, op);
+    if (p.edges() > kMaxEdges) return false;
+    if (g.stride[1] == 2) return op != CONV_OP_BACKWARD_DATA;
+    return op != CONV_OP_BACKWARD_FILTER && p.vecs == 1;
+}
+
+size_t dw_planes_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    return (size_t)checked_mul(checked_mul(slot_floats(make_plan(g, op)), std::max(threads, 1), "workspace"),
+                               (int64_t)sizeof(float), "workspace");
+}
+
+void dw_planes_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
+#if CONV_HAVE_AVX512_KERNELS
+    const ConvGeometry &g = *a.g;
+    const PlanePlan p = make_plan(g, a.op);
+    float *scratch = static_cast<float *>(ws);
+    const int64_t slot = slot_floats(p);
+    if (a.op == CONV_OP_BACKWARD_FILTER) {
+        pool.parallel_for(
+            g.c, [&](int64_t c, int s) { filter_channel(p, a, c, scratch + s * slot); }, threads);
+        if (a.bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, a.y, a.bias, pool, threads);
+        return;
+    }
+    pool.parallel_for(
+        g.n * g.c, [&](int64_t q, int s) { data_plane(p, a, q, scratch + s * slot); }, threads);
+#else
+    (void)a, (void)ws, (void)pool, (void)threads;
+#endif
+}
+
+}  // namespace conv::cpu
