@@ -1,6 +1,7 @@
 // Channels-first (NCHW) depthwise 3x3, multiplier 1, fp32, on CPUs with
-// AVX2 and FMA but no AVX-512: forward and backward-filter at stride 2,
-// forward and backward-data onto planes up to 8 wide at stride 1. A plane
+// AVX2 and FMA but no AVX-512: forward and backward-filter at stride 2 from
+// planes up to 32 wide, forward and backward-data onto planes up to 8 wide
+// at stride 1 (dw_planes_covers). A plane
 // at a time, 8 output columns of a row per ymm, x, y and dy read and
 // written where they lie.
 //
@@ -413,18 +414,26 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
 }  // namespace
 
 // Where it measured ahead of the 8-channel blocks (and of
-// depthwise_avx2_rows.cpp), MobileNet-v1's layers, AMD EPYC (Zen 3), batch
-// 1, 1 thread, alternated in one convbench (docs/performance.md): forward
-// at stride 2 1.1-2.0x, backward-filter at stride 2 1.1-1.9x, forward and
-// backward-data onto 7x7 planes 1.3-1.6x. At stride 1 on wider planes the
-// blocks and the rows kernel stayed ahead (forward 28x28 0.6-0.9x, 14x14
-// 0.75-1.1x; backward-filter 0.5-0.9x from 28x28 up): what is covered is
-// what this file builds.
+// depthwise_avx2_rows.cpp), MobileNet-v1's layers, AMD EPYC (Zen 3), 1
+// thread, alternated in one convbench, 5 rounds (docs/performance.md):
+// stride 2 from 28x28 and 14x14 planes, forward 1.42-1.72x at batch 1,
+// 1.58-1.67x at batch 8, backward-filter 0.98-1.09x and 1.18-1.34x; onto
+// 7x7 planes at stride 1, forward and backward-data 1.10-1.15x. Not from
+// planes past 32 columns: a column's sweep down rows of 56-112 columns
+// reads each line again for the next column, from L2 once the plane is
+// past L1, from memory at batch 8 (56x56 forward 1.44x at batch 1 but
+// 0.96x at batch 8, backward-filter 1.20x and 0.73x; 112x112 1.34-1.52x
+// and 0.36-0.51x) -- bands of rows would keep them in L1. At stride 1 on
+// 14x14 and wider planes the blocks and the rows kernel stayed ahead
+// (forward 28x28 0.6-0.9x, 14x14 0.75-1.1x; backward-filter 0.5-0.9x from
+// 28x28 up): what is covered is what this file builds.
+constexpr int64_t kMaxStride2Width = 32;
+
 bool dw_planes_covers(const ConvGeometry &g, conv_op_t op) {
     if (g.pad_begin[1] > kMaxPad || g.pad_begin[2] > kMaxPad) return false;
     const PlanePlan p = make_plan(g, op);
     if (p.edges() > kMaxEdges) return false;
-    if (g.stride[1] == 2) return op != CONV_OP_BACKWARD_DATA;
+    if (g.stride[1] == 2) return op != CONV_OP_BACKWARD_DATA && g.in[2] <= kMaxStride2Width;
     return op != CONV_OP_BACKWARD_FILTER && p.vecs == 1;
 }
 
