@@ -48,6 +48,7 @@
 #include "core/checked.h"
 #include "cpu/avx2.h"
 #include "cpu/epilogue.h"
+#include "cpu/plane_bounce.h"
 
 namespace conv::cpu {
 namespace {
@@ -147,12 +148,6 @@ PlanePlan make_plan(const ConvGeometry &g, conv_op_t op) {
                       op == CONV_OP_BACKWARD_FILTER);
 }
 
-// Floats of a copy of a plane (`size` floats) with `before` and `after`
-// zeroed around it, rounded to whole vectors.
-int64_t bounce_floats(int64_t before, int64_t size, int64_t after) {
-    return round_up(before, kVec) + round_up(size + after, kVec);
-}
-
 // A thread's scratch: room for a copy of an input plane and, at
 // backward-filter, of dy's, for the planes whose reads could leave their
 // tensor.
@@ -161,24 +156,6 @@ int64_t slot_floats(const PlanePlan &p) {
 }
 
 #if CONV_HAVE_AVX512_KERNELS
-
-// The plane at `src` (size floats) inside `scratch`, zeros `before` and
-// `after` it; returns where the plane starts.
-CONV_TARGET_AVX2 const float *bounce(const float *src, int64_t before, int64_t size, int64_t after,
-                                     float *scratch) {
-    const int64_t lead = round_up(before, kVec);
-    std::fill(scratch, scratch + lead, 0.0f);
-    std::copy(src, src + size, scratch + lead);
-    std::fill(scratch + lead + size, scratch + lead + round_up(size + after, kVec), 0.0f);
-    return scratch + lead;
-}
-
-// Whether plane q of a tensor of `planes` planes (`size` floats each) could
-// be read outside the tensor by reads from `before` floats before it to
-// `after` past it.
-bool near_ends(int64_t q, int64_t planes, int64_t size, int64_t before, int64_t after) {
-    return q * size < before || (planes - q) * size < size + after;
-}
 
 // Stride 2's lane order to and from column order (its own inverse).
 CONV_TARGET_AVX2 inline __m256 split_order(__m256 v) {
