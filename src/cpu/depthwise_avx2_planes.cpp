@@ -201,39 +201,14 @@ CONV_TARGET_AVX2 inline void put(float *at, __m256 v, bool relu, int64_t n) {
     store_first_avx2(at, v, n);
 }
 
-// One column vector of an output plane at stride 1: input row i feeds
+// One column vector of an output plane. Stride 1: input row i feeds
 // output rows i + pt (a0), i + pt - 1 (a1), i + pt - 2 (a2, then done).
-template <bool Edge>
-CONV_TARGET_AVX2 void forward_column_s1(const PlanePlan &p, const float *x, float *y, int64_t v,
-                                        const __m256 (&weights)[kTaps], __m256 bias, bool relu) {
+// Stride 2: output row r reads input rows 2r - pt + kh; the last of them
+// (kh = 2) is the next row's first (carry).
+template <int S, bool Edge>
+CONV_TARGET_AVX2 void forward_column(const PlanePlan &p, const float *x, float *y, int64_t v,
+                                     const __m256 (&weights)[kTaps], __m256 bias, bool relu) {
     // Copies the stores into y cannot alias: they stay in registers.
-    __m256 w[kTaps];
-    for (int t = 0; t < kTaps; ++t) w[t] = weights[t];
-    const int64_t ih = p.ih, iw = p.iw, oh = p.oh, ow = p.ow, pt = p.pt, end = p.room(0, v);
-    const Masks m = Edge ? p.masks(v) : nullptr;
-    const float *at = x + p.first_read(v);
-    float *out = y + v * kVec;
-    __m256 a1 = bias, a2 = bias;
-    for (int64_t j = 0; j < oh + 2; ++j) {
-        __m256 a0 = bias;
-        const int64_t i = j - pt;
-        if (i >= 0 && i < ih) {
-            __m256 t[kK];
-            row_taps<1, Edge>(at + i * iw, m, t);
-            a0 = _mm256_add_ps(a0, window_row(w, t));
-            a1 = _mm256_add_ps(a1, window_row(w + kK, t));
-            a2 = _mm256_add_ps(a2, window_row(w + 2 * kK, t));
-        }
-        if (j >= 2) put(out + (j - 2) * ow, a2, relu, end - (j - 2) * ow);
-        a2 = a1, a1 = a0;
-    }
-}
-
-// The same at stride 2: output row r reads input rows 2r - pt + kh; the
-// last of them (kh = 2) is the next row's first (carry).
-template <bool Edge>
-CONV_TARGET_AVX2 void forward_column_s2(const PlanePlan &p, const float *x, float *y, int64_t v,
-                                        const __m256 (&weights)[kTaps], __m256 bias, bool relu) {
     __m256 w[kTaps];
     for (int t = 0; t < kTaps; ++t) w[t] = weights[t];
     const int64_t ih = p.ih, iw = p.iw, oh = p.oh, ow = p.ow, pt = p.pt, end = p.room(0, v);
@@ -242,25 +217,40 @@ CONV_TARGET_AVX2 void forward_column_s2(const PlanePlan &p, const float *x, floa
     float *out = y + v * kVec;
     auto in_plane = [&](int64_t i) { return i >= 0 && i < ih; };
     __m256 t[kK];
-    __m256 carry = bias;
-    if (in_plane(-pt)) {
-        row_taps<2, Edge>(at - pt * iw, m, t);
-        carry = _mm256_add_ps(carry, window_row(w, t));
-    }
-    for (int64_t r = 0; r < oh; ++r) {
-        __m256 acc = carry;
-        const int64_t i = 2 * r - pt + 1;
-        if (in_plane(i)) {
-            row_taps<2, Edge>(at + i * iw, m, t);
-            acc = _mm256_add_ps(acc, window_row(w + kK, t));
+    if constexpr (S == 1) {
+        __m256 a1 = bias, a2 = bias;
+        for (int64_t j = 0; j < oh + 2; ++j) {
+            __m256 a0 = bias;
+            if (in_plane(j - pt)) {
+                row_taps<1, Edge>(at + (j - pt) * iw, m, t);
+                a0 = _mm256_add_ps(a0, window_row(w, t));
+                a1 = _mm256_add_ps(a1, window_row(w + kK, t));
+                a2 = _mm256_add_ps(a2, window_row(w + 2 * kK, t));
+            }
+            if (j >= 2) put(out + (j - 2) * ow, a2, relu, end - (j - 2) * ow);
+            a2 = a1, a1 = a0;
         }
-        carry = bias;
-        if (in_plane(i + 1)) {
-            row_taps<2, Edge>(at + (i + 1) * iw, m, t);
-            acc = _mm256_add_ps(acc, window_row(w + 2 * kK, t));
+    } else {
+        __m256 carry = bias;
+        if (in_plane(-pt)) {
+            row_taps<2, Edge>(at - pt * iw, m, t);
             carry = _mm256_add_ps(carry, window_row(w, t));
         }
-        put(out + r * ow, split_order(acc), relu, end - r * ow);
+        for (int64_t r = 0; r < oh; ++r) {
+            __m256 acc = carry;
+            const int64_t i = 2 * r - pt + 1;
+            if (in_plane(i)) {
+                row_taps<2, Edge>(at + i * iw, m, t);
+                acc = _mm256_add_ps(acc, window_row(w + kK, t));
+            }
+            carry = bias;
+            if (in_plane(i + 1)) {
+                row_taps<2, Edge>(at + (i + 1) * iw, m, t);
+                acc = _mm256_add_ps(acc, window_row(w + 2 * kK, t));
+                carry = _mm256_add_ps(carry, window_row(w, t));
+            }
+            put(out + r * ow, split_order(acc), relu, end - r * ow);
+        }
     }
 }
 
@@ -269,17 +259,10 @@ template <int S>
 CONV_TARGET_AVX2 void forward_plane(const PlanePlan &p, const float *x, float *y, const __m256 (&w)[kTaps],
                                     __m256 bias, bool relu) {
     for (int64_t v = p.vecs - 1; v >= 0; --v) {
-        if constexpr (S == 1) {
-            if (p.interior(v))
-                forward_column_s1<false>(p, x, y, v, w, bias, relu);
-            else
-                forward_column_s1<true>(p, x, y, v, w, bias, relu);
-        } else {
-            if (p.interior(v))
-                forward_column_s2<false>(p, x, y, v, w, bias, relu);
-            else
-                forward_column_s2<true>(p, x, y, v, w, bias, relu);
-        }
+        if (p.interior(v))
+            forward_column<S, false>(p, x, y, v, w, bias, relu);
+        else
+            forward_column<S, true>(p, x, y, v, w, bias, relu);
     }
 }
 
