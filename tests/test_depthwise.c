@@ -115,7 +115,7 @@ static void test_real_data(void **state)
 /* MobileNet-like layers: wide planes and many channels (several row blocks,
  * several vectors per row, rows wide enough for the unmasked vectors at
  * stride 2, channel tails; channels-last rows of 16+ pixels swept a pixel
- * block through all channels). */
+ * block through all channels; tensors past 4 MiB). */
 static void test_mobilenet_like(void **state)
 {
     (void)state;
@@ -125,7 +125,13 @@ static void test_mobilenet_like(void **state)
                   {33, 14, 2}, {6, 112, 2}, {5, 75, 2}, {4, 100, 1}, {512, 14, 1}, {520, 14, 2},
                   {1024, 7, 1}, {256, 28, 2}, {128, 57, 2}, {264, 15, 1},
                   /* channels-last stride-2 backward-data of 64-127 channels past L2: pixel blocks */
-                  {70, 81, 2}};
+                  {70, 81, 2},
+                  /* AVX2 channels-first inputs past 4 MiB on planes wider than 64: the
+                   * 8-channel blocks, not the in-place plane sweeps */
+                  {132, 100, 1}, {136, 90, 2},
+                  /* and past 4 MiB on planes up to 32 (64 for stride-2 forward) wide:
+                   * the plane sweeps that ask for the next plane ahead */
+                  {1100, 28, 2}, {1400, 28, 1}, {300, 60, 2}};
     tu_rng r;
     tu_seed(&r, 4242);
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)

@@ -44,6 +44,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/checked.h"
 #include "cpu/avx2.h"
@@ -74,6 +75,7 @@ struct PlanePlan {
     int s;
     bool filter;     // backward-filter (stride 2): lanes past the row cleared too
     int64_t vecs;    // column vectors per output row
+    bool ahead;      // ask for the next plane while sweeping this one (kFromCache)
     int64_t ib, ie;  // interior vectors: [ib, ie)
     // Floats the loads read before a plane's first row and past its last
     // one; at backward-filter, past dy's plane.
@@ -81,6 +83,7 @@ struct PlanePlan {
     // Per edge vector: the lanes each tap column keeps, then the lanes that
     // are outputs (all bits set or clear, for vandps).
     alignas(32) int32_t mask[kMaxEdges][kK + 1][kVec];
+    alignas(32) int32_t all[kK + 1][kVec];  // an interior vector's, for a pair with an edge one
 
     int64_t lane_col(int64_t v, int lane) const { return v * kVec + (s == 2 ? kSplitOrder[lane] : lane); }
     // The first float a column vector's loads read, relative to its row,
@@ -89,11 +92,16 @@ struct PlanePlan {
     int64_t end_read(int64_t v) const { return first_read(v) + (s == 2 ? 2 * kVec + 1 : kVec + kK - 1); }
     bool interior(int64_t v) const { return v >= ib && v < ie; }
     Masks masks(int64_t v) const { return mask[v < ib ? v : ib + (v - ie)]; }
+    Masks masks_or_all(int64_t v) const { return interior(v) ? all : masks(v); }
     int64_t edges() const { return ib + (vecs - ie); }
     // Floats from column vector v of output row r to the plane's end: a
     // store of 8 overflows the plane from where this is under 8 (the last
     // vector's last row, or rows from the end on planes under 8 wide).
     int64_t room(int64_t r, int64_t v) const { return (oh - r) * ow - v * kVec; }
+    // Rows [0, full(v)) of column vector v have room for 8 (all of them but
+    // the last vector's last, or last few).
+    int64_t full_last;
+    int64_t full(int64_t v) const { return v == vecs - 1 ? full_last : oh; }
 };
 
 // Lane `lane` of vector v: whether tap column kw keeps it (kw < kK), or
@@ -123,10 +131,13 @@ PlanePlan plan_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t pt,
     while (p.ib < p.vecs && !whole(p, p.ib)) ++p.ib;
     p.ie = p.vecs;
     while (p.ie > p.ib && !whole(p, p.ie - 1)) --p.ie;
+    const int64_t last_room = p.room(0, p.vecs - 1);
+    p.full_last = last_room >= kVec ? (last_room - kVec) / ow + 1 : 0;
     p.before = std::max<int64_t>(0, -p.first_read(0));
     p.after = std::max<int64_t>(0, p.end_read(p.vecs - 1) - iw);
     p.dy_after = filter ? p.vecs * kVec - ow : 0;
     if (p.edges() > kMaxEdges) return p;  // not covered (dw_planes_covers)
+    std::fill(&p.all[0][0], &p.all[0][0] + (kK + 1) * kVec, -1);
     for (int64_t v = 0; v < p.vecs; ++v) {
         if (p.interior(v)) continue;
         int32_t(*m)[kVec] = p.mask[v < p.ib ? v : p.ib + (v - p.ie)];
@@ -195,18 +206,29 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) __m256 window_row(const _
 // An output vector into its row: n lanes, all 8 from n >= 8 (see
 // PlanePlan::room), ReLU applied if asked (max(0, v): a NaN stays NaN, as
 // epilogue.cpp).
-CONV_TARGET_AVX2 inline void put(float *at, __m256 v, bool relu, int64_t n) {
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void put(float *at, __m256 v, bool relu, int64_t n) {
     if (relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);
     if (n >= kVec) return _mm256_storeu_ps(at, v);
     store_first_avx2(at, v, n);
 }
 
-// One column vector of an output plane. Stride 1: input row i feeds
+// A plane a thread takes next (or writes now), asked into L2 (a hint:
+// never faults). The column sweeps read a plane's lines in an order the
+// prefetchers do not follow: from memory (batch 8) that lost 0.5-0.9x to
+// the 8-channel blocks on 56x56-112x112 planes.
+CONV_TARGET_AVX2 inline void prefetch_plane(const float *plane, int64_t floats) {
+    const char *at = reinterpret_cast<const char *>(plane), *end = reinterpret_cast<const char *>(plane + floats);
+    for (; at < end; at += 64) _mm_prefetch(at, _MM_HINT_T1);
+    _mm_prefetch(end - 1, _MM_HINT_T1);
+}
+
+// One column vector of an output plane, all rows in one loop (planes of
+// one vector, and two at stride 2). Stride 1: input row i feeds
 // output rows i + pt (a0), i + pt - 1 (a1), i + pt - 2 (a2, then done).
 // Stride 2: output row r reads input rows 2r - pt + kh; the last of them
 // (kh = 2) is the next row's first (carry).
 template <int S, bool Edge>
-CONV_TARGET_AVX2 void forward_column(const PlanePlan &p, const float *x, float *y, int64_t v,
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void forward_column(const PlanePlan &p, const float *x, float *y, int64_t v,
                                      const __m256 (&weights)[kTaps], __m256 bias, bool relu) {
     // Copies the stores into y cannot alias: they stay in registers.
     __m256 w[kTaps];
@@ -215,7 +237,7 @@ CONV_TARGET_AVX2 void forward_column(const PlanePlan &p, const float *x, float *
     const Masks m = Edge ? p.masks(v) : nullptr;
     const float *at = x + p.first_read(v);
     float *out = y + v * kVec;
-    auto in_plane = [&](int64_t i) { return i >= 0 && i < ih; };
+    auto in_plane = [&](int64_t i) CONV_TARGET_AVX2 { return i >= 0 && i < ih; };
     __m256 t[kK];
     if constexpr (S == 1) {
         __m256 a1 = bias, a2 = bias;
@@ -254,15 +276,132 @@ CONV_TARGET_AVX2 void forward_column(const PlanePlan &p, const float *x, float *
     }
 }
 
-// A forward plane, column vectors last to first.
+// The next item's input plane (if any) and this one's output (kept out of
+// line: the hot loops inlined around the call kept fewer registers).
+CONV_TARGET_AVX2 __attribute__((noinline)) void prefetch_planes(const float *next, int64_t next_floats,
+                                                                const float *out, int64_t out_floats) {
+    if (next) prefetch_plane(next, next_floats);
+    prefetch_plane(out, out_floats);
+}
+
+// N column vectors of an output plane, v and the N - 1 before it (Edge:
+// masked, all of them). Stride 1: input row i feeds output rows i + pt
+// (a0), i + pt - 1 (a1), i + pt - 2 (a2, then done). Stride 2: output row
+// r reads input rows 2r - pt + kh; the last of them (kh = 2) is the next
+// row's first (carry). The rows whose loads, stores and bounds are all
+// plain run in a loop of their own, without a branch.
+template <int S, int N, bool Edge>
+CONV_TARGET_AVX2 void forward_columns(const PlanePlan &p, const float *x, float *y, int64_t v,
+                                      const __m256 (&weights)[kTaps], __m256 bias, bool relu) {
+    // Copies the stores into y cannot alias: they stay in registers.
+    __m256 w[kTaps];
+    for (int t = 0; t < kTaps; ++t) w[t] = weights[t];
+    const int64_t ih = p.ih, iw = p.iw, oh = p.oh, ow = p.ow, pt = p.pt;
+    Masks m[N];
+    const float *at[N];
+    float *out[N];
+    int64_t end[N];
+    for (int c = 0; c < N; ++c) {
+        m[c] = Edge ? p.masks_or_all(v - c) : nullptr;
+        at[c] = x + p.first_read(v - c), out[c] = y + (v - c) * kVec, end[c] = p.room(0, v - c);
+    }
+    const int64_t full = p.full(v);
+    __m256 t[kK];
+    if constexpr (S == 1) {
+        __m256 a1[N], a2[N];
+        for (int c = 0; c < N; ++c) a1[c] = bias, a2[c] = bias;
+        auto step = [&](int64_t j, auto plain) CONV_TARGET_AVX2 {
+            const bool load = plain || (j - pt >= 0 && j - pt < ih);
+#pragma GCC unroll 2
+            for (int c = 0; c < N; ++c) {
+                __m256 a0 = bias;
+                if (load) {
+                    row_taps<1, Edge>(at[c] + (j - pt) * iw, m[c], t);
+                    a0 = _mm256_add_ps(a0, window_row(w, t));
+                    a1[c] = _mm256_add_ps(a1[c], window_row(w + kK, t));
+                    a2[c] = _mm256_add_ps(a2[c], window_row(w + 2 * kK, t));
+                }
+                if (plain)
+                    put(out[c] + (j - 2) * ow, a2[c], relu, kVec);
+                else if (j >= 2)
+                    put(out[c] + (j - 2) * ow, a2[c], relu, end[c] - (j - 2) * ow);
+                a2[c] = a1[c], a1[c] = a0;
+            }
+        };
+        // Step j adds input row j - pt to output rows j, j - 1, j - 2 and
+        // stores row j - 2. Plain: a row to store, input row j - pt in the
+        // plane, output row j - 2 < full.
+        const int64_t j0 = std::max<int64_t>(2, pt), j1 = std::max(j0, std::min({oh + 2, ih + pt, full + 2}));
+        for (int64_t j = 0; j < j0; ++j) step(j, std::false_type{});
+        for (int64_t j = j0; j < j1; ++j) step(j, std::true_type{});
+        for (int64_t j = j1; j < oh + 2; ++j) step(j, std::false_type{});
+    } else {
+        auto in_plane = [&](int64_t i) CONV_TARGET_AVX2 { return i >= 0 && i < ih; };
+        __m256 carry[N];
+        for (int c = 0; c < N; ++c) {
+            carry[c] = bias;
+            if (in_plane(-pt)) {
+                row_taps<2, Edge>(at[c] - pt * iw, m[c], t);
+                carry[c] = _mm256_add_ps(carry[c], window_row(w, t));
+            }
+        }
+        auto step = [&](int64_t r, auto plain) CONV_TARGET_AVX2 {
+            const int64_t i = 2 * r - pt + 1;
+            const bool mid = plain || in_plane(i), low = plain || in_plane(i + 1);
+#pragma GCC unroll 2
+            for (int c = 0; c < N; ++c) {
+                __m256 acc = carry[c];
+                if (mid) {
+                    row_taps<2, Edge>(at[c] + i * iw, m[c], t);
+                    acc = _mm256_add_ps(acc, window_row(w + kK, t));
+                }
+                carry[c] = bias;
+                if (low) {
+                    row_taps<2, Edge>(at[c] + (i + 1) * iw, m[c], t);
+                    acc = _mm256_add_ps(acc, window_row(w + 2 * kK, t));
+                    carry[c] = _mm256_add_ps(carry[c], window_row(w, t));
+                }
+                put(out[c] + r * ow, split_order(acc), relu, plain ? kVec : end[c] - r * ow);
+            }
+        };
+        // Plain: input rows 2r - pt + 1 and + 2 in the plane, r < full.
+        const int64_t r0 = pt / 2;  // 2r - pt + 1 >= 0
+        const int64_t below = ih + pt - 3 >= 0 ? (ih + pt - 3) / 2 + 1 : 0;  // 2r - pt + 2 < ih
+        const int64_t lo = std::min(oh, r0), hi = std::max(lo, std::min({oh, below, full}));
+        for (int64_t r = 0; r < lo; ++r) step(r, std::false_type{});
+        for (int64_t r = lo; r < hi; ++r) step(r, std::true_type{});
+        for (int64_t r = hi; r < oh; ++r) step(r, std::false_type{});
+    }
+}
+
+// A forward plane, column vectors last to first. Wide planes two at a
+// time, the plain rows in a loop of their own; planes of one vector (and
+// two at stride 2) one at a time in one loop, where the pairs and the split
+// loops measured 0.74-0.93x (7x7 and 14x14, 6 alternated rounds).
 template <int S>
 CONV_TARGET_AVX2 void forward_plane(const PlanePlan &p, const float *x, float *y, const __m256 (&w)[kTaps],
                                     __m256 bias, bool relu) {
-    for (int64_t v = p.vecs - 1; v >= 0; --v) {
-        if (p.interior(v))
-            forward_column<S, false>(p, x, y, v, w, bias, relu);
+    int64_t v = p.vecs - 1;
+    if (p.vecs < (S == 1 ? 2 : 3)) {
+        for (; v >= 0; --v) {
+            if (p.interior(v))
+                forward_column<S, false>(p, x, y, v, w, bias, relu);
+            else
+                forward_column<S, true>(p, x, y, v, w, bias, relu);
+        }
+        return;
+    }
+    for (; v >= 1; v -= 2) {
+        if (p.interior(v) && p.interior(v - 1))
+            forward_columns<S, 2, false>(p, x, y, v, w, bias, relu);
         else
-            forward_column<S, true>(p, x, y, v, w, bias, relu);
+            forward_columns<S, 2, true>(p, x, y, v, w, bias, relu);
+    }
+    if (v == 0) {
+        if (p.interior(0))
+            forward_column<S, false>(p, x, y, 0, w, bias, relu);
+        else
+            forward_column<S, true>(p, x, y, 0, w, bias, relu);
     }
 }
 
@@ -274,6 +413,7 @@ CONV_TARGET_AVX2 void data_plane(const PlanePlan &p, const ConvArgs &a, int64_t 
     const int64_t c = q % g.c, in_size = p.ih * p.iw, out_size = p.oh * p.ow;
     const float *in = static_cast<const float *>(forward ? a.x : a.y) + q * in_size;
     float *out = static_cast<float *>(forward ? a.y : a.x) + q * out_size;
+    if (p.ahead) prefetch_planes(q + 1 < g.n * g.c ? in + in_size : nullptr, in_size, out, out_size);
     if (near_ends(q, g.n * g.c, in_size, p.before, p.after)) in = bounce(in, p.before, in_size, p.after, scratch);
     const float *wc = static_cast<const float *>(a.w) + c * kTaps;
     __m256 w[kTaps];
@@ -356,6 +496,12 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
         const int64_t q = n * g.c + c;
         const float *x = static_cast<const float *>(a.x) + q * in_size;
         const float *dy = static_cast<const float *>(a.y) + q * out_size;
+        // The next image's planes, or the next channel's first.
+        const int64_t next = n + 1 < g.n ? q + g.c : c + 1;
+        if (p.ahead && next < planes) {
+            prefetch_plane(static_cast<const float *>(a.x) + next * in_size, in_size);
+            prefetch_plane(static_cast<const float *>(a.y) + next * out_size, out_size);
+        }
         if (near_ends(q, planes, in_size, p.before, p.after)) x = bounce(x, p.before, in_size, p.after, x_copy);
         if (near_ends(q, planes, out_size, 0, p.dy_after)) dy = bounce(dy, 0, out_size, p.dy_after, dy_copy);
         filter_plane(p, x, dy, sums);
@@ -374,27 +520,37 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
 }  // namespace
 
 // Where it measured ahead of the 8-channel blocks (and of
-// depthwise_avx2_rows.cpp), MobileNet-v1's layers, AMD EPYC (Zen 3), 1
-// thread, alternated in one convbench, 5 rounds (docs/performance.md):
-// stride 2 from 28x28 and 14x14 planes, forward 1.42-1.72x at batch 1,
-// 1.58-1.67x at batch 8, backward-filter 0.98-1.09x and 1.18-1.34x; onto
-// 7x7 planes at stride 1, forward and backward-data 1.10-1.15x. Not from
-// planes past 32 columns: a column's sweep down rows of 56-112 columns
-// reads each line again for the next column, from L2 once the plane is
-// past L1, from memory at batch 8 (56x56 forward 1.44x at batch 1 but
-// 0.96x at batch 8, backward-filter 1.20x and 0.73x; 112x112 1.34-1.52x
-// and 0.36-0.51x) -- bands of rows would keep them in L1. At stride 1 on
-// 14x14 and wider planes the blocks and the rows kernel stayed ahead
-// (forward 28x28 0.6-0.9x, 14x14 0.75-1.1x; backward-filter 0.5-0.9x from
-// 28x28 up): what is covered is what this file builds.
-constexpr int64_t kMaxStride2Width = 32;
+// depthwise_avx2_rows.cpp) on MobileNet-v1's layers, AMD EPYC (Zen 3), 1
+// thread, alternated in one convbench (docs/performance.md). Planes up to
+// 32 wide: forward and backward-data at stride 1 1.4-1.6x at batch 1,
+// 1.2-2.3x at batch 8; forward at stride 2 1.4-1.7x and 1.6x;
+// backward-filter at stride 2 1.0-1.1x and 1.2-1.3x. Wider planes while
+// the input side stays in the caches call to call (kFromCache: MobileNet's
+// at batch 1-2): 56x56 and 112x112 1.2-1.9x. From memory (batch 8) the
+// column sweeps lose there (stride 1 0.5-0.8x, backward-filter 0.6-0.7x:
+// each sweep reads a line of the plane's rows, whose other lines later
+// sweeps read again, a pattern the prefetchers do not follow; asking for
+// the next plane and the output rows ahead got 1.1-1.7x of that back, but
+// cost up to 0.6x on small planes from the caches, so only from memory),
+// except forward at stride 2 on 56x56 (1.1-1.4x). At stride 1
+// backward-filter stays with the rows kernel and the blocks (0.5-0.9x).
+constexpr int64_t kFromCache = int64_t(4) << 20;  // bytes of the input side
+constexpr int64_t kAnyDepthWidth = 32;            // input columns
+constexpr int64_t kStride2ForwardWidth = 64;
+
+// Bytes of the side a pass sweeps (x; dy for backward-data).
+int64_t input_bytes(const ConvGeometry &g, conv_op_t op) {
+    return g.n * g.c * (op == CONV_OP_BACKWARD_DATA ? g.out_size() : g.in_size()) * (int64_t)sizeof(float);
+}
 
 bool dw_planes_covers(const ConvGeometry &g, conv_op_t op) {
     if (g.pad_begin[1] > kMaxPad || g.pad_begin[2] > kMaxPad) return false;
-    const PlanePlan p = make_plan(g, op);
-    if (p.edges() > kMaxEdges) return false;
-    if (g.stride[1] == 2) return op != CONV_OP_BACKWARD_DATA && g.in[2] <= kMaxStride2Width;
-    return op != CONV_OP_BACKWARD_FILTER && p.vecs == 1;
+    if (op == CONV_OP_BACKWARD_FILTER ? g.stride[1] != 2 : op == CONV_OP_BACKWARD_DATA && g.stride[1] != 1)
+        return false;
+    if (make_plan(g, op).edges() > kMaxEdges) return false;
+    const int64_t width = op == CONV_OP_BACKWARD_DATA ? g.out[2] : g.in[2];
+    if (width <= kAnyDepthWidth || input_bytes(g, op) <= kFromCache) return true;
+    return op == CONV_OP_FORWARD && g.stride[1] == 2 && width <= kStride2ForwardWidth;
 }
 
 size_t dw_planes_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
@@ -405,7 +561,8 @@ size_t dw_planes_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thread
 void dw_planes_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *a.g;
-    const PlanePlan p = make_plan(g, a.op);
+    PlanePlan p = make_plan(g, a.op);
+    p.ahead = input_bytes(g, a.op) > kFromCache;
     float *scratch = static_cast<float *>(ws);
     const int64_t slot = slot_floats(p);
     if (a.op == CONV_OP_BACKWARD_FILTER) {
