@@ -1,9 +1,8 @@
 // Channels-first (NCHW) depthwise 3x3, multiplier 1, fp32, on CPUs with
-// AVX2 and FMA but no AVX-512: forward and backward-filter at stride 2 from
-// planes up to 32 wide, forward and backward-data onto planes up to 8 wide
-// at stride 1 (dw_planes_covers). A plane
-// at a time, 8 output columns of a row per ymm, x, y and dy read and
-// written where they lie.
+// AVX2 and FMA but no AVX-512: forward and backward-data at stride 1,
+// forward and backward-filter at stride 2, on the planes where it measured
+// ahead (dw_planes_covers). A plane at a time, 8 output columns of a row
+// per ymm, x, y and dy read and written where they lie.
 //
 // depthwise_avx2.cpp's 8-channel blocks transpose every 8 x 8 positions of
 // a plane into a padded tile and the results back; on 7x7 and 14x14 planes
@@ -16,7 +15,11 @@
 //
 // - Forward, stride 1: input row i's three taps (three unaligned loads) go
 //   into the sums of output rows i + pt, i + pt - 1 and i + pt - 2: 9 FMAs
-//   for 3 loads.
+//   for 3 loads. Each window row's three products are summed apart and
+//   added to the row's sum, so the sum carried from step to step takes one
+//   add (12 cycles a step as three dependent FMAs). Planes wider than one
+//   vector go two column vectors at a time, the rows that need no bound
+//   or mask in a loop of their own.
 // - Forward, stride 2: 16 columns of a row are loaded at a tap's start and
 //   16 one column on, and split by in-lane shuffles into the even and odd
 //   columns (the three taps); the output lanes come out in the order
@@ -28,7 +31,6 @@
 //   9 vectors over a channel's whole batch (one work item a channel, so the
 //   order of the sums does not depend on the thread count), reduced across
 //   lanes once; dy is permuted into the split lanes' order.
-// Which passes and planes this file takes: dw_planes_covers.
 //
 // Column vectors at a row's ends clear, with an AND (an infinity in the row
 // beyond becomes 0, not NaN), the lanes whose tap is padding; backward-
@@ -521,18 +523,18 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
 
 // Where it measured ahead of the 8-channel blocks (and of
 // depthwise_avx2_rows.cpp) on MobileNet-v1's layers, AMD EPYC (Zen 3), 1
-// thread, alternated in one convbench (docs/performance.md). Planes up to
-// 32 wide: forward and backward-data at stride 1 1.4-1.6x at batch 1,
-// 1.2-2.3x at batch 8; forward at stride 2 1.4-1.7x and 1.6x;
-// backward-filter at stride 2 1.0-1.1x and 1.2-1.3x. Wider planes while
-// the input side stays in the caches call to call (kFromCache: MobileNet's
-// at batch 1-2): 56x56 and 112x112 1.2-1.9x. From memory (batch 8) the
-// column sweeps lose there (stride 1 0.5-0.8x, backward-filter 0.6-0.7x:
-// each sweep reads a line of the plane's rows, whose other lines later
-// sweeps read again, a pattern the prefetchers do not follow; asking for
-// the next plane and the output rows ahead got 1.1-1.7x of that back, but
-// cost up to 0.6x on small planes from the caches, so only from memory),
-// except forward at stride 2 on 56x56 (1.1-1.4x). At stride 1
+// thread, against the session's first library in one convbench, 4
+// alternated rounds (docs/performance.md). Planes up to 32 wide, batch 1
+// and 8: forward and backward-data at stride 1 1.1-1.3x and 1.3-2.3x,
+// forward at stride 2 1.5x and 1.7-1.9x, backward-filter at stride 2
+// 1.0-1.1x and 1.3-1.4x. Wider planes while the input side stays in the
+// caches call to call (kFromCache: MobileNet's 56x56 and 112x112 at batch
+// 1-2): 1.2-1.6x. From memory (batch 8) the column sweeps lost there
+// (stride 1 0.5-0.8x, backward-filter 0.6-0.7x: each sweep reads a line
+// of the plane's rows, whose other lines later sweeps read again, an order
+// the prefetchers do not follow; asking for the next plane ahead got some
+// of it back, and runs only from memory: on small planes from the caches
+// it cost), except forward at stride 2 on 56x56 (0.98-1.4x). At stride 1
 // backward-filter stays with the rows kernel and the blocks (0.5-0.9x).
 constexpr int64_t kFromCache = int64_t(4) << 20;  // bytes of the input side
 constexpr int64_t kAnyDepthWidth = 32;            // input columns

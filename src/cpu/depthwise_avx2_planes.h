@@ -1,8 +1,8 @@
 // Channels-first depthwise 3x3 on AVX2 CPUs a plane at a time, vectors
 // along its rows, read and written in place (depthwise_avx2_planes.cpp):
-// forward and backward-filter at stride 2 from planes up to 32 wide;
 // forward and backward-data (the forward pass of dy with the window
-// rotated) onto planes up to 8 wide at stride 1; multiplier 1.
+// rotated) at stride 1, forward and backward-filter at stride 2, where it
+// measured ahead of depthwise_avx2.cpp's blocks; multiplier 1.
 // dw_avx2_* of depthwise_avx2.cpp hand it the passes it covers.
 #pragma once
 
