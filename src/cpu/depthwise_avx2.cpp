@@ -22,9 +22,9 @@
 //   depend on the thread count. On dy planes 16 or more columns wide,
 //   depthwise_avx2_rows.cpp takes it at stride 1.
 // depthwise_avx2_planes.cpp (planes swept in place, no transposes) takes
-// forward, stride-1 backward-data and stride-2 backward-filter where it
-// measured faster (dw_planes_covers): every plane up to 32 wide, wider ones
-// while the tensors stay in the caches.
+// forward, stride-1 backward-data and backward-filter where it measured
+// faster (dw_planes_covers): every plane up to 32 wide, wider ones (not at
+// stride-1 backward-filter) while the tensors stay in the caches.
 // Every output is a plain sum of products (a dot product's bound).
 #include "cpu/depthwise_avx2.h"
 

@@ -1,7 +1,6 @@
 // Channels-first (NCHW) depthwise 3x3, multiplier 1, fp32, on CPUs with
-// AVX2 and FMA but no AVX-512: forward and backward-data at stride 1,
-// forward and backward-filter at stride 2, on the planes where it measured
-// ahead (dw_planes_covers). A plane at a time, 8 output columns of a row
+// AVX2 and FMA but no AVX-512: forward, backward-data at stride 1 and
+// backward-filter, on the planes where it measured ahead (dw_planes_covers). A plane at a time, 8 output columns of a row
 // per ymm, x, y and dy read and written where they lie.
 //
 // depthwise_avx2.cpp's 8-channel blocks transpose every 8 x 8 positions of
@@ -27,10 +26,11 @@
 //   row 2r - pt + 2 feeds output rows r (tap row 2) and r + 1 (tap row 0).
 // - Backward-data at stride 1: the forward pass of dy with the window
 //   rotated (padding 2 - pad).
-// - Backward-filter at stride 2: dw(tap) = sum of dy(p) * x(2p + tap), in
-//   9 vectors over a channel's whole batch (one work item a channel, so the
-//   order of the sums does not depend on the thread count), reduced across
-//   lanes once; dy is permuted into the split lanes' order.
+// - Backward-filter: dw(tap) = sum of dy(p) * x(sp + tap), in 9 vectors
+//   over a channel's whole batch (one work item a channel, so the order of
+//   the sums does not depend on the thread count), reduced across lanes
+//   once. Stride 1: input row i's three taps meet dy's rows i + pt - kh.
+//   Stride 2: dy is permuted into the split lanes' order.
 //
 // Column vectors at a row's ends clear, with an AND (an infinity in the row
 // beyond becomes 0, not NaN), the lanes whose tap is padding; backward-
@@ -470,7 +470,48 @@ CONV_TARGET_AVX2 void filter_column_s2(const PlanePlan &p, const float *x, const
     for (int t = 0; t < kTaps; ++t) total[t] = sums[t];
 }
 
-CONV_TARGET_AVX2 void filter_plane(const PlanePlan &p, const float *x, const float *dy, __m256 (&sums)[kTaps]) {
+// Backward-filter at stride 1, column vector v of x's row i (`at`: the
+// row plus first_read(v)) against dy's rows i + pt - kh: x's taps are
+// loaded once for all three.
+template <bool Edge>
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_step_s1(const PlanePlan &p, const float *at,
+                                                                           const float *d, int64_t i, Masks m,
+                                                                           __m256 (&sums)[kTaps]) {
+    __m256 t[kK];
+    row_taps<1, Edge>(at, m, t);
+    const int64_t r = i + p.pt, oh = p.oh, ow = p.ow;  // dy's row for kh = 0
+    if (r - (kK - 1) >= 0 && r < oh) {
+#pragma GCC unroll 3
+        for (int kh = 0; kh < kK; ++kh) filter_row(sums + kh * kK, dy_row<1, Edge>(d, ow, m, r - kh), t);
+        return;
+    }
+#pragma GCC unroll 3
+    for (int kh = 0; kh < kK; ++kh)
+        if (r - kh >= 0 && r - kh < oh) filter_row(sums + kh * kK, dy_row<1, Edge>(d, ow, m, r - kh), t);
+}
+
+// A plane at stride 1, a column vector at a time, top to bottom (row by
+// row, its loops over a row's few vectors cost 1.8-2.5x on 7x7-28x28).
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_plane_s1(const PlanePlan &p, const float *x,
+                                                                            const float *dy, __m256 (&sums)[kTaps]) {
+    for (int64_t v = 0; v < p.vecs; ++v) {
+        const float *at = x + p.first_read(v), *d = dy + v * kVec;
+        if (p.interior(v)) {
+            for (int64_t i = 0; i < p.ih; ++i) filter_step_s1<false>(p, at + i * p.iw, d, i, nullptr, sums);
+            continue;
+        }
+        Masks m = p.masks(v);
+        for (int64_t i = 0; i < p.ih; ++i) {
+            // The masks read from memory at each use: GCC kept the four in
+            // registers, and the nine sums and three taps then spilled one
+            // sum (its FMA waited on a store to the stack every row: 1.4x).
+            asm("" : "+r"(m));
+            filter_step_s1<true>(p, at + i * p.iw, d, i, m, sums);
+        }
+    }
+}
+
+CONV_TARGET_AVX2 void filter_plane_s2(const PlanePlan &p, const float *x, const float *dy, __m256 (&sums)[kTaps]) {
     for (int64_t v = 0; v < p.vecs; ++v) {
         if (p.interior(v))
             filter_column_s2<false>(p, x, dy, v, sums);
@@ -493,7 +534,10 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
     const int64_t in_size = p.ih * p.iw, out_size = p.oh * p.ow, planes = g.n * g.c;
     float *x_copy = scratch, *dy_copy = scratch + bounce_floats(p.before, in_size, p.after);
     __m256 sums[kTaps];
-    for (auto &s : sums) s = _mm256_setzero_ps();
+    // Unrolled: as a loop GCC made it a memset (rep stos, a quarter of a
+    // 7x7 channel's time).
+#pragma GCC unroll 9
+    for (int t = 0; t < kTaps; ++t) sums[t] = _mm256_setzero_ps();
     for (int64_t n = 0; n < g.n; ++n) {
         const int64_t q = n * g.c + c;
         const float *x = static_cast<const float *>(a.x) + q * in_size;
@@ -506,7 +550,11 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
         }
         if (near_ends(q, planes, in_size, p.before, p.after)) x = bounce(x, p.before, in_size, p.after, x_copy);
         if (near_ends(q, planes, out_size, 0, p.dy_after)) dy = bounce(dy, 0, out_size, p.dy_after, dy_copy);
-        filter_plane(p, x, dy, sums);
+        // Stride 1 inline: the sums then stay in registers across planes.
+        if (p.s == 2)
+            filter_plane_s2(p, x, dy, sums);
+        else
+            filter_plane_s1(p, x, dy, sums);
     }
     float *dw = static_cast<float *>(a.w) + c * kTaps;
     _mm256_storeu_ps(dw, lane_sums(sums));
@@ -534,10 +582,13 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
 // of the plane's rows, whose other lines later sweeps read again, an order
 // the prefetchers do not follow; asking for the next plane ahead got some
 // of it back, and runs only from memory: on small planes from the caches
-// it cost), except forward at stride 2 on 56x56 (0.98-1.4x). At stride 1
-// backward-filter stays with the rows kernel and the blocks: the same
-// sweep (x's row i meeting dy rows i + pt - kh as they roll down the
-// column) measured 0.64-0.88x from 28x28 up, 0.80-0.99x on 14x14 and 7x7.
+// it cost), except forward at stride 2 on 56x56 (0.98-1.4x).
+// Backward-filter at stride 1 on planes up to 32 wide, once its nine sums
+// stayed in registers (no memset, no spill: filter_plane_s1), against the
+// rows kernel (28x28, 32x32, 20x20) and the blocks (14x14, 7x7), 8
+// alternated rounds: batch 1 1.16-1.47x, batch 8 0.99-1.75x, 2 threads
+// 1.14-1.52x; wider planes stay with the rows kernel (56x56 and 112x112
+// 0.74-0.96x: a column's sweep re-reads the rows' other lines from L2).
 constexpr int64_t kFromCache = int64_t(4) << 20;  // bytes of the input side
 constexpr int64_t kAnyDepthWidth = 32;            // input columns
 constexpr int64_t kStride2ForwardWidth = 64;
@@ -549,10 +600,10 @@ int64_t input_bytes(const ConvGeometry &g, conv_op_t op) {
 
 bool dw_planes_covers(const ConvGeometry &g, conv_op_t op) {
     if (g.pad_begin[1] > kMaxPad || g.pad_begin[2] > kMaxPad) return false;
-    if (op == CONV_OP_BACKWARD_FILTER ? g.stride[1] != 2 : op == CONV_OP_BACKWARD_DATA && g.stride[1] != 1)
-        return false;
+    if (op == CONV_OP_BACKWARD_DATA && g.stride[1] != 1) return false;
     if (make_plan(g, op).edges() > kMaxEdges) return false;
     const int64_t width = op == CONV_OP_BACKWARD_DATA ? g.out[2] : g.in[2];
+    if (op == CONV_OP_BACKWARD_FILTER && g.stride[1] == 1) return width <= kAnyDepthWidth;
     if (width <= kAnyDepthWidth || input_bytes(g, op) <= kFromCache) return true;
     return op == CONV_OP_FORWARD && g.stride[1] == 2 && width <= kStride2ForwardWidth;
 }

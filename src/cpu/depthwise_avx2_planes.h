@@ -1,8 +1,8 @@
 // Channels-first depthwise 3x3 on AVX2 CPUs a plane at a time, vectors
 // along its rows, read and written in place (depthwise_avx2_planes.cpp):
-// forward and backward-data (the forward pass of dy with the window
-// rotated) at stride 1, forward and backward-filter at stride 2, where it
-// measured ahead of depthwise_avx2.cpp's blocks; multiplier 1.
+// forward, backward-data at stride 1 (the forward pass of dy with the
+// window rotated) and backward-filter, where it measured ahead of
+// depthwise_avx2.cpp's blocks and depthwise_avx2_rows.cpp; multiplier 1.
 // dw_avx2_* of depthwise_avx2.cpp hand it the passes it covers.
 #pragma once
 
