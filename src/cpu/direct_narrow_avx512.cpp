@@ -17,10 +17,13 @@
 // added (the two-level order of CONV_MATH_STRICT), in an order that does
 // not depend on the thread count.
 //
-// With AVX2 (backward-data only) a block is M x R rows x 8 columns (M * R
-// <= 12), and since AVX2 has no masked load that keeps off the next page,
-// each image's source is first copied into zero-padded planes in the
-// thread's slot (an image a work item).
+// With AVX2 a block is M x R rows x 8 columns (M * R <= 12; onto 7-8
+// channels two blocks), and since AVX2 has no masked load that keeps off
+// the next page, each image's source is first copied into zero-padded
+// planes in the thread's slot (an image a work item). Forward from few
+// sources onto more channels is AVX-512's only (with AVX2 it lost to the
+// channel-vector tiles: 3->16 32x32 0.80-0.86x, 1->32 26x26 0.75-0.84x,
+// 3->64 224x224 0.54-0.68x).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -46,6 +49,10 @@ constexpr int64_t kMaxFewSourceOutputs = 64;  // ... up to this many
 // channel-vector tiles ask their rows for ownership ahead (VGG-16's 3->64
 // 224x224 at batch 32: 0.84x this way).
 constexpr int64_t kFewSourceImageBytes = 512 << 10;
+// With AVX2, destination channels a block takes whole (two rows of sums);
+// more are taken kSplitBlockAvx2 (three rows) a block.
+constexpr int64_t kWholeBlockAvx2 = 6;
+constexpr int64_t kSplitBlockAvx2 = 4;
 
 // Destination (m, i, j) = sum over source channels c and taps (r, q) of
 // W[c][r][q][m] * source(c, i + r - pt, j + q - pl), zero outside the source.
@@ -213,7 +220,7 @@ void pad_image(const Narrow &s, const Padded &p, const float *src, float *out) {
 // and M broadcast weights.
 template <int M, int R>
 CONV_TARGET_AVX2 void block_rows_avx2(const Narrow &s, const Padded &p, const float *src,
-                                      const float *packed, float *dst, int64_t i0) {
+                                      const float *packed, float *dst, int64_t i0, const float *bias, bool relu) {
     static_assert(M * R <= 12 && M * R + R + 1 <= 16, "the sums, rows and a broadcast in 16 registers");
     const int64_t dplane = s.hd * s.wd, pplane = p.rows * p.cols;
     for (int64_t j0 = 0; j0 < s.wd; j0 += 8) {
@@ -246,12 +253,17 @@ CONV_TARGET_AVX2 void block_rows_avx2(const Narrow &s, const Padded &p, const fl
         }
         const int64_t n = std::min<int64_t>(8, s.wd - j0);
         for (int m = 0; m < M; ++m)
-            for (int i = 0; i < R; ++i)
-                store_first_avx2(dst + m * dplane + (i0 + i) * s.wd + j0, _mm256_load_ps(partial + (m * R + i) * 8), n);
+            for (int i = 0; i < R; ++i) {
+                __m256 x = _mm256_load_ps(partial + (m * R + i) * 8);
+                if (bias) x = _mm256_add_ps(x, _mm256_broadcast_ss(bias + m));
+                if (relu) x = _mm256_max_ps(_mm256_setzero_ps(), x);  // NaN stays NaN (the second operand)
+                store_first_avx2(dst + m * dplane + (i0 + i) * s.wd + j0, x, n);
+            }
     }
 }
 
-using BlockAvx2Fn = void (*)(const Narrow &, const Padded &, const float *, const float *, float *, int64_t);
+using BlockAvx2Fn = void (*)(const Narrow &, const Padded &, const float *, const float *, float *, int64_t,
+                             const float *, bool);
 
 // Rows a block of m destination channels holds with AVX2.
 constexpr int rows_for_avx2(int m) { return std::min(15 / (m + 1), 12 / m); }
@@ -279,10 +291,6 @@ const std::array<std::array<BlockAvx2Fn, kMaxRowsAvx2>, kMaxChannels> kBlocksAvx
 bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
     const Isa isa = cpu_isa();
     if (dtype != CONV_DTYPE_FLOAT32 || (isa != Isa::avx512 && isa != Isa::avx2)) return false;
-    // With AVX2, backward-data only (where the channel-vector tiles fill 1-8
-    // of 16 lanes; their forward onto few channels measured even with
-    // oneDNN's already).
-    if (isa == Isa::avx2 && op != CONV_OP_BACKWARD_DATA) return false;
     if (op != CONV_OP_FORWARD && op != CONV_OP_BACKWARD_DATA) return false;
     if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.groups != 1 || !g.is_planar()) return false;
     if (g.stride[1] != 1 || g.stride[2] != 1 || g.dilation[1] != 1 || g.dilation[2] != 1) return false;
@@ -294,16 +302,20 @@ bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dty
     // batch 32, alternated: ResNet-20's 3->16 32x32 stem 1.17-1.20x; from
     // one channel it lost (MNIST's 1->32 onto 26x26, rows in 16 + 10
     // lanes: 0.85x).
-    const bool few_sources = op == CONV_OP_FORWARD && g.c >= 2 && g.c <= kFewSources && g.k <= kMaxFewSourceOutputs &&
+    const bool few_sources = op == CONV_OP_FORWARD && isa == Isa::avx512 && g.c >= 2 && g.c <= kFewSources &&
+                             g.k <= kMaxFewSourceOutputs &&
                              g.k * g.out_size() * (int64_t)sizeof(float) <= kFewSourceImageBytes;
     if ((op == CONV_OP_FORWARD ? g.k : g.c) > kMaxChannels && !few_sources) return false;
     // Forward against the channel-vector tiles (batch 32, 1 thread, strict,
     // 6 interleaved rounds): 1.58-1.72x on LeNet-5's 1->6 5x5, 3->8 32x32,
     // 8->8 16x16, 1->8 28x28 and 16->4 28x28, but 0.85x on 6->8 5x5 onto
     // 10x10, whose rows fill 10 of a vector's 16 lanes: forward takes it
-    // where the output rows fill at least 3/4 of their vectors.
-    const int64_t wd = g.out[2];
-    return op == CONV_OP_BACKWARD_DATA || 4 * wd >= 3 * kLanes * ceil_div(wd, kLanes);
+    // where the output rows fill at least 3/4 of their vectors. With AVX2
+    // (8 lanes, the same rule), the same way: LeNet-5's 1->6 5x5
+    // 1.40-1.56x, 64->3 32x32 2.4x, 16->4 28x28 2.3x, 32->1 64x64 2.6-2.9x,
+    // 8->8 16x16 1.5-1.8x, 3->8 32x32 1.5-2.1x, 64->8 32x32 1.26-1.36x.
+    const int64_t wd = g.out[2], lanes = isa == Isa::avx2 ? 8 : kLanes;
+    return op == CONV_OP_BACKWARD_DATA || 4 * wd >= 3 * lanes * ceil_div(wd, lanes);
 }
 
 size_t direct_narrow_workspace(const ConvGeometry &g, conv_op_t op, int threads) {
@@ -324,29 +336,39 @@ void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
     pack(s, static_cast<const float *>(args.w), packed);
     const float *src = static_cast<const float *>(s.backward ? args.y : args.x);
     float *dst = static_cast<float *>(s.backward ? args.x : args.y);
-    if (cpu_isa() == Isa::avx2) {  // backward-data: an image an item, padded into the thread's slot
+    const float *bias = s.backward ? nullptr : static_cast<const float *>(args.bias);
+    const bool relu = !s.backward && args.g->activation == CONV_ACTIVATION_RELU;
+    const int64_t dplane = s.hd * s.wd;
+    if (cpu_isa() == Isa::avx2) {  // an image an item, padded into the thread's slot
         const Padded p = padded_shape(s);
         float *slots = packed + padded_at(s);
-        const int m = (int)s.cd, rows = rows_for_avx2(m);
+        // Onto 7 or 8 channels, blocks of kSplitBlockAvx2 over a band of
+        // rows (every block before the next band, so that the band's source
+        // rows stay in L1): a block of 7-8 holds one row, a broadcast per
+        // FMA. Against the whole block, batch 32, 1 thread, 6 alternated
+        // rounds: forward 8->8 16x16 1.25-1.5x, 3->8 32x32 1.13-1.48x,
+        // 16->7 28x28 1.02-1.07x; backward-data onto 7-8 channels
+        // 1.21-1.28x.
+        const int per = (int)(s.cd <= kWholeBlockAvx2 ? s.cd : kSplitBlockAvx2), rows = rows_for_avx2(per);
         pool.parallel_for(
             s.n,
             [&](int64_t n, int slot) {
                 float *padded = slots + slot * p.floats(s.cs);
                 pad_image(s, p, src + n * s.cs * s.hs * s.ws, padded);
-                for (int64_t i0 = 0; i0 < s.hd; i0 += rows) {
-                    const int r = (int)std::min<int64_t>(rows, s.hd - i0);
-                    kBlocksAvx2[m - 1][r - 1](s, p, padded, packed, dst + n * s.cd * s.hd * s.wd, i0);
-                }
+                for (int64_t i0 = 0; i0 < s.hd; i0 += rows)
+                    for (int64_t m0 = 0; m0 < s.cd; m0 += per) {
+                        const int m = (int)std::min<int64_t>(per, s.cd - m0);
+                        const int r = (int)std::min<int64_t>(std::min(rows, rows_for_avx2(m)), s.hd - i0);
+                        kBlocksAvx2[m - 1][r - 1](s, p, padded, packed + m0, dst + (n * s.cd + m0) * dplane, i0,
+                                                  bias ? bias + m0 : nullptr, relu);
+                    }
             },
             threads);
         return;
     }
-    const float *bias = s.backward ? nullptr : static_cast<const float *>(args.bias);
-    const bool relu = !s.backward && args.g->activation == CONV_ACTIVATION_RELU;
     // Destination channels in blocks of up to kMaxChannels (the packed
     // weights' m, the destination's planes and the bias offset by the
     // block's first), each of an item's rows.
-    const int64_t dplane = s.hd * s.wd;
     const int rows = rows_for((int)std::min<int64_t>(s.cd, kMaxChannels));
     const int64_t row_blocks = ceil_div(s.hd, rows);
     pool.parallel_for(
