@@ -42,13 +42,24 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void transpose8(__m256 v[
     }
 }
 
-// 8 floats from `at`, of which the first n (<= 8) exist: a partial load
-// goes through a buffer, never past the n-th element.
+// The first m (0-3) floats at `at` in the low lanes, zeros above; nothing
+// past them read.
+CONV_TARGET_AVX2 inline __m128 load_few_avx2(const float *at, int64_t m) {
+    if (m <= 0) return _mm_setzero_ps();
+    if (m == 1) return _mm_load_ss(at);
+    const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(at)));
+    return m == 2 ? two : _mm_movelh_ps(two, _mm_load_ss(at + 2));
+}
+
+// 8 floats from `at`, of which the first n (<= 8) exist, zeros past them:
+// a partial load is put together from 4-, 2- and 1-float loads in
+// registers, never past the n-th element. (Through a buffer in memory, as
+// before, its narrow stores could not be forwarded to the wide load: each
+// waited on the store's retirement.)
 CONV_TARGET_AVX2 inline __m256 load_first_avx2(const float *at, int64_t n) {
     if (n >= 8) return _mm256_loadu_ps(at);
-    alignas(32) float buffer[8] = {};
-    std::memcpy(buffer, at, (size_t)std::max<int64_t>(n, 0) * sizeof(float));
-    return _mm256_load_ps(buffer);
+    if (n >= 4) return _mm256_set_m128(load_few_avx2(at + 4, n - 4), _mm_loadu_ps(at));
+    return _mm256_set_m128(_mm_setzero_ps(), load_few_avx2(at, n));
 }
 
 // The even elements of the 16 floats a:b (a's first), in order: one
@@ -67,14 +78,22 @@ CONV_TARGET_AVX2 inline void copy_even_avx2(float *dst, const float *src, int64_
     for (; j < n; ++j) dst[j] = src[2 * j];
 }
 
-// Stores the first n (<= 8) lanes of x at `at`: a partial store goes
-// through a buffer, not a masked store (vmaskmovps), whose masked-off lanes
-// past a tensor's last page check_masked_access has not shown safe.
+// Stores the first n (<= 8) lanes of x at `at`: a partial store as 4-, 2-
+// and 1-float stores from registers, not a masked store (vmaskmovps), whose
+// masked-off lanes past a tensor's last page check_masked_access has not
+// shown safe.
 CONV_TARGET_AVX2 inline void store_first_avx2(float *at, __m256 x, int64_t n) {
     if (n >= 8) return _mm256_storeu_ps(at, x);
-    alignas(32) float buffer[8];
-    _mm256_store_ps(buffer, x);
-    std::memcpy(at, buffer, (size_t)std::max<int64_t>(n, 0) * sizeof(float));
+    __m128 part = _mm256_castps256_ps128(x);
+    if (n >= 4) {
+        _mm_storeu_ps(at, part);
+        part = _mm256_extractf128_ps(x, 1), at += 4, n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_epi64(reinterpret_cast<__m128i *>(at), _mm_castps_si128(part));
+        part = _mm_movehl_ps(part, part), at += 2, n -= 2;
+    }
+    if (n >= 1) _mm_store_ss(at, part);
 }
 
 // One step of a 16-column panel: the 16 floats at `at`, of which the first
