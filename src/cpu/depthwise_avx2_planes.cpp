@@ -1,7 +1,8 @@
 // Channels-first (NCHW) depthwise 3x3, multiplier 1, fp32, on CPUs with
 // AVX2 and FMA but no AVX-512: forward, backward-data at stride 1 and
-// backward-filter, on the planes where it measured ahead (dw_planes_covers). A plane at a time, 8 output columns of a row
-// per ymm, x, y and dy read and written where they lie.
+// backward-filter, on the planes where it measured ahead
+// (dw_planes_covers). A plane at a time, 8 output columns of a row per
+// ymm, x, y and dy read and written where they lie.
 //
 // depthwise_avx2.cpp's 8-channel blocks transpose every 8 x 8 positions of
 // a plane into a padded tile and the results back; on 7x7 and 14x14 planes
