@@ -360,13 +360,14 @@ void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
             [&](int64_t n, int slot) {
                 float *padded = slots + slot * p.floats(s.cs);
                 pad_image(s, p, src + n * s.cs * s.hs * s.ws, padded);
-                for (int64_t i0 = 0; i0 < s.hd; i0 += rows)
+                for (int64_t i0 = 0; i0 < s.hd; i0 += rows) {
+                    const int r = (int)std::min<int64_t>(rows, s.hd - i0);  // a block of fewer channels holds as many
                     for (int64_t m0 = 0; m0 < s.cd; m0 += per) {
                         const int m = (int)std::min<int64_t>(per, s.cd - m0);
-                        const int r = (int)std::min<int64_t>(std::min(rows, rows_for_avx2(m)), s.hd - i0);
                         kBlocksAvx2[m - 1][r - 1](s, p, padded, packed + m0, dst + (n * s.cd + m0) * dplane, i0,
                                                   bias ? bias + m0 : nullptr, relu);
                     }
+                }
             },
             threads);
         return;
