@@ -89,6 +89,7 @@ typedef struct cb_options {
     const char *json;  /* NULL: no JSON */
     const struct cb_peer *peer; /* --peer; NULL: none */
     const char *peer_lib;       /* --peer-lib: the peer's library or its folder; NULL: not given */
+    int peer_apart;             /* --peer-apart: the peer in a process of its own (peer_apart.c) */
     int list;
     int overhead; /* --overhead: time calls on tiny problems instead of a suite */
     int prepared; /* --prepared: time plans with weights prepared once (conv_plan_*) */
@@ -205,6 +206,9 @@ enum { CB_EXIT_PEER_MISSING = 3 };
 extern const cb_peer cb_peers[];
 extern const int cb_n_peers;
 const cb_peer *cb_find_peer(const char *name);
+/* --peer-apart: `inner` run in a child process with OMP_WAIT_POLICY=active,
+ * stopped while libconv runs (peer_apart.c); the same name and help. */
+const cb_peer *cb_peer_apart(const cb_peer *inner);
 
 /* -------------------------------------------------------------- overhead */
 

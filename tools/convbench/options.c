@@ -101,6 +101,11 @@ static void usage(FILE *f)
             "                   libdnnl.so.3 on the loader's path (LD_LIBRARY_PATH)\n",
             ONEDNN_WHEEL_VERSION);
     fprintf(f,
+            "  --peer-apart     run the peer in a process of its own, with\n"
+            "                   OMP_WAIT_POLICY=active, stopped (SIGSTOP) while libconv\n"
+            "                   runs: each library at its best with several threads\n"
+            "                   (passive OpenMP threads pay a wake-up per call; active\n"
+            "                   ones in this process take CPUs from libconv's)\n"
             "  --prepared       time each pass as a plan (conv_plan_create) whose weights\n"
             "                   are prepared once before timing (conv_plan_prepare_weights,\n"
             "                   forward and backward-data): a framework's steady state\n"
@@ -281,6 +286,10 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
             o->peak = 1;
             continue;
         }
+        if (strcmp(arg, "--peer-apart") == 0) {
+            o->peer_apart = 1;
+            continue;
+        }
 
         /* The rest take a value: "--opt=V" or "--opt V". */
         char name[32];
@@ -376,6 +385,10 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
     if (o->peer_lib && !o->peer)
         return bad("--peer-lib %s: names the library of a --peer, and no --peer is given",
                    o->peer_lib);
+    if (o->peer_apart && !o->peer)
+        return bad("--peer-apart: says how to run a --peer, and no --peer is given");
+    if (o->peer_apart)
+        o->peer = cb_peer_apart(o->peer);
     if (o->overhead && (o->suite || o->n_custom || o->batch != 1 || o->tune || o->verify ||
                         o->json || o->peer || o->prepared))
         return bad("--overhead times its own tiny problems at batch 1: it does not combine "

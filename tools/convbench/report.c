@@ -293,6 +293,7 @@ static void json_row(FILE *f, const cb_bench *b, const cb_row *r)
     fprintf(f, ", \"checked\": %lld, \"nan_count\": %lld", (long long)r->verify.checked,
             (long long)r->verify.nan_count);
     fprintf(f, ", \"prepared\": %s", o->prepared ? "true" : "false");
+    fprintf(f, ", \"peer_apart\": %s", o->peer_apart ? "true" : "false");
     /* The peer's median for the same layer and pass and the implementation
      * it ran; null when it did not run (no --peer, f64 with oneDNN, or a
      * failure the text output shows). */

@@ -2,10 +2,15 @@
 # CTest convbench_peer_onednn: `convbench --peer onednn` on three tiny layers
 # (2-D, depthwise strided with asymmetric padding, 1-D dilated), every pass.
 #   1. Always: a --peer-lib that holds no oneDNN exits 3 and says how to get it.
+#      So does --peer-apart (the child that opens it passes the status on),
+#      and --peer-apart without --peer is bad usage (2).
 #   2. Where oneDNN 3.x is found (CONVBENCH_ONEDNN_LIB, scripts/onednn.sh's
 #      cache, the loader's path): every row has the peer's time and the
 #      header names oneDNN 3.x, its ISA and threads; bf16 too where the ISA
-#      has it. Elsewhere: skipped (77).
+#      has it; with --peer-apart at 2 threads, every row too, the header
+#      saying the peer ran in its own process with OMP_WAIT_POLICY active
+#      (whatever the environment says) and the JSON rows "peer_apart": true.
+#      Elsewhere: skipped (77).
 # usage: test_peer_onednn.sh path/to/convbench
 set -u
 cb="$1"
@@ -26,6 +31,17 @@ cat "$tmp/err"
 [ "$rc" -eq 3 ] || fail "--peer-lib without oneDNN: exit $rc, expected 3"
 grep -q "$tmp/libdnnl.so.3" "$tmp/err" || fail "the message does not name the file tried"
 grep -q "scripts/onednn.sh" "$tmp/err" || fail "the message does not say how to get oneDNN"
+# shellcheck disable=SC2086
+"$cb" --peer onednn --peer-apart --peer-lib "$tmp" $layers --op fwd >"$tmp/out" 2>"$tmp/err"
+rc=$?
+cat "$tmp/err"
+[ "$rc" -eq 3 ] || fail "--peer-apart, --peer-lib without oneDNN: exit $rc, expected 3"
+grep -q "scripts/onednn.sh" "$tmp/err" || fail "--peer-apart: the message does not say how to get oneDNN"
+# shellcheck disable=SC2086
+"$cb" --peer-apart $layers --op fwd >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "--peer-apart without --peer: exit $rc, expected 2"
+grep -q -- "--peer-apart" "$tmp/err" || fail "--peer-apart without --peer: the message does not name it"
 
 # 2. The oneDNN the defaults find.
 # shellcheck disable=SC2086
@@ -42,6 +58,21 @@ header='^peer oneDNN 3\.[0-9]+\.[0-9]+ \(.*libdnnl\.so\.3.*\) \| isa [a-z0-9_]+ 
 grep -Eq "$header" "$tmp/out" || fail "the header does not name oneDNN 3.x, its ISA and 1 OpenMP thread"
 rows=$(grep -c '"peer_ms": [0-9]' "$tmp/f32.json")
 [ "$rows" -eq 9 ] || fail "f32: $rows of 9 rows have the peer's time"
+
+# The peer in its own process, at 2 threads; the environment's policy is
+# overridden there (the header is the child's).
+# shellcheck disable=SC2086
+OMP_WAIT_POLICY=passive "$cb" --peer onednn --peer-apart $layers --op all --threads 2 --warmup 1 \
+    --repeats 2 --verify --json "$tmp/apart.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+cat "$tmp/out" "$tmp/err"
+[ "$rc" -eq 0 ] || fail "convbench --peer onednn --peer-apart exited $rc"
+grep -Eq '^peer oneDNN 3\..* threads 2 \(OpenMP .*OMP_WAIT_POLICY active\).* in a process of its own' "$tmp/out" ||
+  fail "--peer-apart: the header does not say 2 threads, policy active, a process of its own"
+rows=$(grep -c '"peer_ms": [0-9]' "$tmp/apart.json")
+[ "$rows" -eq 9 ] || fail "--peer-apart: $rows of 9 rows have the peer's time"
+rows=$(grep -c '"peer_apart": true' "$tmp/apart.json")
+[ "$rows" -eq 9 ] || fail "--peer-apart: $rows of 9 rows say peer_apart"
 
 # bf16 where oneDNN's ISA has it: the peer's rows (libconv's side may be n/a
 # on the CPU, so its exit status is not checked here).
