@@ -386,10 +386,26 @@ static int create_inputs(layer_run *lr, cb_row *r)
  * sleep, and on two cores a spinning worker took the CPU libconv's second
  * thread needed (MobileNet's 7x7 depthwise layers measured 0.22 ms instead
  * of 0.02 at 2 threads, in some rounds and not others). */
-static void settle(void)
+static void settle(int ms)
 {
-    struct timespec pause = {0, 30 * 1000 * 1000};
-    nanosleep(&pause, NULL);
+    struct timespec pause = {0, ms * 1000L * 1000L};
+    if (ms > 0)
+        nanosleep(&pause, NULL);
+}
+
+/* With --peer-apart the peer's process is stopped while libconv runs, so
+ * libconv starts at once; the peer waits only out libconv's workers' spin
+ * (1 ms, src/core/thread_pool.cpp). Longer idle pauses cost both: on a
+ * virtual machine the first milliseconds after one ran slow (MobileNet's
+ * 14x14 and 28x28 depthwise layers 1.1-1.5x at 2 threads after the 30 ms
+ * pause, as after none with 200 more warm-up calls). */
+static int settle_before(const cb_options *o, int peer)
+{
+    if (!o->peer)
+        return 0;
+    if (o->peer_apart)
+        return peer ? 2 : 0;
+    return 30;
 }
 
 int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows)
@@ -417,12 +433,11 @@ int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows
     }
     if (times && set_up(&lr, &setup) == 0 && create_inputs(&lr, &setup) == 0) {
         for (int i = 0; i < n; i++) {
-            if (o->peer)
-                settle();
+            settle(settle_before(o, 0));
             run_pass(&lr, rows[i].op, times, &rows[i]);
             /* The peer right after libconv: both under the same load. */
             if (o->peer) {
-                settle();
+                settle(settle_before(o, 1));
                 o->peer->run(b, l, rows[i].op, times, &rows[i]);
             }
         }
