@@ -90,6 +90,7 @@ typedef struct cb_options {
     const struct cb_peer *peer; /* --peer; NULL: none */
     const char *peer_lib;       /* --peer-lib: the peer's library or its folder; NULL: not given */
     int peer_apart;             /* --peer-apart: the peer in a process of its own (peer_apart.c) */
+    int rounds;                 /* --rounds: timings of each pass, alternating with the peer's (>= 1) */
     int list;
     int overhead; /* --overhead: time calls on tiny problems instead of a suite */
     int prepared; /* --prepared: time plans with weights prepared once (conv_plan_*) */
@@ -141,6 +142,10 @@ typedef struct cb_row {
     int peer_repeats;
     char peer_error[320]; /* why NA or FAILED */
     char peer_impl[48];   /* the peer's implementation when OK (oneDNN: "brg:avx512_core") */
+    /* --rounds: ms and peer_ms are the medians of the rounds' medians, ratio
+     * the median of the rounds' peer ms / ms (NaN where a round lacks one) */
+    int rounds;
+    double ratio;
 } cb_row;
 
 /* ---------------------------------------------------------------- runner */

@@ -71,6 +71,11 @@ static void usage(FILE *f)
             "  --device D       cpu or cuda (default: cuda when a GPU is present, else cpu)\n"
             "  --warmup N       untimed calls before timing (default 2)\n"
             "  --repeats N      timed calls (default: until 0.3 s, at least 3, at most 50)\n"
+            "  --rounds N       time each pass N times (warm-up and repeats each time),\n"
+            "                   with --peer alternating with the peer's: ms and peer ms\n"
+            "                   are the medians of the rounds' medians and ratio the\n"
+            "                   median of the rounds' ratios, which a host's drift moves\n"
+            "                   less than one long timing of each (default 1)\n"
             "  --algo NAME      force an algorithm for every pass, or --algo F,D,W one per\n"
             "                   pass (forward, backward-data, backward-filter; 'auto' for\n"
             "                   the library's choice); a pass it does not apply to is n/a:");
@@ -253,6 +258,7 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
     o->layout = CONV_LAYOUT_CHANNELS_FIRST;
     o->device = -1;
     o->warmup = 2;
+    o->rounds = 1;
     o->algo[0] = o->algo[1] = o->algo[2] = CONV_ALGO_AUTO;
     o->math = -1;
 
@@ -363,6 +369,9 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
         } else if (strcmp(name, "--warmup") == 0) {
             rc = parse_count(name, val, 0, 1000000, &v);
             o->warmup = (int)v;
+        } else if (strcmp(name, "--rounds") == 0) {
+            rc = parse_count(name, val, 1, 1000, &v);
+            o->rounds = (int)v;
         } else if (strcmp(name, "--repeats") == 0) {
             rc = parse_count(name, val, 1, 1000000, &v);
             o->repeats = (int)v;

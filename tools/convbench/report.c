@@ -29,11 +29,14 @@ void cb_print_header(const cb_bench *b)
      * context is created and parallelises around the GEMMs itself, so 1 here
      * means the context's threads are libconv's; cores is what OpenBLAS sees. */
     int blas_threads = openblas_get_num_threads();
-    printf("libconv %s | device %s | %s %s | batch %lld | threads %s | %s | OpenBLAS %s, "
+    char rounds[48] = "";
+    if (o->rounds > 1)
+        snprintf(rounds, sizeof rounds, ", %d rounds%s", o->rounds, o->peer ? " alternating with the peer" : "");
+    printf("libconv %s | device %s | %s %s | batch %lld | threads %s | %s%s | OpenBLAS %s, "
            "%d thread%s, %d cores (%s)\n",
            conv_version_string(), b->device == CONV_DEVICE_CUDA ? "cuda:0" : "cpu",
            cb_dtype_name(o->dtype), cb_layout_name(o->layout), (long long)o->batch, threads,
-           o->prepared ? "plans, weights prepared" : "one-shot calls",
+           o->prepared ? "plans, weights prepared" : "one-shot calls", rounds,
            openblas_get_corename(), blas_threads, blas_threads == 1 ? "" : "s",
            openblas_get_num_procs(), openblas_get_config());
     if (b->device == CONV_DEVICE_CPU) {
@@ -75,12 +78,21 @@ void cb_print_table_head(const cb_options *o, const char *suite, int nw, int sw)
     printf("check\n");
 }
 
-/* The peer's two columns: its median and peer_ms / ms (> 1: libconv faster). */
+/* peer_ms / ms (> 1: libconv faster); over several rounds, the median of
+ * the rounds' ratios. */
+static double row_ratio(const cb_row *r)
+{
+    if (r->rounds > 1 && !isnan(r->ratio))
+        return r->ratio;
+    return r->ms > 0 ? r->peer_ms / r->ms : NAN;
+}
+
+/* The peer's two columns: its median and the ratio. */
 static void print_peer_columns(const cb_row *r)
 {
     switch (r->peer_status) {
     case CB_PEER_OK:
-        printf("%10.3f %6.2f  ", r->peer_ms, r->ms > 0 ? r->peer_ms / r->ms : NAN);
+        printf("%10.3f %6.2f  ", r->peer_ms, row_ratio(r));
         break;
     case CB_PEER_NA: printf("%10s %6s  ", "n/a", "-"); break;
     case CB_PEER_FAILED: printf("%10s %6s  ", "FAILED", "-"); break;
@@ -303,6 +315,8 @@ static void json_row(FILE *f, const cb_bench *b, const cb_row *r)
     json_number(f, r->peer_status == CB_PEER_OK ? r->peer_ms : NAN);
     fputs(", \"peer_impl\": ", f);
     json_string(f, r->peer_status == CB_PEER_OK && r->peer_impl[0] ? r->peer_impl : NULL);
+    fprintf(f, ", \"rounds\": %d, \"ratio\": ", r->rounds);
+    json_number(f, r->peer_status == CB_PEER_OK ? row_ratio(r) : NAN);
     fputc('}', f);
 }
 

@@ -5,6 +5,7 @@
  * policy (cb_time_calls) is also the one the --peer libraries are timed by.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +270,92 @@ static int make_prepared_plan(layer_run *lr, conv_op_t op, cb_row *r)
     return 0;
 }
 
+/* With a peer in the same process, each library's timing starts after a
+ * pause long enough for the other's idle threads to stop spinning: GNU
+ * OpenMP's workers (oneDNN's) spin up to GOMP_SPINCOUNT (300000 pauses,
+ * ~15 ms on recent Intel cores) after each parallel region before they
+ * sleep, and on two cores a spinning worker took the CPU libconv's second
+ * thread needed (MobileNet's 7x7 depthwise layers measured 0.22 ms instead
+ * of 0.02 at 2 threads, in some rounds and not others). */
+static void settle(int ms)
+{
+    struct timespec pause = {0, ms * 1000L * 1000L};
+    if (ms > 0)
+        nanosleep(&pause, NULL);
+}
+
+/* With --peer-apart the peer's process is stopped while libconv runs, so
+ * libconv starts at once; the peer waits only out libconv's workers' spin
+ * (1 ms, src/core/thread_pool.cpp). Longer idle pauses cost both: on a
+ * virtual machine the first milliseconds after one ran slow (MobileNet's
+ * 14x14 and 28x28 depthwise layers 1.1-1.5x at 2 threads after the 30 ms
+ * pause, as after none with 200 more warm-up calls). */
+static int settle_before(const cb_options *o, int peer)
+{
+    if (!o->peer)
+        return 0;
+    if (o->peer_apart)
+        return peer ? 2 : 0;
+    return 30;
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The rounds of one pass (--rounds): libconv's timing, then the peer's
+ * right after it (both under the same load), o->rounds times; the row
+ * gets the medians of the rounds' medians and of their ratios. */
+static void time_rounds(layer_run *lr, conv_op_t op, double *times, cb_row *r)
+{
+    const cb_options *o = lr->b->opt;
+    enum { MAX_ROUNDS = 1000 };
+    double lib[MAX_ROUNDS], peer[MAX_ROUNDS], ratio[MAX_ROUNDS];
+    int n_lib = 0, n_peer = 0, n_ratio = 0, repeats = 0, peer_repeats = 0;
+    double min_ms = INFINITY, peer_min = INFINITY;
+    cb_row p;
+    memset(&p, 0, sizeof p);
+    for (int k = 0; k < o->rounds && k < MAX_ROUNDS; k++) {
+        settle(settle_before(o, 0));
+        time_pass(lr, op, times, r);
+        if (r->status != CB_ROW_OK)
+            return;
+        lib[n_lib++] = r->ms;
+        repeats += r->repeats;
+        min_ms = fmin(min_ms, r->min_ms);
+        if (!o->peer)
+            continue;
+        settle(settle_before(o, 1));
+        o->peer->run(lr->b, lr->l, op, times, &p);
+        if (p.peer_status != CB_PEER_OK)
+            continue;
+        peer[n_peer++] = p.peer_ms;
+        peer_repeats += p.peer_repeats;
+        peer_min = fmin(peer_min, p.peer_min_ms);
+        if (r->ms > 0)
+            ratio[n_ratio++] = p.peer_ms / r->ms;
+    }
+    r->rounds = n_lib;
+    r->ms = median_of(lib, n_lib);
+    r->min_ms = min_ms;
+    r->repeats = repeats;
+    r->ratio = n_ratio ? median_of(ratio, n_ratio) : NAN;
+    if (!o->peer)
+        return;
+    /* The peer's status and message are its last round's; its times, the
+     * rounds it ran. */
+    r->peer_status = n_peer ? CB_PEER_OK : p.peer_status;
+    memcpy(r->peer_error, p.peer_error, sizeof r->peer_error);
+    memcpy(r->peer_impl, p.peer_impl, sizeof r->peer_impl);
+    if (n_peer) {
+        r->peer_ms = median_of(peer, n_peer);
+        r->peer_min_ms = peer_min;
+        r->peer_repeats = peer_repeats;
+    }
+}
+
 /* One pass: its output tensor, cost, workspace size, timing, check. */
 static void run_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
 {
@@ -297,7 +384,7 @@ static void run_pass(layer_run *lr, conv_op_t op, double *times, cb_row *r)
         if (s != CONV_STATUS_SUCCESS)
             failed(s, "conv_workspace_size", r);
         else if (!o->prepared || make_prepared_plan(lr, op, r) == 0)
-            time_pass(lr, op, times, r);
+            time_rounds(lr, op, times, r);
     }
     r->algo = algo_used(lr, op, in, filt, outp);
     conv_plan_destroy(lr->plan);
@@ -379,35 +466,6 @@ static int create_inputs(layer_run *lr, cb_row *r)
     return 0;
 }
 
-/* With a peer in the same process, each library's timing starts after a
- * pause long enough for the other's idle threads to stop spinning: GNU
- * OpenMP's workers (oneDNN's) spin up to GOMP_SPINCOUNT (300000 pauses,
- * ~15 ms on recent Intel cores) after each parallel region before they
- * sleep, and on two cores a spinning worker took the CPU libconv's second
- * thread needed (MobileNet's 7x7 depthwise layers measured 0.22 ms instead
- * of 0.02 at 2 threads, in some rounds and not others). */
-static void settle(int ms)
-{
-    struct timespec pause = {0, ms * 1000L * 1000L};
-    if (ms > 0)
-        nanosleep(&pause, NULL);
-}
-
-/* With --peer-apart the peer's process is stopped while libconv runs, so
- * libconv starts at once; the peer waits only out libconv's workers' spin
- * (1 ms, src/core/thread_pool.cpp). Longer idle pauses cost both: on a
- * virtual machine the first milliseconds after one ran slow (MobileNet's
- * 14x14 and 28x28 depthwise layers 1.1-1.5x at 2 threads after the 30 ms
- * pause, as after none with 200 more warm-up calls). */
-static int settle_before(const cb_options *o, int peer)
-{
-    if (!o->peer)
-        return 0;
-    if (o->peer_apart)
-        return peer ? 2 : 0;
-    return 30;
-}
-
 int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows)
 {
     const cb_options *o = b->opt;
@@ -433,10 +491,9 @@ int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows
     }
     if (times && set_up(&lr, &setup) == 0 && create_inputs(&lr, &setup) == 0) {
         for (int i = 0; i < n; i++) {
-            settle(settle_before(o, 0));
             run_pass(&lr, rows[i].op, times, &rows[i]);
-            /* The peer right after libconv: both under the same load. */
-            if (o->peer) {
+            /* A pass libconv could not time: the peer still times it, once. */
+            if (o->peer && rows[i].status != CB_ROW_OK) {
                 settle(settle_before(o, 1));
                 o->peer->run(b, l, rows[i].op, times, &rows[i]);
             }

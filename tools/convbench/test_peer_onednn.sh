@@ -3,13 +3,15 @@
 # (2-D, depthwise strided with asymmetric padding, 1-D dilated), every pass.
 #   1. Always: a --peer-lib that holds no oneDNN exits 3 and says how to get it.
 #      So does --peer-apart (the child that opens it passes the status on),
-#      and --peer-apart without --peer is bad usage (2).
+#      and --peer-apart without --peer is bad usage (2). --rounds 3 without
+#      a peer: every JSON row says 3 rounds; --rounds 0 is bad usage.
 #   2. Where oneDNN 3.x is found (CONVBENCH_ONEDNN_LIB, scripts/onednn.sh's
 #      cache, the loader's path): every row has the peer's time and the
 #      header names oneDNN 3.x, its ISA and threads; bf16 too where the ISA
 #      has it; with --peer-apart at 2 threads, every row too, the header
 #      saying the peer ran in its own process with OMP_WAIT_POLICY active
-#      (whatever the environment says) and the JSON rows "peer_apart": true.
+#      (whatever the environment says) and the JSON rows "peer_apart": true;
+#      with --rounds 2, "rounds": 2 and a ratio in every row.
 #      Elsewhere: skipped (77).
 # usage: test_peer_onednn.sh path/to/convbench
 set -u
@@ -42,6 +44,18 @@ grep -q "scripts/onednn.sh" "$tmp/err" || fail "--peer-apart: the message does n
 rc=$?
 [ "$rc" -eq 2 ] || fail "--peer-apart without --peer: exit $rc, expected 2"
 grep -q -- "--peer-apart" "$tmp/err" || fail "--peer-apart without --peer: the message does not name it"
+# shellcheck disable=SC2086
+"$cb" $layers --op all --threads 1 --warmup 1 --repeats 2 --rounds 3 --verify --json "$tmp/rounds.json" \
+    >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] || { cat "$tmp/out" "$tmp/err"; fail "--rounds 3 exited $rc"; }
+grep -q "one-shot calls, 3 rounds |" "$tmp/out" || fail "--rounds 3: the header does not say 3 rounds"
+rows=$(grep -c '"rounds": 3' "$tmp/rounds.json")
+[ "$rows" -eq 9 ] || fail "--rounds 3: $rows of 9 rows say 3 rounds"
+# shellcheck disable=SC2086
+"$cb" $layers --op fwd --rounds 0 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "--rounds 0: exit $rc, expected 2"
 
 # 2. The oneDNN the defaults find.
 # shellcheck disable=SC2086
@@ -63,7 +77,7 @@ rows=$(grep -c '"peer_ms": [0-9]' "$tmp/f32.json")
 # overridden there (the header is the child's).
 # shellcheck disable=SC2086
 OMP_WAIT_POLICY=passive "$cb" --peer onednn --peer-apart $layers --op all --threads 2 --warmup 1 \
-    --repeats 2 --verify --json "$tmp/apart.json" >"$tmp/out" 2>"$tmp/err"
+    --repeats 2 --rounds 2 --verify --json "$tmp/apart.json" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 cat "$tmp/out" "$tmp/err"
 [ "$rc" -eq 0 ] || fail "convbench --peer onednn --peer-apart exited $rc"
@@ -73,6 +87,8 @@ rows=$(grep -c '"peer_ms": [0-9]' "$tmp/apart.json")
 [ "$rows" -eq 9 ] || fail "--peer-apart: $rows of 9 rows have the peer's time"
 rows=$(grep -c '"peer_apart": true' "$tmp/apart.json")
 [ "$rows" -eq 9 ] || fail "--peer-apart: $rows of 9 rows say peer_apart"
+rows=$(grep -c '"rounds": 2, "ratio": [0-9]' "$tmp/apart.json")
+[ "$rows" -eq 9 ] || fail "--rounds 2: $rows of 9 rows have 2 rounds and a ratio"
 
 # bf16 where oneDNN's ISA has it: the peer's rows (libconv's side may be n/a
 # on the CPU, so its exit status is not checked here).
