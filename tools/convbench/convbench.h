@@ -143,9 +143,10 @@ typedef struct cb_row {
     char peer_error[320]; /* why NA or FAILED */
     char peer_impl[48];   /* the peer's implementation when OK (oneDNN: "brg:avx512_core") */
     /* --rounds: ms and peer_ms are the medians of the rounds' medians, ratio
-     * the median of the rounds' peer ms / ms (NaN where a round lacks one) */
+     * the median of the rounds' peer ms / ms, ratio_low and ratio_high the
+     * lowest and highest of those (NaN where no round has one) */
     int rounds;
-    double ratio;
+    double ratio, ratio_low, ratio_high;
 } cb_row;
 
 /* ---------------------------------------------------------------- runner */

@@ -54,11 +54,12 @@ static struct {
     char why_lost[160];
 } g;
 
-static int write_all(int fd, const void *p, size_t n)
+/* All n bytes through fd, written or read, over short transfers and
+ * signals; -1 when the other end is gone. */
+static int transfer(int fd, char *c, size_t n, int writing)
 {
-    const char *c = p;
     while (n) {
-        ssize_t k = write(fd, c, n);
+        ssize_t k = writing ? write(fd, c, n) : read(fd, c, n);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
@@ -69,20 +70,8 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-static int read_all(int fd, void *p, size_t n)
-{
-    char *c = p;
-    while (n) {
-        ssize_t k = read(fd, c, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
+static int write_all(int fd, const void *p, size_t n) { return transfer(fd, (char *)p, n, 1); }
+static int read_all(int fd, void *p, size_t n) { return transfer(fd, p, n, 0); }
 
 /* ------------------------------------------------------------ the child */
 

@@ -317,6 +317,11 @@ static void json_row(FILE *f, const cb_bench *b, const cb_row *r)
     json_string(f, r->peer_status == CB_PEER_OK && r->peer_impl[0] ? r->peer_impl : NULL);
     fprintf(f, ", \"rounds\": %d, \"ratio\": ", r->rounds);
     json_number(f, r->peer_status == CB_PEER_OK ? row_ratio(r) : NAN);
+    /* The spread of the rounds' ratios: how far the host moved them. */
+    fputs(", \"ratio_low\": ", f);
+    json_number(f, r->peer_status == CB_PEER_OK ? r->ratio_low : NAN);
+    fputs(", \"ratio_high\": ", f);
+    json_number(f, r->peer_status == CB_PEER_OK ? r->ratio_high : NAN);
     fputc('}', f);
 }
 

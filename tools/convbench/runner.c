@@ -341,7 +341,9 @@ static void time_rounds(layer_run *lr, conv_op_t op, double *times, cb_row *r)
     r->ms = median_of(lib, n_lib);
     r->min_ms = min_ms;
     r->repeats = repeats;
-    r->ratio = n_ratio ? median_of(ratio, n_ratio) : NAN;
+    r->ratio = n_ratio ? median_of(ratio, n_ratio) : NAN; /* sorts ratio[] */
+    r->ratio_low = n_ratio ? ratio[0] : NAN;
+    r->ratio_high = n_ratio ? ratio[n_ratio - 1] : NAN;
     if (!o->peer)
         return;
     /* The peer's status and message are its last round's; its times, the
@@ -479,6 +481,7 @@ int cb_run_layer(cb_bench *b, const char *suite, const cb_layer *l, cb_row *rows
         r->layer = l;
         r->op = (conv_op_t)op;
         r->algo = "-";
+        r->ratio = r->ratio_low = r->ratio_high = NAN; /* until rounds with the peer */
         cb_layer_shape(l, r->shape, sizeof r->shape);
     }
 
