@@ -514,6 +514,37 @@ static void test_narrow_few_sources(void **state)
     }
 }
 
+/* The same kernel on source images whose padded copy outgrows a band
+ * (1 MiB on AVX2: each work item then pads and computes a band of the
+ * destination's rows, one image at a time too) and at batch 1-2 with 2-3
+ * threads (four bands a thread): forward onto and backward-data from 1-8
+ * channels out of 40-64, 3x3 and 5x5 windows, planes of 70-110 rows, so
+ * the bands' edges fall inside the blocks' rows and the windows of a
+ * band's last rows reach into the next band's source. */
+static void test_narrow_bands(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(5500);
+    int n = tu_env_count(8);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        const conv_op_t op = i % 2 ? CONV_OP_BACKWARD_DATA : CONV_OP_FORWARD;
+        const int64_t k = i % 4 < 2 ? 3 : 5;
+        int64_t kernel[2] = {k, k}, in[2] = {tu_range(&r, 70, 110), tu_range(&r, 50, 80)};
+        const int64_t few = tu_range(&r, 1, 8), many = tu_range(&r, 40, 64);
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 2), op == CONV_OP_FORWARD ? many : few,
+                        op == CONV_OP_FORWARD ? few : many, in, kernel);
+        for (int a = 0; a < 2; a++) tp.desc_pad_begin[a] = tp.desc_pad_end[a] = tu_range(&r, 0, k / 2);
+        tp.bias = op == CONV_OP_FORWARD && tu_chance(&r, 50);
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, op, &r, i % 3 == 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -522,7 +553,7 @@ int main(void)
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
-        cmocka_unit_test(test_narrow_few_sources),
+        cmocka_unit_test(test_narrow_few_sources), cmocka_unit_test(test_narrow_bands),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
