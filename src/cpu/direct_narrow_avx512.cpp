@@ -181,12 +181,12 @@ const std::array<std::array<BlockFn, kMaxRows>, kMaxChannels> kBlocks = {
 // first copied into zero-padded planes, `Padded` below, so that every tap's
 // row vector is a plain load inside them.
 
-// Source planes with the window's overhang zero-filled: destination (i, j)
-// meets tap (r, q) at padded (i + r, j + q); rows wide enough for whole
-// 8-column vectors of every destination row.
 // Bytes of a padded source image an AVX2 item takes a band of rows of at most.
 constexpr int64_t kPaddedBand = int64_t(1) << 20;
 
+// Source planes with the window's overhang zero-filled: destination (i, j)
+// meets tap (r, q) at padded (i + r, j + q); rows wide enough for whole
+// 8-column vectors of every destination row.
 struct Padded {
     int64_t rows, cols;
     int64_t floats(int64_t channels) const { return channels * rows * cols; }
