@@ -366,9 +366,9 @@ void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
         // 3-channel backward-data at batch 1 ran on one thread: 2 threads
         // 0.97-1.14x of 1), and bands of a padded image past kPaddedBand
         // (its rows then still in L2 when the blocks read them).
-        const int64_t image_bytes = p.floats(s.cs) * (int64_t)sizeof(float);
-        const int64_t bands = std::min(ceil_div(s.hd, rows), std::max(threads == 1 || s.n >= 2 * threads ? 1 : ceil_div(4 * threads, s.n),
-                                                                      ceil_div(image_bytes, kPaddedBand)));
+        const int64_t for_threads = threads == 1 || s.n >= 2 * threads ? 1 : ceil_div(4 * threads, s.n);
+        const int64_t for_size = ceil_div(p.floats(s.cs) * (int64_t)sizeof(float), kPaddedBand);
+        const int64_t bands = std::min(ceil_div(s.hd, rows), std::max(for_threads, for_size));
         const int64_t band = round_up(ceil_div(s.hd, bands), rows), per_image = ceil_div(s.hd, band);
         pool.parallel_for(
             s.n * per_image,

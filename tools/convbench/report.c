@@ -78,21 +78,13 @@ void cb_print_table_head(const cb_options *o, const char *suite, int nw, int sw)
     printf("check\n");
 }
 
-/* peer_ms / ms (> 1: libconv faster); over several rounds, the median of
- * the rounds' ratios. */
-static double row_ratio(const cb_row *r)
-{
-    if (r->rounds > 1 && !isnan(r->ratio))
-        return r->ratio;
-    return r->ms > 0 ? r->peer_ms / r->ms : NAN;
-}
-
-/* The peer's two columns: its median and the ratio. */
+/* The peer's two columns: its median and the ratio (peer ms / ms, > 1:
+ * libconv faster; the median of the rounds' ratios, runner.c). */
 static void print_peer_columns(const cb_row *r)
 {
     switch (r->peer_status) {
     case CB_PEER_OK:
-        printf("%10.3f %6.2f  ", r->peer_ms, row_ratio(r));
+        printf("%10.3f %6.2f  ", r->peer_ms, r->ratio);
         break;
     case CB_PEER_NA: printf("%10s %6s  ", "n/a", "-"); break;
     case CB_PEER_FAILED: printf("%10s %6s  ", "FAILED", "-"); break;
@@ -316,7 +308,7 @@ static void json_row(FILE *f, const cb_bench *b, const cb_row *r)
     fputs(", \"peer_impl\": ", f);
     json_string(f, r->peer_status == CB_PEER_OK && r->peer_impl[0] ? r->peer_impl : NULL);
     fprintf(f, ", \"rounds\": %d, \"ratio\": ", r->rounds);
-    json_number(f, r->peer_status == CB_PEER_OK ? row_ratio(r) : NAN);
+    json_number(f, r->peer_status == CB_PEER_OK ? r->ratio : NAN);
     /* The spread of the rounds' ratios: how far the host moved them. */
     fputs(", \"ratio_low\": ", f);
     json_number(f, r->peer_status == CB_PEER_OK ? r->ratio_low : NAN);

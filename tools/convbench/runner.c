@@ -192,6 +192,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sorts v[0..n) and returns its median. */
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 int cb_timing_slots(const cb_options *o)
 {
     return o->repeats ? o->repeats : max_repeats;
@@ -218,10 +225,9 @@ int cb_time_calls(const cb_options *o, cb_call_fn call, void *arg, double *times
         if (!o->repeats && n >= min_repeats && total >= target_ms)
             break;
     }
-    qsort(times, (size_t)n, sizeof *times, cmp_double);
+    t->ms = median_of(times, n);
     t->repeats = n;
     t->min_ms = times[0];
-    t->ms = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
     return 0;
 }
 
@@ -297,12 +303,6 @@ static int settle_before(const cb_options *o, int peer)
     if (o->peer_apart)
         return peer ? 2 : 0;
     return 30;
-}
-
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* The rounds of one pass (--rounds): libconv's timing, then the peer's
