@@ -20,7 +20,8 @@
 //   x(p * s + tap), the 9 tap sums of a channel block in registers over the
 //   whole batch: one work item per block, so the sums' order does not
 //   depend on the thread count. On dy planes 16 or more columns wide,
-//   depthwise_avx2_rows.cpp takes it at stride 1.
+//   depthwise_avx2_rows.cpp takes it at stride 1; this pass keeps small
+//   dy planes (dw_planes_covers).
 // depthwise_avx2_planes.cpp (planes swept in place, no transposes) takes
 // forward, stride-1 backward-data and backward-filter where it measured
 // faster (dw_planes_covers): every plane up to 32 wide, wider ones (not at
@@ -98,6 +99,7 @@ struct TileCursor {
     void next() {
         if (++c == w) c = 0, ++r;
     }
+    void seek(int64_t q) { r = q / w, c = q % w; }
 };
 
 CONV_TARGET_AVX2 inline void zero_positions(float *tile, int64_t from, int64_t to) {
@@ -116,12 +118,16 @@ CONV_TARGET_AVX2 void zero_border(const Shape &b, float *tile) {
 
 // cb (<= 8) planes of `size` positions (`stride` floats apart) into the
 // tile positions `walk` visits, 8 positions at a time; lanes >= cb zero.
+// A last partial block of 8 whole planes is the block of the last 8
+// positions, its first ones stored again (no bounded loads: the 49th
+// position of a 7x7 plane, on its own, cost a fifth of the copy).
 template <class Cursor>
 CONV_TARGET_AVX2 void planes_to_tile(const float *planes, int64_t stride, int cb, int64_t size,
                                      Cursor walk, float *tile) {
     for (int64_t q0 = 0; q0 < size; q0 += kVec) {
-        const int64_t n = std::min<int64_t>(kVec, size - q0);
+        int64_t n = std::min<int64_t>(kVec, size - q0);
         __m256 v[kVec];
+        if (n < kVec && cb == kVec && size >= kVec) q0 = size - kVec, n = kVec, walk.seek(q0);
         if (n == kVec && cb == kVec) {  // whole blocks without a bound (most of them)
 #pragma GCC unroll 8
             for (int ch = 0; ch < kVec; ++ch) v[ch] = _mm256_loadu_ps(planes + ch * stride + q0);
@@ -179,6 +185,7 @@ struct DenseCursor {
     int64_t q = 0;
     int64_t at() const { return q * kVec; }
     void next() { ++q; }
+    void seek(int64_t to) { q = to; }
 };
 
 // The 9 taps' weights of channels [c0, c0 + cb), a vector per tap.
@@ -249,36 +256,29 @@ CONV_TARGET_AVX2 void backward_data_tile(const Shape &b, const float *dy, const 
     }
 }
 
-// Backward-filter: sums[t] += dy(p) * x(p * s + t), two positions at a
-// time. One set of 9 sums: 9 chains cover the FMA latency, and a second set
-// (18 accumulators) does not fit in AVX2's 16 registers -- GCC kept 6 of
-// them on the stack, a store and a load on every FMA's chain.
+// Backward-filter: sums[t] += dy(p) * x(p * s + t), a position at a time:
+// each of the 9 sums takes one FMA a position, so their 9 chains cover the
+// FMA latency, and the sums, dy and one x vector take 11 registers. (Two
+// positions a step with the sums passed by reference left one sum on the
+// stack, a store and a load on its chain every step.)
 template <int S>
-CONV_TARGET_AVX2 void filter_tile(const Shape &b, const float *x, const float *dy,
-                                  __m256 (&sums)[kK * kK]) {
-    const int64_t row = b.cols * kVec;
-    for (int64_t oh = 0; oh < b.oh; ++oh) {
-        const float *in = x + oh * S * row;
-        const float *d = dy + oh * b.ow * kVec;
-        int64_t ow = 0;
-        for (; ow + 2 <= b.ow; ow += 2) {
-            const __m256 g0 = _mm256_load_ps(d + ow * kVec), g1 = _mm256_load_ps(d + (ow + 1) * kVec);
-            const float *i0 = in + ow * S * kVec, *i1 = i0 + S * kVec;
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_tile(const Shape &b, const float *x,
+                                                                       const float *dy, __m256 (&sums)[kK * kK]) {
+    const int64_t row = b.cols * kVec, oh = b.oh, ow = b.ow;
+    __m256 s[kK * kK];
 #pragma GCC unroll 9
-            for (int t = 0; t < kK * kK; ++t) {
-                const int64_t at = (t / kK) * row + (t % kK) * kVec;
-                sums[t] = _mm256_fmadd_ps(g0, _mm256_load_ps(i0 + at), sums[t]);
-                sums[t] = _mm256_fmadd_ps(g1, _mm256_load_ps(i1 + at), sums[t]);
-            }
-        }
-        if (ow < b.ow) {
-            const __m256 g0 = _mm256_load_ps(d + ow * kVec);
-            const float *i0 = in + ow * S * kVec;
+    for (int t = 0; t < kK * kK; ++t) s[t] = sums[t];
+    for (int64_t r = 0; r < oh; ++r) {
+        const float *in = x + r * S * row, *d = dy + r * ow * kVec;
+        for (int64_t c = 0; c < ow; ++c, in += S * kVec, d += kVec) {
+            const __m256 g = _mm256_load_ps(d);
 #pragma GCC unroll 9
             for (int t = 0; t < kK * kK; ++t)
-                sums[t] = _mm256_fmadd_ps(g0, _mm256_load_ps(i0 + (t / kK) * row + (t % kK) * kVec), sums[t]);
+                s[t] = _mm256_fmadd_ps(g, _mm256_load_ps(in + (t / kK) * row + (t % kK) * kVec), s[t]);
         }
     }
+#pragma GCC unroll 9
+    for (int t = 0; t < kK * kK; ++t) sums[t] = s[t];
 }
 
 // A forward pass of one block: cb planes (`in_plane` positions, at `src`)
@@ -334,8 +334,9 @@ CONV_TARGET_AVX2 void filter_item(const Shape &b, const ConvArgs &a, int64_t c0,
     const int64_t in_plane = g.in_size(), out_plane = g.out_size();
     float *dense = tile + b.tile_floats();
     __m256 sums[kK * kK];
-    for (auto &v : sums) v = _mm256_setzero_ps();
-    zero_border(b, tile);
+    // Unrolled: as a loop GCC made it a memset.
+#pragma GCC unroll 9
+    for (int t = 0; t < kK * kK; ++t) sums[t] = _mm256_setzero_ps();
     const TileCursor padded{b.cols, b.top, b.left, b.iw};
     for (int64_t n = 0; n < g.n; ++n) {
         planes_to_tile(static_cast<const float *>(a.x) + (n * g.c + c0) * in_plane, in_plane, cb,
@@ -348,6 +349,9 @@ CONV_TARGET_AVX2 void filter_item(const Shape &b, const ConvArgs &a, int64_t c0,
             filter_tile<2>(b, tile, dense, sums);
     }
     alignas(32) float t[kK * kK][kVec];
+    // Unrolled: as a loop GCC stored the sums and then copied them (rep
+    // movsq, an eighth of a 7x7 item's time).
+#pragma GCC unroll 9
     for (int i = 0; i < kK * kK; ++i) _mm256_store_ps(t[i], sums[i]);
     float *dw = static_cast<float *>(a.w);
     for (int ch = 0; ch < cb; ++ch)
@@ -388,6 +392,10 @@ void dw_avx2_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     float *scratch = static_cast<float *>(ws);
     auto width = [&](int64_t block) { return (int)std::min<int64_t>(kVec, g.c - block * kVec); };
     if (a.op == CONV_OP_BACKWARD_FILTER) {
+        // The padded tiles' borders stay zero from item to item: zeroed
+        // once per slot, not per item (its small memsets were a tenth of
+        // a 7x7 item).
+        for (int s = 0; s < std::max(threads, 1); ++s) zero_border(b, scratch + s * slot);
         pool.parallel_for(
             blocks,
             [&](int64_t block, int s) { filter_item(b, a, block * kVec, width(block), scratch + s * slot); },
