@@ -9,23 +9,25 @@
 // channels per position, the input side zero-padded around so no tap needs
 // a bound, and each tap is one FMA of a whole vector.
 //
-// - Forward: y(p) = bias + sum over taps of w(tap) * x(p * s + tap), four
-//   positions at a time (four chains of FMAs), the 9 weight vectors in
-//   registers; then transposed back into y's planes (ReLU on the way).
+// - Forward: y(p) = bias + sum over taps of w(tap) * x(p * s + tap), up to
+//   8 positions of a row at a time (as many chains of FMAs), each input
+//   column loaded once for the outputs whose window holds it; then
+//   transposed back into y's planes (ReLU on the way).
 // - Backward-data: at stride 1 the forward pass of dy with the window
 //   rotated (gather_shape); at stride 2 dx(q) += w(tap) * dy(p) for q = p *
 //   s + tap, scattered into a zeroed padded tile, whose interior is then
 //   transposed into dx.
 // - Backward-filter: dw(tap) = sum over the batch and positions of dy(p) *
 //   x(p * s + tap), the 9 tap sums of a channel block in registers over the
-//   whole batch: one work item per block, so the sums' order does not
-//   depend on the thread count. On dy planes 16 or more columns wide,
-//   depthwise_avx2_rows.cpp takes it at stride 1; this pass keeps small
-//   dy planes (dw_planes_covers).
+//   whole batch: one work item per block (or a few: kItemFloats), so the
+//   sums' order does not depend on the thread count. On dy planes 16 or
+//   more columns wide, depthwise_avx2_rows.cpp takes it at stride 1.
 // depthwise_avx2_planes.cpp (planes swept in place, no transposes) takes
 // forward, stride-1 backward-data and backward-filter where it measured
-// faster (dw_planes_covers): every plane up to 32 wide, wider ones (not at
-// stride-1 backward-filter) while the tensors stay in the caches.
+// faster (dw_planes_covers): planes up to 32 wide, wider ones (not at
+// stride-1 backward-filter) while the tensors stay in the caches -- but
+// not small output planes (up to 10 wide at stride 1, and backward-filter
+// onto up to 14 at stride 2), which stay here.
 // Every output is a plain sum of products (a dot product's bound).
 #include "cpu/depthwise_avx2.h"
 
@@ -80,6 +82,9 @@ Shape gather_shape(const ConvGeometry &g) {
     b.cols = std::max(b.iw + b.left, (b.ow - 1) + kK);
     return b;
 }
+
+// Output floats a work item takes at least (dw_avx2_run).
+constexpr int64_t kItemFloats = 2048;
 
 // A thread's slot: the padded tile, then the dense tile of the output side
 // (for either shape the pass uses).
@@ -146,13 +151,16 @@ CONV_TARGET_AVX2 void planes_to_tile(const float *planes, int64_t stride, int cb
     }
 }
 
-// The reverse: tile positions into cb planes, ReLU applied if asked.
+// The reverse: tile positions into cb planes, ReLU applied if asked (a
+// last partial block of 8 planes as the last 8 positions, as above: the
+// first ones are stored again with the values they hold).
 template <class Cursor>
 CONV_TARGET_AVX2 void tile_to_planes(const float *tile, Cursor walk, int64_t size, int cb,
                                      bool relu, float *planes, int64_t stride) {
     for (int64_t q0 = 0; q0 < size; q0 += kVec) {
-        const int64_t n = std::min<int64_t>(kVec, size - q0);
+        int64_t n = std::min<int64_t>(kVec, size - q0);
         __m256 v[kVec];
+        if (n < kVec && cb == kVec && size >= kVec) q0 = size - kVec, n = kVec, walk.seek(q0);
         if (n == kVec && cb == kVec) {  // whole blocks without a bound
 #pragma GCC unroll 8
             for (int j = 0; j < kVec; ++j) v[j] = _mm256_load_ps(tile + walk.at()), walk.next();
@@ -190,6 +198,17 @@ struct DenseCursor {
 
 // The 9 taps' weights of channels [c0, c0 + cb), a vector per tap.
 CONV_TARGET_AVX2 void load_weights(const float *w, int64_t c0, int cb, __m256 (&wv)[kK * kK]) {
+    if (cb == kVec) {  // 8 channels' 72 weights: taps 0-7 transposed 8 x 8, tap 8 gathered
+        const float *at = w + c0 * kK * kK;
+        __m256 v[kVec];
+#pragma GCC unroll 8
+        for (int ch = 0; ch < kVec; ++ch) v[ch] = _mm256_loadu_ps(at + ch * kK * kK);
+        transpose8(v);
+#pragma GCC unroll 8
+        for (int t = 0; t < kVec; ++t) wv[t] = v[t];
+        wv[kVec] = _mm256_setr_ps(at[8], at[17], at[26], at[35], at[44], at[53], at[62], at[71]);
+        return;
+    }
     alignas(32) float t[kK * kK][kVec] = {};
     for (int ch = 0; ch < cb; ++ch)
         for (int i = 0; i < kK * kK; ++i) t[i][ch] = w[(c0 + ch) * kK * kK + i];
@@ -201,34 +220,63 @@ CONV_TARGET_AVX2 __m256 load_bias(const float *bias, int64_t c0, int cb) {
     return bias ? load_first_avx2(bias + c0, cb) : _mm256_setzero_ps();
 }
 
-// Forward: the dense y tile from the padded x tile, four positions of a row
-// at a time.
+// N (1-8) consecutive positions of an output row, from `in` (the first
+// one's window) on: each input column of a tap row is loaded once and
+// feeds the (up to 3) outputs whose window holds it, so the N sums run as N
+// chains side by side. (Four positions a step, each with its own 9 loads,
+// left a 7-wide row's last three as chains of their own: 2.3x the FMAs'
+// time on 7x7 planes.) The weights are read per tap row: with them in 9
+// registers the N sums would not fit.
+template <int S, int N>
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void forward_run(const float *in, int64_t row,
+                                                                       const __m256 *w, __m256 bias, float *out) {
+    __m256 acc[N];
+#pragma GCC unroll 8
+    for (int u = 0; u < N; ++u) acc[u] = bias;
+#pragma GCC unroll 3
+    for (int kh = 0; kh < kK; ++kh) {
+        const __m256 w0 = _mm256_load_ps(reinterpret_cast<const float *>(w + kh * kK));
+        const __m256 w1 = _mm256_load_ps(reinterpret_cast<const float *>(w + kh * kK + 1));
+        const __m256 w2 = _mm256_load_ps(reinterpret_cast<const float *>(w + kh * kK + 2));
+        const float *at = in + kh * row;
+        // Input column j is tap kw of output (j - kw) / S.
+#pragma GCC unroll 17
+        for (int j = 0; j < (N - 1) * S + kK; ++j) {
+            const __m256 xv = _mm256_load_ps(at + j * kVec);
+            if (j % S == 0 && j / S < N) acc[j / S] = _mm256_fmadd_ps(w0, xv, acc[j / S]);
+            if (j >= 1 && (j - 1) % S == 0 && (j - 1) / S < N) acc[(j - 1) / S] = _mm256_fmadd_ps(w1, xv, acc[(j - 1) / S]);
+            if (j >= 2 && (j - 2) % S == 0 && (j - 2) / S < N) acc[(j - 2) / S] = _mm256_fmadd_ps(w2, xv, acc[(j - 2) / S]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < N; ++u) _mm256_store_ps(out + u * kVec, acc[u]);
+}
+
+// Forward: the dense y tile from the padded x tile, 8 positions of a row at
+// a time (forward_run), the row's last 1-7 together.
 template <int S>
-CONV_TARGET_AVX2 void forward_tile(const Shape &b, const float *x, const __m256 (&w)[kK * kK],
+CONV_TARGET_AVX2 void forward_tile(const Shape &b, const float *x, const __m256 (&weights)[kK * kK],
                                    __m256 bias, float *y) {
+    alignas(32) __m256 w[kK * kK];
+#pragma GCC unroll 9
+    for (int t = 0; t < kK * kK; ++t) w[t] = weights[t];
     const int64_t row = b.cols * kVec;
     for (int64_t oh = 0; oh < b.oh; ++oh) {
         const float *in = x + oh * S * row;
         float *out = y + oh * b.ow * kVec;
         int64_t ow = 0;
-        for (; ow + 4 <= b.ow; ow += 4) {
-            __m256 acc[4] = {bias, bias, bias, bias};
-#pragma GCC unroll 9
-            for (int t = 0; t < kK * kK; ++t) {
-                const float *at = in + (t / kK) * row + (ow * S + t % kK) * kVec;
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; ++u)
-                    acc[u] = _mm256_fmadd_ps(w[t], _mm256_load_ps(at + u * S * kVec), acc[u]);
-            }
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; ++u) _mm256_store_ps(out + (ow + u) * kVec, acc[u]);
-        }
-        for (; ow < b.ow; ++ow) {
-            __m256 acc = bias;
-#pragma GCC unroll 9
-            for (int t = 0; t < kK * kK; ++t)
-                acc = _mm256_fmadd_ps(w[t], _mm256_load_ps(in + (t / kK) * row + (ow * S + t % kK) * kVec), acc);
-            _mm256_store_ps(out + ow * kVec, acc);
+        for (; ow + 8 <= b.ow; ow += 8) forward_run<S, 8>(in + ow * S * kVec, row, w, bias, out + ow * kVec);
+        const float *at = in + ow * S * kVec;
+        float *to = out + ow * kVec;
+        switch (b.ow - ow) {
+        case 7: forward_run<S, 7>(at, row, w, bias, to); break;
+        case 6: forward_run<S, 6>(at, row, w, bias, to); break;
+        case 5: forward_run<S, 5>(at, row, w, bias, to); break;
+        case 4: forward_run<S, 4>(at, row, w, bias, to); break;
+        case 3: forward_run<S, 3>(at, row, w, bias, to); break;
+        case 2: forward_run<S, 2>(at, row, w, bias, to); break;
+        case 1: forward_run<S, 1>(at, row, w, bias, to); break;
+        default: break;
         }
     }
 }
@@ -287,8 +335,7 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_tile(const Sh
 CONV_TARGET_AVX2 void forward_planes(const Shape &b, const float *src, int64_t in_plane, int cb,
                                      const __m256 (&w)[kK * kK], __m256 bias, bool relu, float *dst,
                                      int64_t out_plane, float *tile) {
-    float *dense = tile + b.tile_floats();
-    zero_border(b, tile);
+    float *dense = tile + b.tile_floats();  // the border already zero (dw_avx2_run)
     planes_to_tile(src, in_plane, cb, in_plane, TileCursor{b.cols, b.top, b.left, b.iw}, tile);
     if (b.s == 1)
         forward_tile<1>(b, tile, w, bias, dense);
@@ -391,26 +438,39 @@ void dw_avx2_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     const int64_t slot = slot_floats(g, a.op), blocks = ceil_div(g.c, (int64_t)kVec);
     float *scratch = static_cast<float *>(ws);
     auto width = [&](int64_t block) { return (int)std::min<int64_t>(kVec, g.c - block * kVec); };
-    if (a.op == CONV_OP_BACKWARD_FILTER) {
-        // The padded tiles' borders stay zero from item to item: zeroed
-        // once per slot, not per item (its small memsets were a tenth of
-        // a 7x7 item).
-        for (int s = 0; s < std::max(threads, 1); ++s) zero_border(b, scratch + s * slot);
+    // The padded tiles' borders stay zero from item to item (the items
+    // write inside them): zeroed once per slot, not per item (its small
+    // memsets were a tenth of a 7x7 item). Backward-data's scatter zeroes
+    // its whole tile per item.
+    if (a.op != CONV_OP_BACKWARD_DATA || gathers(g)) {
+        const Shape padded = a.op == CONV_OP_BACKWARD_DATA ? gather_shape(g) : b;
+        for (int s = 0; s < std::max(threads, 1); ++s) zero_border(padded, scratch + s * slot);
+    }
+    // Blocks a work item takes: at least kItemFloats output floats, since the
+    // pool hands out items one at a time (a block of 7x7 planes takes ~0.3
+    // us; one an item ran 7x7 at 2 threads at 0.77-0.88x the plane sweeps).
+    const int64_t plane = a.op == CONV_OP_BACKWARD_FILTER ? g.n * g.out_size()
+                          : a.op == CONV_OP_FORWARD      ? g.out_size()
+                                                         : g.in_size();
+    auto in_items = [&](int64_t count, auto fn) {
+        // ... and at least 4 items a thread.
+        const int64_t per = std::max<int64_t>(1, std::min(kItemFloats / (kVec * plane), count / (4 * std::max(threads, 1))));
         pool.parallel_for(
-            blocks,
-            [&](int64_t block, int s) { filter_item(b, a, block * kVec, width(block), scratch + s * slot); },
+            ceil_div(count, per),
+            [&](int64_t item, int s) {
+                for (int64_t i = item * per; i < std::min(count, (item + 1) * per); ++i) fn(i, scratch + s * slot);
+            },
             threads);
+    };
+    if (a.op == CONV_OP_BACKWARD_FILTER) {
+        in_items(blocks, [&](int64_t block, float *tile) { filter_item(b, a, block * kVec, width(block), tile); });
         if (a.bias)
             channel_sums({g.layout, g.n, g.k, g.out_size()}, a.dtype, a.y, a.bias, pool, threads);
         return;
     }
-    pool.parallel_for(
-        g.n * blocks,
-        [&](int64_t item, int s) {
-            const int64_t block = item % blocks;
-            data_item(b, a, item / blocks, block * kVec, width(block), scratch + s * slot);
-        },
-        threads);
+    in_items(g.n * blocks, [&](int64_t i, float *tile) {
+        data_item(b, a, i / blocks, i % blocks * kVec, width(i % blocks), tile);
+    });
 #else
     (void)a, (void)ws, (void)pool, (void)threads;
 #endif

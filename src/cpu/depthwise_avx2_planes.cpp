@@ -590,15 +590,21 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
 // alternated rounds: batch 1 1.16-1.47x, batch 8 0.99-1.75x, 2 threads
 // 1.14-1.52x; wider planes stay with the rows kernel (56x56 and 112x112
 // 0.74-0.96x: a column's sweep re-reads the rows' other lines from L2).
-// Backward-filter onto dy planes this wide or less goes to depthwise_avx2.cpp's
-// 8-channel blocks, once their tile loop kept its sums in registers and
-// the tiles' borders were zeroed once a call: against this kernel, 1
-// thread, 6 alternated rounds (batch 8: 4), MobileNet-v1's 1024 7x7 1.55x
-// (batch 8 1.21x, 2 threads 1.30x), 512 14x14 s2 onto 7x7 1.30x (1.14x,
-// 1.14x), 256 28x28 s2 onto 14x14 1.07x (1.08x, even); 8x8 and 10x10
-// planes at batch 8 1.21x and 1.44x. At stride 1 on 14x14 it was mixed
-// (1.15x at batch 1 and 2 threads, 0.87x at batch 8), on 16x16 0.91-1.0x.
-constexpr int64_t kBlockedFilterWidth = 10;
+// Output planes this wide or less (at stride 1, every pass; at stride 2,
+// backward-filter onto planes up to kBlockedFilterWidthS2) go to
+// depthwise_avx2.cpp's 8-channel blocks, once their backward-filter kept its
+// sums in registers, their forward read each input column once for a row's
+// outputs, and their tiles' borders were zeroed once a call. Against this
+// kernel, 1 thread, 6 alternated rounds (batch 8: 4): MobileNet-v1's 1024
+// 7x7 backward-filter 1.55x (batch 8 1.21x, 2 threads 1.30x), forward and
+// backward-data 1.39-1.49x (1.41-1.59x, 1.13-1.22x); 512 14x14 s2 onto 7x7
+// backward-filter 1.30x (1.14x, 1.14x), 256 28x28 s2 onto 14x14 1.07x
+// (1.08x, even); 8x8 and 10x10 planes 1.06-1.46x. On 14x14 at stride 1 it
+// was mixed (backward-filter 1.15x at batch 1, 0.87x at batch 8; forward
+// 0.93x, 0.74x at batch 8), on 16x16 0.86-0.91x; the forward at stride 2
+// lost (0.74-0.82x: the input tile, four times the output's, is transposed
+// in).
+constexpr int64_t kBlockedWidth = 10;
 constexpr int64_t kBlockedFilterWidthS2 = 14;
 constexpr int64_t kFromCache = int64_t(4) << 20;  // bytes of the input side
 constexpr int64_t kAnyDepthWidth = 32;            // input columns
@@ -614,7 +620,7 @@ bool dw_planes_covers(const ConvGeometry &g, conv_op_t op) {
     if (op == CONV_OP_BACKWARD_DATA && g.stride[1] != 1) return false;
     if (make_plan(g, op).edges() > kMaxEdges) return false;
     const int64_t width = op == CONV_OP_BACKWARD_DATA ? g.out[2] : g.in[2];
-    if (op == CONV_OP_BACKWARD_FILTER && g.out[2] <= (g.stride[1] == 1 ? kBlockedFilterWidth : kBlockedFilterWidthS2))
+    if (g.stride[1] == 1 ? g.out[2] <= kBlockedWidth : op == CONV_OP_BACKWARD_FILTER && g.out[2] <= kBlockedFilterWidthS2)
         return false;
     if (op == CONV_OP_BACKWARD_FILTER && g.stride[1] == 1) return width <= kAnyDepthWidth;
     if (width <= kAnyDepthWidth || input_bytes(g, op) <= kFromCache) return true;
