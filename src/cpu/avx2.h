@@ -41,6 +41,31 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void transpose8(__m256 v[
     }
 }
 
+// 8 rows of 8 floats (`stride` floats apart from `at`) loaded transposed:
+// v[j] lane i <- at[i * stride + j]. Each ymm is put together from two
+// rows' 128-bit halves as it is loaded (rows i and i + 4), so that only
+// in-lane shuffles remain: 16 of them, not transpose8's 24 of which 8 cross
+// lanes (vperm2f128, one a cycle on Zen 3).
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void load_transposed8(const float *at, int64_t stride,
+                                                                            __m256 v[8]) {
+    __m256 t[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+        const float *lo = at + i * stride, *hi = at + (i + 4) * stride;
+        t[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo)), _mm_loadu_ps(hi), 1);
+        t[i + 4] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo + 4)), _mm_loadu_ps(hi + 4), 1);
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {  // columns 4h..4h+3: a 4 x 4 transpose in each lane
+        const __m256 a0 = _mm256_unpacklo_ps(t[4 * h], t[4 * h + 1]), a1 = _mm256_unpackhi_ps(t[4 * h], t[4 * h + 1]);
+        const __m256 a2 = _mm256_unpacklo_ps(t[4 * h + 2], t[4 * h + 3]), a3 = _mm256_unpackhi_ps(t[4 * h + 2], t[4 * h + 3]);
+        v[4 * h + 0] = _mm256_shuffle_ps(a0, a2, 0x44);
+        v[4 * h + 1] = _mm256_shuffle_ps(a0, a2, 0xEE);
+        v[4 * h + 2] = _mm256_shuffle_ps(a1, a3, 0x44);
+        v[4 * h + 3] = _mm256_shuffle_ps(a1, a3, 0xEE);
+    }
+}
+
 // The first m (0-3) floats at `at` in the low lanes, zeros above; nothing
 // past them read.
 CONV_TARGET_AVX2 inline __m128 load_few_avx2(const float *at, int64_t m) {

@@ -134,9 +134,7 @@ CONV_TARGET_AVX2 void planes_to_tile(const float *planes, int64_t stride, int cb
         __m256 v[kVec];
         if (n < kVec && cb == kVec && size >= kVec) q0 = size - kVec, n = kVec, walk.seek(q0);
         if (n == kVec && cb == kVec) {  // whole blocks without a bound (most of them)
-#pragma GCC unroll 8
-            for (int ch = 0; ch < kVec; ++ch) v[ch] = _mm256_loadu_ps(planes + ch * stride + q0);
-            transpose8(v);
+            load_transposed8(planes + q0, stride, v);
 #pragma GCC unroll 8
             for (int j = 0; j < kVec; ++j) _mm256_store_ps(tile + walk.at(), v[j]), walk.next();
             continue;
@@ -395,14 +393,25 @@ CONV_TARGET_AVX2 void filter_item(const Shape &b, const ConvArgs &a, int64_t c0,
         else
             filter_tile<2>(b, tile, dense, sums);
     }
+    float *dw = static_cast<float *>(a.w) + c0 * kK * kK;
+    alignas(32) float last[kVec];
+    _mm256_store_ps(last, sums[kK * kK - 1]);
+    if (cb == kVec) {  // taps 0-7 of each channel transposed 8 x 8, tap 8 one by one
+        transpose8(sums);
+#pragma GCC unroll 8
+        for (int ch = 0; ch < kVec; ++ch) {
+            _mm256_storeu_ps(dw + ch * kK * kK, sums[ch]);
+            dw[ch * kK * kK + kVec] = last[ch];
+        }
+        return;
+    }
     alignas(32) float t[kK * kK][kVec];
     // Unrolled: as a loop GCC stored the sums and then copied them (rep
     // movsq, an eighth of a 7x7 item's time).
 #pragma GCC unroll 9
     for (int i = 0; i < kK * kK; ++i) _mm256_store_ps(t[i], sums[i]);
-    float *dw = static_cast<float *>(a.w);
     for (int ch = 0; ch < cb; ++ch)
-        for (int i = 0; i < kK * kK; ++i) dw[(c0 + ch) * kK * kK + i] = t[i][ch];
+        for (int i = 0; i < kK * kK; ++i) dw[ch * kK * kK + i] = t[i][ch];
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS
