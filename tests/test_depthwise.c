@@ -422,13 +422,12 @@ static void check_rows_infinity(tu_case *c, conv_desc_t d, const char *what, int
 
 /* The rows kernel's padding: an infinity in dy at a row's first column
  * (taps with kw = 0 read the padding there, and taps with kh = 0 too in
- * the first row) counts in the other taps only; an infinity in x's last
- * row and column is read by taps with kh, kw >= 1 only (stride 1), and
- * neither by a lane past a row's outputs nor by a second channel's half
- * of a vector (7-column rows). Widths 14 (one channel a vector) and 7
- * (two), both strides. AVX-512 only: the other ISAs' kernels multiply
- * zero-padded x by dy, so such a dy infinity gives NaN there, as an
- * im2col with zero padding does. */
+ * the first row) counts in the other taps only, neither read by a lane
+ * past a row's outputs nor by a second channel's half of a vector
+ * (7-column rows). Widths 14 (one channel a vector) and 7 (two), both
+ * strides. AVX-512 only: the other ISAs' kernels multiply zero-padded x by
+ * dy, so such a dy infinity gives NaN there, as an im2col with zero
+ * padding does. (An infinity in x: test_filter_x_infinity, every ISA.) */
 static void test_filter_rows_infinity(void **state)
 {
     (void)state;
@@ -453,17 +452,43 @@ static void test_filter_rows_infinity(void **state)
         check_rows_infinity(&c, d, what, oh > 1 ? 0x1b6 : 0x1b0); /* kw >= 1; kh >= 1 unless row 1 */
         conv_desc_destroy(d);
         tu_case_free(&c);
-        if (s != 1)
-            continue;
-        /* x(h - 1, w - 1): the dy at (h - 1 - kh + 1, w - 1 - kw + 1)
-         * must exist, so kh, kw >= 1. */
-        make_rows_case(&c, &d, h, w, s, 1);
+    }
+}
+
+/* Stride-1 backward-filter with an infinity in x where only some taps
+ * have a dy to meet it: with padding 1, x(h - 1, w - 1) meets dy(h - kh,
+ * w - kw), which exists for kh, kw >= 1 only; with no padding, x(0, 0)
+ * meets dy(0, 0) at tap (0, 0) only and x(h - 1, w - 1) dy(oh - 1, ow - 1)
+ * at tap (2, 2) only. The other taps stay finite: a kernel must not
+ * multiply that x by a zero standing for a dy row or column outside dy
+ * (0 * inf = NaN). Planes from 7 to 29 wide (AVX2: the 8-channel blocks up
+ * to 10, the plane sweeps above, whose dy rows roll through registers),
+ * every ISA. */
+static void test_filter_x_infinity(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][2] = {{14, 14}, {7, 7}, {6, 29}, {20, 20}, {9, 12}, {28, 28}, {3, 17}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int64_t h = shapes[i][0], w = shapes[i][1];
+        tu_case c;
+        conv_desc_t d;
+        char what[64];
+        make_rows_case(&c, &d, h, w, 1, 1);
         for (int64_t plane = 0; plane < 5; plane++)
             tu_set(&c.x, plane * h * w + h * w - 1, INFINITY);
-        snprintf(what, sizeof what, "x %lldx%lld", (long long)h, (long long)w);
-        check_rows_infinity(&c, d, what, 0x1b0);
+        snprintf(what, sizeof what, "x %lldx%lld pad 1, last", (long long)h, (long long)w);
+        check_rows_infinity(&c, d, what, 0x1b0); /* kh, kw >= 1 */
         conv_desc_destroy(d);
         tu_case_free(&c);
+        for (int last = 0; last < 2; last++) {
+            make_rows_case(&c, &d, h, w, 1, 0);
+            for (int64_t plane = 0; plane < 5; plane++)
+                tu_set(&c.x, plane * h * w + (last ? h * w - 1 : 0), INFINITY);
+            snprintf(what, sizeof what, "x %lldx%lld pad 0, %s", (long long)h, (long long)w, last ? "last" : "first");
+            check_rows_infinity(&c, d, what, last ? 1 << 8 : 1 << 0);
+            conv_desc_destroy(d);
+            tu_case_free(&c);
+        }
     }
 }
 
@@ -510,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_filter_infinity_in_dy),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_filter_rows_infinity),
+        cmocka_unit_test(test_filter_x_infinity),
         cmocka_unit_test(test_filter_stride2_infinity),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);

@@ -83,7 +83,8 @@ Shape gather_shape(const ConvGeometry &g) {
     return b;
 }
 
-// Output floats a work item takes at least (dw_avx2_run).
+// The floats of output planes (backward-filter: of dy) a work item takes,
+// as many whole blocks as fit, one at least (dw_avx2_run).
 constexpr int64_t kItemFloats = 2048;
 
 // A thread's slot: the padded tile, then the dense tile of the output side
@@ -455,14 +456,14 @@ void dw_avx2_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         const Shape padded = a.op == CONV_OP_BACKWARD_DATA ? gather_shape(g) : b;
         for (int s = 0; s < std::max(threads, 1); ++s) zero_border(padded, scratch + s * slot);
     }
-    // Blocks a work item takes: at least kItemFloats output floats, since the
-    // pool hands out items one at a time (a block of 7x7 planes takes ~0.3
-    // us; one an item ran 7x7 at 2 threads at 0.77-0.88x the plane sweeps).
+    // Blocks a work item takes: kItemFloats' worth, since the pool hands out
+    // items one at a time (a block of 7x7 planes takes ~0.3 us; one an item
+    // ran 7x7 at 2 threads at 0.77-0.88x the plane sweeps).
     const int64_t plane = a.op == CONV_OP_BACKWARD_FILTER ? g.n * g.out_size()
                           : a.op == CONV_OP_FORWARD      ? g.out_size()
                                                          : g.in_size();
     auto in_items = [&](int64_t count, auto fn) {
-        // ... and at least 4 items a thread.
+        // ... but no fewer than 4 items a thread where the blocks allow.
         const int64_t per = std::max<int64_t>(1, std::min(kItemFloats / (kVec * plane), count / (4 * std::max(threads, 1))));
         pool.parallel_for(
             ceil_div(count, per),

@@ -481,27 +481,36 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) __m256 dy_row_or_zero(con
 
 // One column vector at stride 1 with dy's three rows rolled in registers:
 // input row i meets dy's rows i + pt (d0), i + pt - 1 (d1) and i + pt - 2
-// (d2), so each dy row is loaded (and masked) once, not three times; rows
-// outside dy are zero vectors.
+// (d2), so each dy row is loaded (and masked) once, not three times. A dy
+// row outside dy is a zero vector but is not multiplied in: x's row there
+// may hold an infinity that no product reads (0 * inf would make the tap
+// NaN), so the rows near the plane's top and bottom check each of the
+// three, the rows between (all three in dy) run without a test.
 template <bool Edge>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_column_s1(const PlanePlan &p, const float *at,
                                                                              const float *d, Masks m,
                                                                              __m256 (&sums)[kTaps]) {
     const int64_t oh = p.oh, ow = p.ow, pt = p.pt, ih = p.ih, iw = p.iw;
     __m256 d1 = dy_row_or_zero<Edge>(d, ow, oh, m, pt - 1), d2 = dy_row_or_zero<Edge>(d, ow, oh, m, pt - 2);
-    for (int64_t i = 0; i < ih; ++i) {
+    auto step = [&](int64_t i, auto whole) CONV_TARGET_AVX2 {
         // The masks read from memory at each use: in registers, with the 9
-        // sums, 3 taps and 3 dy rows, GCC spilled a sum (its FMA then waited
-        // on a store to the stack every row).
+        // sums, 3 taps and 3 dy rows, GCC spilled a sum (its FMA then
+        // waited on a store to the stack every row).
         if constexpr (Edge) asm("" : "+r"(m));
-        const __m256 d0 = dy_row_or_zero<Edge>(d, ow, oh, m, i + pt);
+        const int64_t r = i + pt;
+        const __m256 d0 = dy_row_or_zero<Edge>(d, ow, oh, m, r);
         __m256 t[kK];
         row_taps<1, Edge>(at + i * iw, m, t);
-        filter_row(sums, d0, t);
-        filter_row(sums + kK, d1, t);
-        filter_row(sums + 2 * kK, d2, t);
+        if (whole || (r >= 0 && r < oh)) filter_row(sums, d0, t);
+        if (whole || (r >= 1 && r - 1 < oh)) filter_row(sums + kK, d1, t);
+        if (whole || (r >= 2 && r - 2 < oh)) filter_row(sums + 2 * kK, d2, t);
         d2 = d1, d1 = d0;
-    }
+    };
+    // Rows [lo, hi) meet three rows of dy: i + pt - 2 >= 0, i + pt < oh.
+    const int64_t lo = std::min(ih, std::max<int64_t>(0, 2 - pt)), hi = std::max(lo, std::min(ih, oh - pt));
+    for (int64_t i = 0; i < lo; ++i) step(i, std::false_type{});
+    for (int64_t i = lo; i < hi; ++i) step(i, std::true_type{});
+    for (int64_t i = hi; i < ih; ++i) step(i, std::false_type{});
 }
 
 // A plane at stride 1, a column vector at a time, top to bottom (row by
@@ -640,8 +649,8 @@ size_t dw_planes_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thread
                                (int64_t)sizeof(float), "workspace");
 }
 
-// Planes (channels, at backward-filter) a work item takes: at least this
-// many output floats, since the pool hands out items one at a time and a
+// Planes (channels, at backward-filter) a work item takes: as many as fit
+// in this many floats (one at least), since the pool hands out items one at a time and a
 // 7x7 plane takes ~60 ns -- one item a plane ran 1024 of them at 2 threads
 // at 0.66-0.73x the 8-channel blocks, which take 8 planes an item.
 constexpr int64_t kItemFloats = 2048;
