@@ -30,8 +30,7 @@
 // - Backward-filter: dw(tap) = sum of dy(p) * x(sp + tap), in 9 vectors
 //   over a channel's whole batch (one work item a channel, so the order of
 //   the sums does not depend on the thread count), reduced across lanes
-//   once. Stride 1: input row i's three taps meet dy's rows i + pt - kh,
-//   which roll through three registers (each loaded once).
+//   once. Stride 1: input row i's three taps meet dy's rows i + pt - kh.
 //   Stride 2: dy is permuted into the split lanes' order.
 //
 // Column vectors at a row's ends clear, with an AND (an infinity in the row
@@ -472,45 +471,24 @@ CONV_TARGET_AVX2 void filter_column_s2(const PlanePlan &p, const float *x, const
     for (int t = 0; t < kTaps; ++t) total[t] = sums[t];
 }
 
-// dy's row r (stride 1), or zeros outside dy.
+// Backward-filter at stride 1, column vector v of x's row i (`at`: the
+// row plus first_read(v)) against dy's rows i + pt - kh: x's taps are
+// loaded once for all three.
 template <bool Edge>
-CONV_TARGET_AVX2 inline __attribute__((always_inline)) __m256 dy_row_or_zero(const float *d, int64_t ow, int64_t oh,
-                                                                             Masks m, int64_t r) {
-    return r < 0 || r >= oh ? _mm256_setzero_ps() : dy_row<1, Edge>(d, ow, m, r);
-}
-
-// One column vector at stride 1 with dy's three rows rolled in registers:
-// input row i meets dy's rows i + pt (d0), i + pt - 1 (d1) and i + pt - 2
-// (d2), so each dy row is loaded (and masked) once, not three times. A dy
-// row outside dy is a zero vector but is not multiplied in: x's row there
-// may hold an infinity that no product reads (0 * inf would make the tap
-// NaN), so the rows near the plane's top and bottom check each of the
-// three, the rows between (all three in dy) run without a test.
-template <bool Edge>
-CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_column_s1(const PlanePlan &p, const float *at,
-                                                                             const float *d, Masks m,
-                                                                             __m256 (&sums)[kTaps]) {
-    const int64_t oh = p.oh, ow = p.ow, pt = p.pt, ih = p.ih, iw = p.iw;
-    __m256 d1 = dy_row_or_zero<Edge>(d, ow, oh, m, pt - 1), d2 = dy_row_or_zero<Edge>(d, ow, oh, m, pt - 2);
-    auto step = [&](int64_t i, auto whole) CONV_TARGET_AVX2 {
-        // The masks read from memory at each use: in registers, with the 9
-        // sums, 3 taps and 3 dy rows, GCC spilled a sum (its FMA then
-        // waited on a store to the stack every row).
-        if constexpr (Edge) asm("" : "+r"(m));
-        const int64_t r = i + pt;
-        const __m256 d0 = dy_row_or_zero<Edge>(d, ow, oh, m, r);
-        __m256 t[kK];
-        row_taps<1, Edge>(at + i * iw, m, t);
-        if (whole || (r >= 0 && r < oh)) filter_row(sums, d0, t);
-        if (whole || (r >= 1 && r - 1 < oh)) filter_row(sums + kK, d1, t);
-        if (whole || (r >= 2 && r - 2 < oh)) filter_row(sums + 2 * kK, d2, t);
-        d2 = d1, d1 = d0;
-    };
-    // Rows [lo, hi) meet three rows of dy: i + pt - 2 >= 0, i + pt < oh.
-    const int64_t lo = std::min(ih, std::max<int64_t>(0, 2 - pt)), hi = std::max(lo, std::min(ih, oh - pt));
-    for (int64_t i = 0; i < lo; ++i) step(i, std::false_type{});
-    for (int64_t i = lo; i < hi; ++i) step(i, std::true_type{});
-    for (int64_t i = hi; i < ih; ++i) step(i, std::false_type{});
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_step_s1(const PlanePlan &p, const float *at,
+                                                                           const float *d, int64_t i, Masks m,
+                                                                           __m256 (&sums)[kTaps]) {
+    __m256 t[kK];
+    row_taps<1, Edge>(at, m, t);
+    const int64_t r = i + p.pt, oh = p.oh, ow = p.ow;  // dy's row for kh = 0
+    if (r - (kK - 1) >= 0 && r < oh) {
+#pragma GCC unroll 3
+        for (int kh = 0; kh < kK; ++kh) filter_row(sums + kh * kK, dy_row<1, Edge>(d, ow, m, r - kh), t);
+        return;
+    }
+#pragma GCC unroll 3
+    for (int kh = 0; kh < kK; ++kh)
+        if (r - kh >= 0 && r - kh < oh) filter_row(sums + kh * kK, dy_row<1, Edge>(d, ow, m, r - kh), t);
 }
 
 // A plane at stride 1, a column vector at a time, top to bottom (row by
@@ -519,10 +497,18 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_plane_s1(cons
                                                                             const float *dy, __m256 (&sums)[kTaps]) {
     for (int64_t v = 0; v < p.vecs; ++v) {
         const float *at = x + p.first_read(v), *d = dy + v * kVec;
-        if (p.interior(v))
-            filter_column_s1<false>(p, at, d, nullptr, sums);
-        else
-            filter_column_s1<true>(p, at, d, p.masks(v), sums);
+        if (p.interior(v)) {
+            for (int64_t i = 0; i < p.ih; ++i) filter_step_s1<false>(p, at + i * p.iw, d, i, nullptr, sums);
+            continue;
+        }
+        Masks m = p.masks(v);
+        for (int64_t i = 0; i < p.ih; ++i) {
+            // The masks read from memory at each use: GCC kept the four in
+            // registers, and the nine sums and three taps then spilled one
+            // sum (its FMA waited on a store to the stack every row: 1.4x).
+            asm("" : "+r"(m));
+            filter_step_s1<true>(p, at + i * p.iw, d, i, m, sums);
+        }
     }
 }
 
@@ -604,9 +590,6 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
 // alternated rounds: batch 1 1.16-1.47x, batch 8 0.99-1.75x, 2 threads
 // 1.14-1.52x; wider planes stay with the rows kernel (56x56 and 112x112
 // 0.74-0.96x: a column's sweep re-reads the rows' other lines from L2).
-// With dy's rows rolled in registers (one load of each, not three), against
-// the sweep before, 1 thread, 6 alternated rounds: 28x28 1.16x, 14x14
-// 1.27x, 16x16-32x32 1.19-1.26x (batch 8 1.14-1.22x, 2 threads 1.03-1.09x).
 // Output planes this wide or less (at stride 1, every pass; at stride 2,
 // backward-filter onto planes up to kBlockedFilterWidthS2) go to
 // depthwise_avx2.cpp's 8-channel blocks, once their backward-filter kept its
