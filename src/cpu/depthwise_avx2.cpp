@@ -228,15 +228,14 @@ CONV_TARGET_AVX2 __m256 load_bias(const float *bias, int64_t c0, int cb) {
 // registers the N sums would not fit.
 template <int S, int N>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) void forward_run(const float *in, int64_t row,
-                                                                       const __m256 *w, __m256 bias, float *out) {
+                                                                       const __m256 (&w)[kK * kK], __m256 bias,
+                                                                       float *out) {
     __m256 acc[N];
 #pragma GCC unroll 8
     for (int u = 0; u < N; ++u) acc[u] = bias;
 #pragma GCC unroll 3
     for (int kh = 0; kh < kK; ++kh) {
-        const __m256 w0 = _mm256_load_ps(reinterpret_cast<const float *>(w + kh * kK));
-        const __m256 w1 = _mm256_load_ps(reinterpret_cast<const float *>(w + kh * kK + 1));
-        const __m256 w2 = _mm256_load_ps(reinterpret_cast<const float *>(w + kh * kK + 2));
+        const __m256 w0 = w[kh * kK], w1 = w[kh * kK + 1], w2 = w[kh * kK + 2];
         const float *at = in + kh * row;
         // Input column j is tap kw of output (j - kw) / S.
 #pragma GCC unroll 17
@@ -254,11 +253,8 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void forward_run(const fl
 // Forward: the dense y tile from the padded x tile, 8 positions of a row at
 // a time (forward_run), the row's last 1-7 together.
 template <int S>
-CONV_TARGET_AVX2 void forward_tile(const Shape &b, const float *x, const __m256 (&weights)[kK * kK],
+CONV_TARGET_AVX2 void forward_tile(const Shape &b, const float *x, const __m256 (&w)[kK * kK],
                                    __m256 bias, float *y) {
-    alignas(32) __m256 w[kK * kK];
-#pragma GCC unroll 9
-    for (int t = 0; t < kK * kK; ++t) w[t] = weights[t];
     const int64_t row = b.cols * kVec;
     for (int64_t oh = 0; oh < b.oh; ++oh) {
         const float *in = x + oh * S * row;
@@ -395,9 +391,9 @@ CONV_TARGET_AVX2 void filter_item(const Shape &b, const ConvArgs &a, int64_t c0,
             filter_tile<2>(b, tile, dense, sums);
     }
     float *dw = static_cast<float *>(a.w) + c0 * kK * kK;
-    alignas(32) float last[kVec];
-    _mm256_store_ps(last, sums[kK * kK - 1]);
     if (cb == kVec) {  // taps 0-7 of each channel transposed 8 x 8, tap 8 one by one
+        alignas(32) float last[kVec];
+        _mm256_store_ps(last, sums[kK * kK - 1]);
         transpose8(sums);
 #pragma GCC unroll 8
         for (int ch = 0; ch < kVec; ++ch) {
