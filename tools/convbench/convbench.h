@@ -262,6 +262,10 @@ void cb_print_totals(const cb_bench *b, const char *suite, const cb_row *rows, i
  * on a CPU with AVX2 and no AVX-512; the median of 7 runs of ~30 ms); 0
  * where there is no such loop (not x86-64, or neither ISA). */
 double cb_fma_peak(void);
+/* The same loop with each FMA's operand a vector loaded from L1,
+ * `offset_bytes` (0-60, a multiple of 4) past a 64-byte boundary: the bar
+ * of a kernel that loads a vector per FMA. 0 where cb_fma_peak is. */
+double cb_fma_load_peak(int offset_bytes);
 /* The FMA width --peak measures: 512, 256 (AVX2, no AVX-512) or 0 (none). */
 int cb_fma_peak_bits(void);
 /* Returns 0, or -1 after printing why the file could not be written. */

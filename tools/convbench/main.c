@@ -124,10 +124,15 @@ static void print_peak(cb_bench *b, const char *when)
     double peak = cb_fma_peak();
     if (!b->fma_peak)
         b->fma_peak = peak;
-    if (peak > 0)
+    if (peak > 0) {
         printf("fma peak %s the suite: %.1f GFLOP/s per thread (12 independent %d-bit FMA "
                "chains, median of 7 runs)\n", when, peak, cb_fma_peak_bits());
-    else
+        /* Once: what a vector load per FMA leaves of it (kernels whose
+         * operands are shifted loads, such as depthwise taps, meet this). */
+        if (b->fma_peak == peak)
+            printf("fma fed by L1 loads: %.1f GFLOP/s with each FMA's vector loaded aligned, "
+                   "%.1f with it 4 bytes off\n", cb_fma_load_peak(0), cb_fma_load_peak(4));
+    } else
         printf("fma peak: not measured (no AVX2 or AVX-512 FMA loop on this CPU)\n");
 }
 
