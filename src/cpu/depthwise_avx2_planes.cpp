@@ -20,9 +20,10 @@
 //   add (12 cycles a step as three dependent FMAs). Planes wider than one
 //   vector go two column vectors at a time, the rows that need no bound
 //   or mask in a loop of their own.
-// - Forward, stride 2: 16 columns of a row are loaded at a tap's start and
-//   16 one column on, and split by in-lane shuffles into the even and odd
-//   columns (the three taps); the output lanes come out in the order
+// - Forward, stride 2: the 16 columns one on from a tap's start are loaded
+//   and split by in-lane shuffles into the even and odd columns (the taps
+//   kw = 1 and 2); kw = 0 is the neighbouring output's kw = 2 (a permute,
+//   the first column broadcast). The output lanes come out in the order
 //   0 1 4 5 2 3 6 7 and one permute puts them back before the store. Input
 //   row 2r - pt + 2 feeds output rows r (tap row 2) and r + 1 (tap row 0).
 // - Backward-data at stride 1: the forward pass of dy with the window
@@ -179,11 +180,27 @@ CONV_TARGET_AVX2 inline __m256 split_order(__m256 v) {
 // The three taps of a column vector in an input row, from `at` (the row
 // plus first_read(v)): t[kw] lane L holds x(row, col(L) * S + kw - pl) for
 // the lane's output column col(L); with Edge, 0 where the plan clears it.
-template <int S, bool Edge>
+// Stride 2: two loads and the tap kw = 0 built in registers, where the 16
+// columns at the tap's start and 16 one on (four loads, at least one of
+// them astride two cache lines on aligned rows; `convbench --peak`: FMAs
+// fed by such loads run at half the rate of aligned ones on Zen 3) cost
+// more: 1.16-1.30x on MobileNet's 112x112 forward and backward-filter (1
+// thread, alternated runs against oneDNN), 0.98-1.10x on smaller planes.
+// FourLoads keeps the four loads, for column pairs of masked vectors
+// (0.87-0.99x there).
+template <int S, bool Edge, bool FourLoads = false>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) void row_taps(const float *at, Masks m, __m256 (&t)[kK]) {
     if constexpr (S == 1) {
 #pragma GCC unroll 3
         for (int kw = 0; kw < kK; ++kw) t[kw] = _mm256_loadu_ps(at + kw);
+    } else if constexpr (!FourLoads) {
+        const __m256 q0 = _mm256_loadu_ps(at + 1), q1 = _mm256_loadu_ps(at + kVec + 1);
+        t[1] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(2, 0, 2, 0));  // columns 1 3 9 11 | 5 7 13 15
+        t[2] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(3, 1, 3, 1));  // one on
+        // t[0] is t[2] of the output column before (its lane in
+        // kSplitOrder moved over), column 0's from at[0].
+        const __m256i before = _mm256_setr_epi32(0, 0, 5, 2, 1, 4, 3, 6);
+        t[0] = _mm256_blend_ps(_mm256_permutevar8x32_ps(t[2], before), _mm256_broadcast_ss(at), 1);
     } else {
         const __m256 p0 = _mm256_loadu_ps(at), p1 = _mm256_loadu_ps(at + kVec);
         const __m256 q0 = _mm256_loadu_ps(at + 1), q1 = _mm256_loadu_ps(at + kVec + 1);
@@ -344,7 +361,7 @@ CONV_TARGET_AVX2 void forward_columns(const PlanePlan &p, const float *x, float 
         for (int c = 0; c < N; ++c) {
             carry[c] = bias;
             if (in_plane(-pt)) {
-                row_taps<2, Edge>(at[c] - pt * iw, m[c], t);
+                row_taps<2, Edge, Edge>(at[c] - pt * iw, m[c], t);
                 carry[c] = _mm256_add_ps(carry[c], window_row(w, t));
             }
         }
@@ -355,12 +372,12 @@ CONV_TARGET_AVX2 void forward_columns(const PlanePlan &p, const float *x, float 
             for (int c = 0; c < N; ++c) {
                 __m256 acc = carry[c];
                 if (mid) {
-                    row_taps<2, Edge>(at[c] + i * iw, m[c], t);
+                    row_taps<2, Edge, Edge>(at[c] + i * iw, m[c], t);
                     acc = _mm256_add_ps(acc, window_row(w + kK, t));
                 }
                 carry[c] = bias;
                 if (low) {
-                    row_taps<2, Edge>(at[c] + (i + 1) * iw, m[c], t);
+                    row_taps<2, Edge, Edge>(at[c] + (i + 1) * iw, m[c], t);
                     acc = _mm256_add_ps(acc, window_row(w + 2 * kK, t));
                     carry[c] = _mm256_add_ps(carry[c], window_row(w, t));
                 }
