@@ -22,8 +22,8 @@
 //   or mask in a loop of their own.
 // - Forward, stride 2: the 16 columns one on from a tap's start are loaded
 //   and split by in-lane shuffles into the even and odd columns (the taps
-//   kw = 1 and 2); kw = 0 is the neighbouring output's kw = 2 (a permute,
-//   the first column broadcast). The output lanes come out in the order
+//   kw = 1 and 2); kw = 0 is the previous output column's kw = 2 (a
+//   permute, the first column broadcast). The output lanes come out in the order
 //   0 1 4 5 2 3 6 7 and one permute puts them back before the store. Input
 //   row 2r - pt + 2 feeds output rows r (tap row 2) and r + 1 (tap row 0).
 // - Backward-data at stride 1: the forward pass of dy with the window
@@ -180,14 +180,15 @@ CONV_TARGET_AVX2 inline __m256 split_order(__m256 v) {
 // The three taps of a column vector in an input row, from `at` (the row
 // plus first_read(v)): t[kw] lane L holds x(row, col(L) * S + kw - pl) for
 // the lane's output column col(L); with Edge, 0 where the plan clears it.
-// Stride 2: two loads and the tap kw = 0 built in registers, where the 16
-// columns at the tap's start and 16 one on (four loads, at least one of
-// them astride two cache lines on aligned rows; `convbench --peak`: FMAs
-// fed by such loads run at half the rate of aligned ones on Zen 3) cost
-// more: 1.16-1.30x on MobileNet's 112x112 forward and backward-filter (1
-// thread, alternated runs against oneDNN), 0.98-1.10x on smaller planes.
-// FourLoads keeps the four loads, for column pairs of masked vectors
-// (0.87-0.99x there).
+// Stride 2 loads two vectors and broadcasts one column, and builds kw = 0
+// in registers. Four vector loads instead (16 columns at `at` and 16 at `at
+// + 1`) put one astride two cache lines on every row when rows are 32-byte
+// aligned and pl = 1 (`at` then lies 4 bytes before a line; `convbench
+// --peak` reads FMAs fed by such loads at half the rate of aligned ones on
+// Zen 3): they measured 1.16-1.30x slower on MobileNet's 112x112 forward and
+// backward-filter (1 thread, alternated runs against oneDNN), 0.98-1.10x
+// on smaller planes. On pairs of masked column vectors the two-load form
+// was 0.87-0.99x the four, so FourLoads keeps those.
 template <int S, bool Edge, bool FourLoads = false>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) void row_taps(const float *at, Masks m, __m256 (&t)[kK]) {
     if constexpr (S == 1) {

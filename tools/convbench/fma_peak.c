@@ -2,7 +2,8 @@
  * against. The loop is the best any kernel can do on this core: 12
  * independent chains of 512-bit FMAs (256-bit on a CPU with AVX2 and no
  * AVX-512; enough for two FMA units of latency 4, and for one of latency 6),
- * no loads, written in assembly so no compiler spills an accumulator. The
+ * no loads, written in assembly so no compiler spills an accumulator; and
+ * the same chains fed by a vector load each (cb_fma_load_peak). The
  * accumulators start at zero (a register's leftover could be a denormal). */
 #include <time.h>
 
@@ -24,8 +25,8 @@ static double seconds(void)
 __attribute__((target("avx512f"))) static void fma_loop(long iterations)
 {
     __asm__ volatile(
-        "vxorps %%xmm30, %%xmm30, %%xmm30\n\t"
-        "vxorps %%xmm31, %%xmm31, %%xmm31\n\t"
+        "vpxord %%zmm30, %%zmm30, %%zmm30\n\t"
+        "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
         "vxorps %%xmm0, %%xmm0, %%xmm0\n\t"
         "vxorps %%xmm1, %%xmm1, %%xmm1\n\t"
         "vxorps %%xmm2, %%xmm2, %%xmm2\n\t"
@@ -105,12 +106,12 @@ __attribute__((target("avx2,fma"))) static void fma_loop_avx2(long iterations)
  * consecutive vectors at `from`): the rate a kernel that loads a vector per
  * FMA can reach. On an AMD EPYC (Zen 3, 88-94 GFLOP/s peak) it read 71-89
  * GFLOP/s with aligned loads and 43-48 with loads 4 bytes off (every other
- * one then spans two cache lines): a depthwise kernel whose taps are
- * shifted loads meets that bound before the FMAs'. */
+ * 32-byte load then spans two cache lines; every 64-byte one): a depthwise
+ * kernel whose taps are shifted loads meets that bound before the FMAs'. */
 __attribute__((target("avx512f"))) static void fma_load_loop(long iterations, const float *from)
 {
     __asm__ volatile(
-        "vxorps %%xmm31, %%xmm31, %%xmm31\n\t"
+        "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
         "vxorps %%xmm0, %%xmm0, %%xmm0\n\t"
         "vxorps %%xmm1, %%xmm1, %%xmm1\n\t"
         "vxorps %%xmm2, %%xmm2, %%xmm2\n\t"

@@ -129,7 +129,7 @@ static void print_peak(cb_bench *b, const char *when)
                "chains, median of 7 runs)\n", when, peak, cb_fma_peak_bits());
         /* Once: what a vector load per FMA leaves of it (kernels whose
          * operands are shifted loads, such as depthwise taps, meet this). */
-        if (b->fma_peak == peak)
+        if (strcmp(when, "before") == 0)
             printf("fma fed by L1 loads: %.1f GFLOP/s with each FMA's vector loaded aligned, "
                    "%.1f with it 4 bytes off\n", cb_fma_load_peak(0), cb_fma_load_peak(4));
     } else
