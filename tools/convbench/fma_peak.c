@@ -21,24 +21,28 @@ static double seconds(void)
 }
 
 #ifdef CB_HAVE_FMA_LOOP
+/* Zeroes the 12 accumulators (a VEX xor clears the whole register). */
+#define CB_ZERO_ACCUMULATORS                                                                       \
+    "vxorps %%xmm0, %%xmm0, %%xmm0\n\t"                                                            \
+    "vxorps %%xmm1, %%xmm1, %%xmm1\n\t"                                                            \
+    "vxorps %%xmm2, %%xmm2, %%xmm2\n\t"                                                            \
+    "vxorps %%xmm3, %%xmm3, %%xmm3\n\t"                                                            \
+    "vxorps %%xmm4, %%xmm4, %%xmm4\n\t"                                                            \
+    "vxorps %%xmm5, %%xmm5, %%xmm5\n\t"                                                            \
+    "vxorps %%xmm6, %%xmm6, %%xmm6\n\t"                                                            \
+    "vxorps %%xmm7, %%xmm7, %%xmm7\n\t"                                                            \
+    "vxorps %%xmm8, %%xmm8, %%xmm8\n\t"                                                            \
+    "vxorps %%xmm9, %%xmm9, %%xmm9\n\t"                                                            \
+    "vxorps %%xmm10, %%xmm10, %%xmm10\n\t"                                                         \
+    "vxorps %%xmm11, %%xmm11, %%xmm11\n\t"
+
 /* 12 FMAs of 16 floats per iteration: 384 FLOP. */
 __attribute__((target("avx512f"))) static void fma_loop(long iterations)
 {
     __asm__ volatile(
         "vpxord %%zmm30, %%zmm30, %%zmm30\n\t"
         "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
-        "vxorps %%xmm0, %%xmm0, %%xmm0\n\t"
-        "vxorps %%xmm1, %%xmm1, %%xmm1\n\t"
-        "vxorps %%xmm2, %%xmm2, %%xmm2\n\t"
-        "vxorps %%xmm3, %%xmm3, %%xmm3\n\t"
-        "vxorps %%xmm4, %%xmm4, %%xmm4\n\t"
-        "vxorps %%xmm5, %%xmm5, %%xmm5\n\t"
-        "vxorps %%xmm6, %%xmm6, %%xmm6\n\t"
-        "vxorps %%xmm7, %%xmm7, %%xmm7\n\t"
-        "vxorps %%xmm8, %%xmm8, %%xmm8\n\t"
-        "vxorps %%xmm9, %%xmm9, %%xmm9\n\t"
-        "vxorps %%xmm10, %%xmm10, %%xmm10\n\t"
-        "vxorps %%xmm11, %%xmm11, %%xmm11\n\t"
+        CB_ZERO_ACCUMULATORS
         "1:\n\t"
         "vfmadd231ps %%zmm30, %%zmm31, %%zmm0\n\t"
         "vfmadd231ps %%zmm30, %%zmm31, %%zmm1\n\t"
@@ -68,18 +72,7 @@ __attribute__((target("avx2,fma"))) static void fma_loop_avx2(long iterations)
     __asm__ volatile(
         "vxorps %%xmm14, %%xmm14, %%xmm14\n\t"
         "vxorps %%xmm15, %%xmm15, %%xmm15\n\t"
-        "vxorps %%xmm0, %%xmm0, %%xmm0\n\t"
-        "vxorps %%xmm1, %%xmm1, %%xmm1\n\t"
-        "vxorps %%xmm2, %%xmm2, %%xmm2\n\t"
-        "vxorps %%xmm3, %%xmm3, %%xmm3\n\t"
-        "vxorps %%xmm4, %%xmm4, %%xmm4\n\t"
-        "vxorps %%xmm5, %%xmm5, %%xmm5\n\t"
-        "vxorps %%xmm6, %%xmm6, %%xmm6\n\t"
-        "vxorps %%xmm7, %%xmm7, %%xmm7\n\t"
-        "vxorps %%xmm8, %%xmm8, %%xmm8\n\t"
-        "vxorps %%xmm9, %%xmm9, %%xmm9\n\t"
-        "vxorps %%xmm10, %%xmm10, %%xmm10\n\t"
-        "vxorps %%xmm11, %%xmm11, %%xmm11\n\t"
+        CB_ZERO_ACCUMULATORS
         "1:\n\t"
         "vfmadd231ps %%ymm14, %%ymm15, %%ymm0\n\t"
         "vfmadd231ps %%ymm14, %%ymm15, %%ymm1\n\t"
@@ -112,18 +105,7 @@ __attribute__((target("avx512f"))) static void fma_load_loop(long iterations, co
 {
     __asm__ volatile(
         "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
-        "vxorps %%xmm0, %%xmm0, %%xmm0\n\t"
-        "vxorps %%xmm1, %%xmm1, %%xmm1\n\t"
-        "vxorps %%xmm2, %%xmm2, %%xmm2\n\t"
-        "vxorps %%xmm3, %%xmm3, %%xmm3\n\t"
-        "vxorps %%xmm4, %%xmm4, %%xmm4\n\t"
-        "vxorps %%xmm5, %%xmm5, %%xmm5\n\t"
-        "vxorps %%xmm6, %%xmm6, %%xmm6\n\t"
-        "vxorps %%xmm7, %%xmm7, %%xmm7\n\t"
-        "vxorps %%xmm8, %%xmm8, %%xmm8\n\t"
-        "vxorps %%xmm9, %%xmm9, %%xmm9\n\t"
-        "vxorps %%xmm10, %%xmm10, %%xmm10\n\t"
-        "vxorps %%xmm11, %%xmm11, %%xmm11\n\t"
+        CB_ZERO_ACCUMULATORS
         "1:\n\t"
         "vfmadd231ps 0(%1), %%zmm31, %%zmm0\n\t"
         "vfmadd231ps 64(%1), %%zmm31, %%zmm1\n\t"
@@ -150,18 +132,7 @@ __attribute__((target("avx2,fma"))) static void fma_load_loop_avx2(long iteratio
 {
     __asm__ volatile(
         "vxorps %%xmm15, %%xmm15, %%xmm15\n\t"
-        "vxorps %%xmm0, %%xmm0, %%xmm0\n\t"
-        "vxorps %%xmm1, %%xmm1, %%xmm1\n\t"
-        "vxorps %%xmm2, %%xmm2, %%xmm2\n\t"
-        "vxorps %%xmm3, %%xmm3, %%xmm3\n\t"
-        "vxorps %%xmm4, %%xmm4, %%xmm4\n\t"
-        "vxorps %%xmm5, %%xmm5, %%xmm5\n\t"
-        "vxorps %%xmm6, %%xmm6, %%xmm6\n\t"
-        "vxorps %%xmm7, %%xmm7, %%xmm7\n\t"
-        "vxorps %%xmm8, %%xmm8, %%xmm8\n\t"
-        "vxorps %%xmm9, %%xmm9, %%xmm9\n\t"
-        "vxorps %%xmm10, %%xmm10, %%xmm10\n\t"
-        "vxorps %%xmm11, %%xmm11, %%xmm11\n\t"
+        CB_ZERO_ACCUMULATORS
         "1:\n\t"
         "vfmadd231ps 0(%1), %%ymm15, %%ymm0\n\t"
         "vfmadd231ps 32(%1), %%ymm15, %%ymm1\n\t"
