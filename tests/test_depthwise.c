@@ -462,8 +462,7 @@ static void test_filter_rows_infinity(void **state)
  * at tap (2, 2) only. The other taps stay finite: a kernel must not
  * multiply that x by a zero standing for a dy row or column outside dy
  * (0 * inf = NaN). Planes from 7 to 29 wide (AVX2: the 8-channel blocks up
- * to 10, the plane sweeps above, whose dy rows roll through registers),
- * every ISA. */
+ * to 10, the plane sweeps above), every ISA. */
 static void test_filter_x_infinity(void **state)
 {
     (void)state;

@@ -21,20 +21,10 @@ static double seconds(void)
 }
 
 #ifdef CB_HAVE_FMA_LOOP
-/* Zeroes the 12 accumulators (a VEX xor clears the whole register). */
-#define CB_ZERO_ACCUMULATORS                                                                       \
-    "vxorps %%xmm0, %%xmm0, %%xmm0\n\t"                                                            \
-    "vxorps %%xmm1, %%xmm1, %%xmm1\n\t"                                                            \
-    "vxorps %%xmm2, %%xmm2, %%xmm2\n\t"                                                            \
-    "vxorps %%xmm3, %%xmm3, %%xmm3\n\t"                                                            \
-    "vxorps %%xmm4, %%xmm4, %%xmm4\n\t"                                                            \
-    "vxorps %%xmm5, %%xmm5, %%xmm5\n\t"                                                            \
-    "vxorps %%xmm6, %%xmm6, %%xmm6\n\t"                                                            \
-    "vxorps %%xmm7, %%xmm7, %%xmm7\n\t"                                                            \
-    "vxorps %%xmm8, %%xmm8, %%xmm8\n\t"                                                            \
-    "vxorps %%xmm9, %%xmm9, %%xmm9\n\t"                                                            \
-    "vxorps %%xmm10, %%xmm10, %%xmm10\n\t"                                                         \
-    "vxorps %%xmm11, %%xmm11, %%xmm11\n\t"
+/* The 12 accumulators (registers 0-11) by the assembler's .irp: zeroed (a
+ * VEX xor clears the whole register), or each given one FMA a step. */
+#define CB_ACCUMULATORS ".irp i,0,1,2,3,4,5,6,7,8,9,10,11\n\t"
+#define CB_ZERO_ACCUMULATORS CB_ACCUMULATORS "vxorps %%xmm\\i, %%xmm\\i, %%xmm\\i\n\t.endr\n\t"
 
 /* 12 FMAs of 16 floats per iteration: 384 FLOP. */
 __attribute__((target("avx512f"))) static void fma_loop(long iterations)
@@ -44,18 +34,9 @@ __attribute__((target("avx512f"))) static void fma_loop(long iterations)
         "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
         CB_ZERO_ACCUMULATORS
         "1:\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm0\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm1\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm2\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm3\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm4\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm5\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm6\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm7\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm8\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm9\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm10\n\t"
-        "vfmadd231ps %%zmm30, %%zmm31, %%zmm11\n\t"
+        CB_ACCUMULATORS
+        "vfmadd231ps %%zmm30, %%zmm31, %%zmm\\i\n\t"
+        ".endr\n\t"
         "dec %0\n\t"
         "jnz 1b\n\t"
         "vzeroupper\n\t"
@@ -74,18 +55,9 @@ __attribute__((target("avx2,fma"))) static void fma_loop_avx2(long iterations)
         "vxorps %%xmm15, %%xmm15, %%xmm15\n\t"
         CB_ZERO_ACCUMULATORS
         "1:\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm0\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm1\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm2\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm3\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm4\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm5\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm6\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm7\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm8\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm9\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm10\n\t"
-        "vfmadd231ps %%ymm14, %%ymm15, %%ymm11\n\t"
+        CB_ACCUMULATORS
+        "vfmadd231ps %%ymm14, %%ymm15, %%ymm\\i\n\t"
+        ".endr\n\t"
         "dec %0\n\t"
         "jnz 1b\n\t"
         "vzeroupper\n\t"
@@ -107,18 +79,9 @@ __attribute__((target("avx512f"))) static void fma_load_loop(long iterations, co
         "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
         CB_ZERO_ACCUMULATORS
         "1:\n\t"
-        "vfmadd231ps 0(%1), %%zmm31, %%zmm0\n\t"
-        "vfmadd231ps 64(%1), %%zmm31, %%zmm1\n\t"
-        "vfmadd231ps 128(%1), %%zmm31, %%zmm2\n\t"
-        "vfmadd231ps 192(%1), %%zmm31, %%zmm3\n\t"
-        "vfmadd231ps 256(%1), %%zmm31, %%zmm4\n\t"
-        "vfmadd231ps 320(%1), %%zmm31, %%zmm5\n\t"
-        "vfmadd231ps 384(%1), %%zmm31, %%zmm6\n\t"
-        "vfmadd231ps 448(%1), %%zmm31, %%zmm7\n\t"
-        "vfmadd231ps 512(%1), %%zmm31, %%zmm8\n\t"
-        "vfmadd231ps 576(%1), %%zmm31, %%zmm9\n\t"
-        "vfmadd231ps 640(%1), %%zmm31, %%zmm10\n\t"
-        "vfmadd231ps 704(%1), %%zmm31, %%zmm11\n\t"
+        CB_ACCUMULATORS
+        "vfmadd231ps \\i*64(%1), %%zmm31, %%zmm\\i\n\t"
+        ".endr\n\t"
         "dec %0\n\t"
         "jnz 1b\n\t"
         "vzeroupper\n\t"
@@ -134,18 +97,9 @@ __attribute__((target("avx2,fma"))) static void fma_load_loop_avx2(long iteratio
         "vxorps %%xmm15, %%xmm15, %%xmm15\n\t"
         CB_ZERO_ACCUMULATORS
         "1:\n\t"
-        "vfmadd231ps 0(%1), %%ymm15, %%ymm0\n\t"
-        "vfmadd231ps 32(%1), %%ymm15, %%ymm1\n\t"
-        "vfmadd231ps 64(%1), %%ymm15, %%ymm2\n\t"
-        "vfmadd231ps 96(%1), %%ymm15, %%ymm3\n\t"
-        "vfmadd231ps 128(%1), %%ymm15, %%ymm4\n\t"
-        "vfmadd231ps 160(%1), %%ymm15, %%ymm5\n\t"
-        "vfmadd231ps 192(%1), %%ymm15, %%ymm6\n\t"
-        "vfmadd231ps 224(%1), %%ymm15, %%ymm7\n\t"
-        "vfmadd231ps 256(%1), %%ymm15, %%ymm8\n\t"
-        "vfmadd231ps 288(%1), %%ymm15, %%ymm9\n\t"
-        "vfmadd231ps 320(%1), %%ymm15, %%ymm10\n\t"
-        "vfmadd231ps 352(%1), %%ymm15, %%ymm11\n\t"
+        CB_ACCUMULATORS
+        "vfmadd231ps \\i*32(%1), %%ymm15, %%ymm\\i\n\t"
+        ".endr\n\t"
         "dec %0\n\t"
         "jnz 1b\n\t"
         "vzeroupper\n\t"
