@@ -520,6 +520,100 @@ static void test_filter_stride2_infinity(void **state)
     tu_case_free(&c);
 }
 
+/* Stride-2 backward-data on rows of 56-96 columns
+ * (depthwise_avx2_spread.cpp on AVX2: 16 dx columns from 8 dy columns at
+ * a time, the last 16 stored in part): leading padding 0-2 (dy vectors one
+ * column before or after the step's), trailing 0-2, odd and even widths,
+ * 1-9 rows, 1-6 channels, batch 1-2 (the tensor's first and last planes
+ * read through copies), exact on integers and within rounding on reals, on
+ * 1-3 threads. */
+static void test_spread(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(7000);
+    int n = tu_env_count(120);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t in[2] = {tu_range(&r, 1, 9), tu_range(&r, 56, 96)}, kernel[2] = {3, 3};
+        int64_t c = tu_range(&r, 1, 6);
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 2), c, c, in, kernel);
+        tp.p.groups = c;
+        tp.dtype = CONV_DTYPE_FLOAT32;
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = 2;
+            tp.desc_pad_begin[a] = tu_range(&r, 0, 2);
+            tp.desc_pad_end[a] = tu_range(&r, 0, 2);
+        }
+        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        if (!tu_resolve(&tp))
+            continue;
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, tu_chance(&r, 30));
+    }
+}
+
+/* Stride-2 backward-data on 3 channels of 5 x 60 with leading padding
+ * `pad`: dy all ones but +inf in each plane's first and last column of
+ * row 1, weights 1..9. Where a dx column reads an infinity it is +inf;
+ * elsewhere it is finite -- not NaN from a vector lane past dy's row that
+ * read the infinity and was cleared by a multiply. */
+static void check_spread_infinity(int64_t pad)
+{
+    const int64_t h = 5, w = 60, planes = 3;
+    int64_t in[2] = {h, w}, kernel[2] = {3, 3};
+    tu_problem tp;
+    tu_problem_init(&tp, 2, 1, planes, planes, in, kernel);
+    tp.p.groups = planes;
+    for (int a = 0; a < 2; a++) {
+        tp.p.stride[a] = 2;
+        tp.desc_pad_begin[a] = tp.desc_pad_end[a] = pad;
+    }
+    tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+    assert_true(tu_resolve(&tp));
+    tu_case c;
+    conv_desc_t d;
+    tu_rng r;
+    tu_seed(&r, 7);
+    assert_ok(tu_case_make(&c, tu_contexts[0], &tp, 0));
+    assert_ok(tu_make_desc(&tp, CONV_OP_BACKWARD_DATA, &d));
+    tu_case_fill(&c, CONV_OP_BACKWARD_DATA, &r, 0);
+    const int64_t oh = (h + 2 * pad - 3) / 2 + 1, ow = (w + 2 * pad - 3) / 2 + 1;
+    assert_int_equal(c.y.elems, planes * oh * ow);
+    for (int64_t i = 0; i < c.w.elems; i++)
+        tu_set(&c.w, i, (double)(i % 9 + 1));
+    for (int64_t i = 0; i < c.y.elems; i++)
+        tu_set(&c.y, i, i % (oh * ow) / ow == 1 && (i % ow == 0 || i % ow == ow - 1) ? INFINITY : 1.0);
+    if (tu_case_run(&c, tu_contexts[0], d, CONV_OP_BACKWARD_DATA, NULL) != CONV_STATUS_SUCCESS)
+        fail_msg("pad %lld: %s", (long long)pad, conv_last_error());
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t i = 0; i < h; i++)
+            for (int64_t j = 0; j < w; j++) {
+                /* Whether dx(i, j) reads dy(1, 0) or dy(1, ow - 1). */
+                int reads = 0;
+                for (int kh = 0; kh < 3; kh++)
+                    for (int kw = 0; kw < 3; kw++) {
+                        int64_t rr = i + pad - kh, cc = j + pad - kw;
+                        if (rr == 2 && (cc == 0 || cc == 2 * (ow - 1)))
+                            reads = 1;
+                    }
+                double v = tu_get(&c.x, (p * h + i) * w + j);
+                if (reads ? !(isinf(v) && v > 0) : !isfinite(v))
+                    fail_msg("pad %lld: plane %lld dx(%lld, %lld) = %g", (long long)pad, (long long)p, (long long)i,
+                             (long long)j, v);
+            }
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+}
+
+static void test_spread_infinity(void **state)
+{
+    (void)state;
+    for (int64_t pad = 0; pad <= 2; pad++)
+        check_spread_infinity(pad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -536,6 +630,8 @@ int main(void)
         cmocka_unit_test(test_filter_rows_infinity),
         cmocka_unit_test(test_filter_x_infinity),
         cmocka_unit_test(test_filter_stride2_infinity),
+        cmocka_unit_test(test_spread),
+        cmocka_unit_test(test_spread_infinity),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }
