@@ -520,6 +520,66 @@ static void test_filter_stride2_infinity(void **state)
     tu_case_free(&c);
 }
 
+/* Stride-1 backward-filter, padding 1, an infinity in channel 2's dy at its
+ * plane's first and last position: the other channels' dw stay finite. A
+ * kernel whose vectors reach past a plane into the next channel's dy (the
+ * flat sweeps read a row of dy above and below each vector) must clear
+ * those lanes in dy too, not only in x: inf * 0 is NaN. Every ISA. */
+static void test_filter_dy_infinity_neighbours(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][2] = {{14, 14}, {12, 20}, {7, 7}, {28, 28}, {9, 12}, {3, 32}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int64_t h = shapes[i][0], w = shapes[i][1];
+        tu_case c;
+        conv_desc_t d;
+        make_rows_case(&c, &d, h, w, 1, 1);
+        tu_set(&c.y, 2 * h * w, INFINITY);
+        tu_set(&c.y, 3 * h * w - 1, INFINITY);
+        if (tu_case_run(&c, tu_contexts[0], d, CONV_OP_BACKWARD_FILTER, NULL) != CONV_STATUS_SUCCESS)
+            fail_msg("%lldx%lld: %s", (long long)h, (long long)w, conv_last_error());
+        for (int64_t ch = 0; ch < 5; ch++)
+            for (int t = 0; t < 9 && ch != 2; t++)
+                if (!isfinite(tu_get(&c.w, ch * 9 + t)))
+                    fail_msg("%lldx%lld: channel %lld tap %d: dw = %g", (long long)h, (long long)w, (long long)ch, t,
+                             tu_get(&c.w, ch * 9 + t));
+        conv_desc_destroy(d);
+        tu_case_free(&c);
+    }
+}
+
+/* Stride-1 backward-filter with padding 1 on rows of 11-32 columns
+ * (depthwise_avx2_flat.cpp on AVX2: a plane swept as one run of positions,
+ * column masks repeating every lcm(W, 8) / 8 vectors, the vectors near the
+ * plane's ends clearing dy's missing rows): 1-12 rows (planes smaller than
+ * a vector's reach of a row above and below), 1-20 channels, batch 1-3
+ * (the tensor's first and last planes read through copies), bias, exact on
+ * integers and within rounding on reals, on 1-3 threads. */
+static void test_flat(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(8000);
+    int n = tu_env_count(120);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t in[2] = {tu_range(&r, 1, 12), tu_range(&r, 11, 32)}, kernel[2] = {3, 3};
+        int64_t c = tu_range(&r, 1, 20);
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 3), c, c, in, kernel);
+        tp.p.groups = c;
+        tp.dtype = CONV_DTYPE_FLOAT32;
+        tp.bias = tu_chance(&r, 30);
+        for (int a = 0; a < 2; a++)
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        if (!tu_resolve(&tp))
+            continue;
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_FILTER, &r, tu_chance(&r, 30));
+    }
+}
+
 /* Stride-2 backward-data on rows of 56-96 columns
  * (depthwise_avx2_spread.cpp on AVX2: 16 dx columns from 8 dy columns at
  * a time, the last 16 stored in part): leading padding 0-2 (dy vectors one
@@ -630,6 +690,8 @@ int main(void)
         cmocka_unit_test(test_filter_rows_infinity),
         cmocka_unit_test(test_filter_x_infinity),
         cmocka_unit_test(test_filter_stride2_infinity),
+        cmocka_unit_test(test_flat),
+        cmocka_unit_test(test_filter_dy_infinity_neighbours),
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_spread_infinity),
     };

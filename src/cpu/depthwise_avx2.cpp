@@ -27,8 +27,10 @@
 // faster (dw_planes_covers): planes up to 32 wide, wider ones (not at
 // stride-1 backward-filter) while the tensors stay in the caches -- but
 // not small output planes (up to 10 wide at stride 1, and backward-filter
-// onto up to 14 at stride 2), which stay here. depthwise_avx2_spread.cpp
-// takes stride-2 backward-data onto dx rows 56 or more wide (in place).
+// onto up to 14 at stride 2), which stay here. depthwise_avx2_flat.cpp
+// takes stride-1 backward-filter with padding 1 on planes 11-32 wide (each
+// plane one run of positions), depthwise_avx2_spread.cpp stride-2
+// backward-data onto dx rows 56 or more wide (both in place).
 // Every output is a plain sum of products (a dot product's bound).
 #include "cpu/depthwise_avx2.h"
 
@@ -37,6 +39,7 @@
 
 #include "core/checked.h"
 #include "cpu/avx2.h"
+#include "cpu/depthwise_avx2_flat.h"
 #include "cpu/depthwise_avx2_planes.h"
 #include "cpu/depthwise_avx2_rows.h"
 #include "cpu/depthwise_avx2_spread.h"
@@ -430,6 +433,7 @@ bool dw_avx2_covers(const ConvGeometry &g, conv_op_t op) {
 
 size_t dw_avx2_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
     if (g.layout == CONV_LAYOUT_CHANNELS_LAST) return dw_avx2_nhwc_workspace_bytes(g, op, threads);
+    if (dw_flat_covers(g, op)) return dw_flat_workspace_bytes(g, threads);
     if (dw_planes_covers(g, op)) return dw_planes_workspace_bytes(g, op, threads);
     if (dw_spread_covers(g, op)) return dw_spread_workspace_bytes(g, threads);
     if (dw_rows_covers(g, op)) return dw_rows_workspace_bytes(g, op, threads);
@@ -439,6 +443,7 @@ size_t dw_avx2_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads)
 
 void dw_avx2_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     if (a.g->layout == CONV_LAYOUT_CHANNELS_LAST) return dw_avx2_nhwc_run(a, ws, pool, threads);
+    if (dw_flat_covers(*a.g, a.op)) return dw_flat_run(a, ws, pool, threads);
     if (dw_planes_covers(*a.g, a.op)) return dw_planes_run(a, ws, pool, threads);
     if (dw_spread_covers(*a.g, a.op)) return dw_spread_run(a, ws, pool, threads);
     if (dw_rows_covers(*a.g, a.op)) return dw_rows_run(a, ws, pool, threads);
