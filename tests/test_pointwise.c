@@ -184,6 +184,33 @@ static void test_strips_backward_data(void **state)
     }
 }
 
+/* Channels-first backward-data on planes of 1024+ positions reads W in
+ * strips of 6 of its columns on AVX2 (a row tile's): dx channel counts off
+ * the strips' and tiles' edges (1-13, 64, up to 70), filters 1-130, planes
+ * of 1000-2100 positions (both sides of 1024; last panels of a few
+ * columns), batch 1-2. */
+static void test_strips_backward_data_avx2(void **state)
+{
+    (void)state;
+    static const int64_t channels[] = {1, 5, 6, 7, 11, 12, 13, 64};
+    uint64_t first = tu_env_seed(9500);
+    int n = tu_env_count(24);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t h = tu_range(&r, 20, 42), w = tu_range(&r, 1000 / h + 1, 2100 / h);
+        int64_t in[2] = {h, w}, kernel[2] = {1, 1};
+        int64_t c = tu_chance(&r, 50) ? channels[tu_range(&r, 0, (int64_t)(sizeof channels / sizeof channels[0]) - 1)]
+                                       : tu_range(&r, 1, 70);
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 2), c, tu_range(&r, 1, 130), in, kernel);
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, tu_chance(&r, 30));
+    }
+}
+
 /* Channels-last over fewer than 256 positions (AVX-512): backward-data
  * with W of 2 MiB or more (dx of 1024+ channels, or two images) takes W
  * through L1 64 reduction steps at a time, as the transposed one; the
@@ -371,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
+        cmocka_unit_test(test_strips_backward_data_avx2),
         cmocka_unit_test(test_last_few_positions),
         cmocka_unit_test(test_unfolded_1d),
         cmocka_unit_test(test_swapped_backward_filter),

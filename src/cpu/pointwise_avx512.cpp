@@ -44,9 +44,10 @@
 // at a time into an L1 buffer, under the previous block's tiles:
 // run_w_blocks), and each tile's sums are scattered into dx's channel
 // rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in W's
-// place, as strips of 16 of W's columns (strip_w). A plan may prepare what
-// is made of W per call (W's panels, or its strips) once:
-// pw_avx512_prepare_weights.
+// place, as strips of 16 of W's columns (strip_w); on AVX2 too, in strips
+// of 6, on planes of 1024+ positions (else W^T read as W stands). A plan
+// may prepare what is made of W per call (W's panels, or its strips) once
+// (AVX-512): pw_avx512_prepare_weights.
 //
 // Backward-filter reduces over positions: chunks of them (an L2 share of
 // B, the same chunks for any thread count, so the sums' order is too) are
@@ -137,6 +138,14 @@ constexpr int64_t kInPlaceOutputs = 32;
 // Panels ahead that an in-place tile prefetches, row by row, as it goes:
 // pw1's backward-data 1.17x, 16->32 112x112 1.06-1.13x, smaller planes even.
 constexpr int64_t kInPlaceAhead = 2;
+// AVX2, channels-first 1x1 backward-data: W^T as strips of 6 (a row tile's
+// broadcasts one stream of 24-byte steps, not one line of W per step, 4-16
+// of W's lines apart in as few L1 sets) on planes of this many positions
+// or more, where W's copy per call is a small share. Against W read as it
+// stands, ratios to oneDNN in alternated runs (Zen 3): 56x56 1.07-1.09x
+// (MobileNet's 64->128 and 128->128, ResNet-50's 64->256 and 256->64; batch 8
+// 1.05-1.11x, 2 threads 1.04-1.09x), 112x112 32->64 and 28x28 even.
+constexpr int64_t kStripPositionsAvx2 = 1024;
 // Channels-last backward-filter with several threads reads B in place
 // (filter_plan) only where it is at most this large.
 constexpr int64_t kInPlaceSharedBytes = 2 << 20;
@@ -164,9 +173,10 @@ struct Gemm {
     const float *bias;  // one per row (bias_rows) or per column; may be null
     bool bias_rows, relu;
     bool accumulate;  // out += the product (else out = it)
-    // Nonzero: A's rows lie in strips of kStrip (a_strip floats apart), a
-    // row's steps a_red floats apart within its strip (strip_w); row tiles
-    // then start at multiples of kRows and stay within a strip.
+    // Nonzero: A's rows lie in strips of strip_height() (a_strip floats
+    // apart), a row's steps a_red floats apart within its strip (strip_w);
+    // row tiles then start at multiples of the tile's rows and stay within
+    // a strip.
     int64_t a_strip = 0;
     // Nonzero: A's reduction runs in segments of a_seg steps, the pointer
     // moved a further a_jump floats after each (a channels-last 1-D
@@ -209,8 +219,10 @@ bool row_conv(const ConvGeometry &g) {
     return g.stride[2] == 1 && g.groups == 1;
 }
 
-// Rows in a strip of A (strip_w): a 64-byte line of each of W's rows.
+// Rows in a strip of A (strip_w): a 64-byte line of each of W's rows. AVX2:
+// kRowsAvx2, a row tile's.
 constexpr int64_t kStrip = 16;
+int64_t strip_height() { return cpu_isa() == Isa::avx2 ? kRowsAvx2 : kStrip; }
 
 // Where row i0 of A starts.
 inline const float *a_rows(const Gemm &m, int64_t i0) {
@@ -471,10 +483,12 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // are then one stream (read as W stands, C floats apart, every
         // broadcast of a row tile fell into the same few L1 sets). The
         // strips are made once per call (or prepared once per plan).
-        p.w_transposed = !fwd && cpu_isa() == Isa::avx512;
-        if (p.w_transposed)
-            p.shared_bytes =
-                (size_t)checked_mul(checked_mul(round_up(g.c, kStrip), R, "workspace"), 4, "workspace");
+        // AVX2 (strips of 6, a row tile each) on planes of kStripPositionsAvx2 or more.
+        p.w_transposed = !fwd && (cpu_isa() == Isa::avx512 ||
+                                  (cpu_isa() == Isa::avx2 && g.is_pointwise() && P >= kStripPositionsAvx2));
+        if (p.w_transposed)  // whole lines: the slots after it hold aligned panels
+            p.shared_bytes = (size_t)round_up(
+                checked_mul(checked_mul(round_up(g.c, strip_height()), R, "workspace"), 4, "workspace"), 64);
         int64_t parts = g.n * p.col_blocks >= threads ? 1 : ceil_div(threads, g.n * p.col_blocks);
         // W's strips with several threads: at least three items a thread, or one
         // whose worker joined late took a second item's time again (2
@@ -560,9 +574,10 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
 // one to four useful lanes (a 7x7 plane's 49th position: a quarter of
 // 512->2048's forward on AVX-512, 15% on AVX2). Its columns are then packed
 // whole, one after the other, instead of as panel steps.
-// With A in strips (a_strip) the same columns are strip_tail_tile's.
+// With A in strips (a_strip) the same columns are strip_tail_tile's
+// (AVX-512; AVX2 keeps them in a panel).
 bool dot_tail(const Gemm &m, int64_t width) {
-    return width <= kDotColumns && (m.a_red == 1 || m.a_strip) && !m.a_seg;
+    return width <= kDotColumns && (m.a_red == 1 || (m.a_strip && cpu_isa() == Isa::avx512)) && !m.a_seg;
 }
 
 // B's columns [q0, q0 + width) as dot_tile's: column jj at dst + jj * R.
@@ -701,8 +716,29 @@ CONV_TARGET_AVX512 void strip_rows_avx512(const float *w, int64_t K, int64_t C, 
 }
 
 // W's strips (strip_rows_avx512), a share of W's rows a thread.
+// AVX2, 1x1 layers: rows [k0, k1) of W into strips of kRowsAvx2 of its
+// columns, [C / 6][K][6] (a last strip's columns past C zero), a strip at a
+// time so that the strips are written in order.
+void strip_rows_avx2(const float *w, int64_t K, int64_t C, int64_t k0, int64_t k1, float *ws) {
+    constexpr int64_t h = kRowsAvx2;
+    for (int64_t q = 0; q < ceil_div(C, h); ++q) {
+        const int64_t cols = std::min(h, C - q * h);
+        for (int64_t k = k0; k < k1; ++k) {
+            float *to = ws + (q * K + k) * h;
+            std::copy(w + k * C + q * h, w + k * C + q * h + cols, to);
+            std::fill(to + cols, to + h, 0.0f);
+        }
+    }
+}
+
 void strip_w(const ConvGeometry &g, const float *w, float *ws, ThreadPool &pool, int threads) {
     const int64_t blocks = std::min<int64_t>(threads, g.k);
+    if (cpu_isa() == Isa::avx2) {
+        pool.parallel_for(
+            blocks, [&](int64_t b, int) { strip_rows_avx2(w, g.k, g.c, g.k * b / blocks, g.k * (b + 1) / blocks, ws); },
+            threads);
+        return;
+    }
     pool.parallel_for(
         blocks,
         [&](int64_t b, int) {
@@ -1186,7 +1222,7 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void tile_body(const Gemm
     __m256 acc[MR * NV];  // flat, every loop unrolled: kept in registers
 #pragma GCC unroll 12
     for (int a = 0; a < MR * NV; ++a) acc[a] = _mm256_setzero_ps();
-    const float *a = m.a + i0 * m.a_row;
+    const float *a = m.a_strip ? m.a + i0 / kRowsAvx2 * m.a_strip + i0 % kRowsAvx2 : m.a + i0 * m.a_row;
     const int64_t a_row = m.a_row, a_red = m.a_red, R = m.R;
     // Four steps an iteration: one at a time, the loop's own three
     // instructions a step held 64-step tiles (WaveNet's 64->256) to 0.72-0.78
@@ -1341,7 +1377,7 @@ void run_block_avx2(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j
         const int64_t whole = (j1 - j0) / kPanelAvx2;
         walk_block(i0, i1, j0, j0 + kPanelAvx2, false, kRowsAvx2, kPanelAvx2, [&](int64_t i, int64_t, int64_t rows, int64_t) {
             kTileRowsAvx2[rows - 1](m, i, j0, panels, whole);
-        });
+        }, m.a_strip != 0);
         j0 += whole * kPanelAvx2, panels += whole * kPanelAvx2 * m.R;
         if (j0 == j1) return;
     }
@@ -1350,7 +1386,7 @@ void run_block_avx2(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j
         if (dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTiles, {6, 6, 3, 3});
         const int64_t vecs = ceil_div(cols, 8);
         kTilesAvx2[rows - 1][vecs - 1](m, i, q0, panel, (int)(cols - 8 * (vecs - 1)));
-    });
+    }, m.a_strip != 0);
 }
 
 void pack_panels(const Gemm &m, int64_t j0, int64_t j1, float *dst) {
@@ -1392,9 +1428,10 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan, const float *w
             return {w, C, 1, x + n * C * P, P, 1, y + n * K * P, P, false, K, P, C, bias, true, relu, false};
         if (plan.transposed)
             return {y + n * K * P, 1, P, w, C, 1, x + n * C * P, P, true, P, C, K, nullptr, false, false, false};
-        if (plan.w_transposed)  // A: W's strips
-            return {wt, 1, kStrip, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false,
-                    K * kStrip};
+        if (plan.w_transposed) {  // A: W's strips
+            const int64_t h = strip_height();
+            return {wt, 1, h, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false, K * h};
+        }
         return {w, 1, C, y + n * K * P, P, 1, x + n * C * P, P, false, C, P, K, nullptr, false, false, false};
     }
     const int64_t M = g.n * P;
