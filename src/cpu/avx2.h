@@ -66,6 +66,24 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void load_transposed8(con
     }
 }
 
+// The lane sums of 8 vectors: lane i of the result is the sum of v[i]'s.
+CONV_TARGET_AVX2 inline __m256 lane_sums(const __m256 *v) {
+    const __m256 a = _mm256_hadd_ps(v[0], v[1]), b = _mm256_hadd_ps(v[2], v[3]);
+    const __m256 c = _mm256_hadd_ps(v[4], v[5]), d = _mm256_hadd_ps(v[6], v[7]);
+    const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);  // 0 1 2 3 | 0 1 2 3, 4 5 6 7 | ...
+    return _mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
+}
+
+// A 3x3 window's 9 sums from their 9 vectors of partial sums (the
+// depthwise backward-filter kernels' end of a channel): out[t] = the sum
+// of v[t]'s lanes.
+CONV_TARGET_AVX2 inline void store_lane_sums9(float *out, const __m256 *v) {
+    _mm256_storeu_ps(out, lane_sums(v));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v[8]), _mm256_extractf128_ps(v[8], 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    _mm_store_ss(out + 8, _mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
 // The first m (0-3) floats at `at` in the low lanes, zeros above; nothing
 // past them read.
 CONV_TARGET_AVX2 inline __m128 load_few_avx2(const float *at, int64_t m) {

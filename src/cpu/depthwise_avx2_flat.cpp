@@ -143,14 +143,6 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void sweep(const FlatPlan
     }
 }
 
-// The lane sums of 8 vectors: lane i of the result is the sum of v[i]'s.
-CONV_TARGET_AVX2 inline __m256 lane_sums(const __m256 *v) {
-    const __m256 a = _mm256_hadd_ps(v[0], v[1]), b = _mm256_hadd_ps(v[2], v[3]);
-    const __m256 c = _mm256_hadd_ps(v[4], v[5]), d = _mm256_hadd_ps(v[6], v[7]);
-    const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
-    return _mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
-}
-
 // dw of channel c, summed over the batch.
 CONV_TARGET_AVX2 void filter_channel(const FlatPlan &p, const ConvArgs &a, int64_t c, float *scratch) {
     const ConvGeometry &g = *a.g;
@@ -170,10 +162,7 @@ CONV_TARGET_AVX2 void filter_channel(const FlatPlan &p, const ConvArgs &a, int64
         sweep<true>(p, x, dy, p.tail, p.vecs, p.tail_k, sums);
     }
     float *dw = static_cast<float *>(a.w) + c * kTaps;
-    _mm256_storeu_ps(dw, lane_sums(sums));
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(sums[kTaps - 1]), _mm256_extractf128_ps(sums[kTaps - 1], 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    _mm_store_ss(dw + kTaps - 1, _mm_add_ss(h, _mm_movehdup_ps(h)));
+    store_lane_sums9(dw, sums);
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS

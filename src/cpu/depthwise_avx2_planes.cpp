@@ -539,14 +539,6 @@ CONV_TARGET_AVX2 void filter_plane_s2(const PlanePlan &p, const float *x, const 
     }
 }
 
-// The lane sums of 8 vectors: lane i of the result is the sum of v[i]'s.
-CONV_TARGET_AVX2 inline __m256 lane_sums(const __m256 *v) {
-    const __m256 a = _mm256_hadd_ps(v[0], v[1]), b = _mm256_hadd_ps(v[2], v[3]);
-    const __m256 c = _mm256_hadd_ps(v[4], v[5]), d = _mm256_hadd_ps(v[6], v[7]);
-    const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);  // 0 1 2 3 | 0 1 2 3, 4 5 6 7 | ...
-    return _mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31));
-}
-
 // dw of channel c: the sums over every image's plane.
 CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int64_t c, float *scratch) {
     const ConvGeometry &g = *a.g;
@@ -576,12 +568,7 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
             filter_plane_s1(p, x, dy, sums);
     }
     float *dw = static_cast<float *>(a.w) + c * kTaps;
-    _mm256_storeu_ps(dw, lane_sums(sums));
-    alignas(32) float lanes[kVec];
-    _mm256_store_ps(lanes, sums[kTaps - 1]);
-    float s = 0;
-    for (float l : lanes) s += l;
-    dw[kTaps - 1] = s;
+    store_lane_sums9(dw, sums);
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS
