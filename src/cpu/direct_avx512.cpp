@@ -2319,7 +2319,15 @@ public:
             return g.out_size() <= 32 * 32 || image_fits(g.c, g.in_size());
         }
         const bool wide = g.c >= 256 && g.k >= 256;  // from and onto 256+ channels
-        if (generated && strided) return wide && g.cg() >= 16 && g.out_size() >= 14 * 14;
+        // And onto small planes (16x16 or less) from batch 4, 32-256
+        // channels: forced against im2col, ratios to oneDNN in 2
+        // alternated runs (Zen 3, 2026-12-02), batch 8: ResNet-20's 32->64
+        // onto 16x16 1.20x, 64->128 onto 8x8 1.73x, 64->64 16x16 1.41x,
+        // 128->256 onto 8x8 1.68x, 128->128 16x16 even; batch 4 1.14-1.17x,
+        // batch 32 1.29-1.75x; but at batch 1 0.83-0.92x, and from 16
+        // channels onto 32x32 0.72-0.94x.
+        const bool small_batched = g.n >= 4 && g.cg() >= 32 && std::max(g.c, g.k) <= 256 && g.in_size() <= 16 * 16;
+        if (generated && strided) return (wide && g.cg() >= 16 && g.out_size() >= 14 * 14) || small_batched;
         // Backward-data at unit stride, by the same rule with dy as the
         // source. Against im2col, 1 thread, strict, 3-5 interleaved rounds:
         // MNIST's 32->64 15.7 vs 16.9 ms (batch 32), ResNet-50's 64->64 56x56
