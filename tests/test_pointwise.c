@@ -184,11 +184,11 @@ static void test_strips_backward_data(void **state)
     }
 }
 
-/* Channels-first backward-data on planes of 1024+ positions reads W in
- * strips of 6 of its columns on AVX2 (a row tile's): dx channel counts off
- * the strips' and tiles' edges (1-13, 64, up to 70), filters 1-130, planes
- * of 1000-2100 positions (both sides of 1024; last panels of a few
- * columns), batch 1-2. */
+/* Channels-first backward-data on planes of 1024+ positions (where the
+ * AVX2 tiles take it) reads W in strips of 6 of its columns (a row
+ * tile's): dx channel counts off the strips' and tiles' edges (1-13, 64, up
+ * to 70), filters 1-130, planes of 1024-2100 positions (last panels of a
+ * few columns), batch 1-2. */
 static void test_strips_backward_data_avx2(void **state)
 {
     (void)state;
@@ -199,7 +199,7 @@ static void test_strips_backward_data_avx2(void **state)
         uint64_t seed = first + (uint64_t)i;
         tu_rng r;
         tu_seed(&r, seed);
-        int64_t h = tu_range(&r, 20, 42), w = tu_range(&r, 1000 / h + 1, 2100 / h);
+        int64_t h = tu_range(&r, 20, 42), w = tu_range(&r, (1024 + h - 1) / h, 2100 / h);
         int64_t in[2] = {h, w}, kernel[2] = {1, 1};
         int64_t c = tu_chance(&r, 50) ? channels[tu_range(&r, 0, (int64_t)(sizeof channels / sizeof channels[0]) - 1)]
                                        : tu_range(&r, 1, 70);

@@ -20,8 +20,8 @@
 // - Backward-filter: dw(tap) = sum over the batch and positions of dy(p) *
 //   x(p * s + tap), the 9 tap sums of a channel block in registers over the
 //   whole batch: one work item per block (or a few: kItemFloats), so the
-//   sums' order does not depend on the thread count. On dy planes 16 or
-//   more columns wide, depthwise_avx2_rows.cpp takes it at stride 1.
+//   sums' order does not depend on the thread count. At stride 1 on dy
+//   planes over 32 columns wide, depthwise_avx2_rows.cpp takes it.
 // depthwise_avx2_planes.cpp (planes swept in place, no transposes) takes
 // forward, stride-1 backward-data and backward-filter where it measured
 // faster (dw_planes_covers): planes up to 32 wide, wider ones (not at

@@ -173,9 +173,10 @@ CONV_TARGET_AVX2 void filter_channel(const FlatPlan &p, const ConvArgs &a, int64
 // 8-channel blocks up to 10 wide, the column sweeps above), ratios to
 // oneDNN in alternated runs (AMD EPYC Zen 3, docs/performance.md): 1
 // thread, batch 1, 12-32 wide 1.04-1.31x (14x14 1.13-1.31x); batch 8
-// 1.20-1.47x; 2 threads 1.12-1.73x. On 7x7 and 8x8 (a third of the vectors
-// near the ends, a reduction per 49 positions) the blocks stay even or
-// ahead.
+// 1.20-1.47x; 2 threads 1.12-1.73x. On 7x7 and 8x8 (3 of 7 and 2 of 8
+// vectors near the ends, a reduction per 49 or 64 positions) the blocks
+// stay even or ahead (0.95-0.96x); 10x10 measured even (1.06x) and stays
+// with them too.
 constexpr int64_t kMinWidth = 11;
 
 bool dw_flat_covers(const ConvGeometry &g, conv_op_t op) {

@@ -2120,11 +2120,11 @@ public:
     // 32->32 32x32 0.92x / 1.25x); from 64 channels 0.84-1.12x (left to
     // im2col).
     // Channels-first with AVX2 under 144 positions (batch 1 of the small
-    // suite's layers), forced against im2col, ratios to oneDNN in 3
-    // alternated runs (Zen 3, 2026-12-02): up to 64 channels both sides
-    // 1.21-1.88x (ResNet-20's 64->64 8x8 1.59x, 32->64 s2 onto 8x8 1.21x,
-    // the digits' 16->32 8x8 1.38x, LeNet-5's 6->16 5x5 1.88x, 32->32 4x4
-    // 1.28x); from 128 channels 0.62-0.84x (512->512 and 256->256 7x7,
+    // suite's layers: 2-D, ungrouped), forced against im2col, ratios to
+    // oneDNN in 3 alternated runs (Zen 3, 2026-12-02): up to 64 channels
+    // both sides 1.2-1.9x (ResNet-20's 64->64 8x8 1.6x, 32->64 s2 onto 8x8
+    // 1.2x, the digits' 16->32 8x8 1.4x, LeNet-5's 6->16 5x5 1.9x, 32->32
+    // 4x4 1.3x); from 128 channels 0.62-0.84x (512->512 and 256->256 7x7,
     // 128->128 5x5, 512->512 s2 onto 7x7): im2col keeps those.
     static bool filter_competitive(const ConvGeometry &g) {
         const int64_t positions = g.n * g.out_size();
@@ -2137,7 +2137,8 @@ public:
                    (cpu_isa() == Isa::avx2 && unit_stride && g.cg() * g.kernel_size() <= 288 &&
                     g.out_size() <= 32 * 32);
         }
-        return positions >= 144 || (cpu_isa() == Isa::avx2 && g.cg() <= 64 && g.kg() <= 64);
+        return positions >= 144 ||
+               (cpu_isa() == Isa::avx2 && g.groups == 1 && g.is_planar() && g.cg() <= 64 && g.kg() <= 64);
     }
     // Channels-last with AVX2 (generated tiles), against AUTO's choice
     // before (im2col over libconv's SGEMM), ResNet-50 at batch 1, 1 thread,

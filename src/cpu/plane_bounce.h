@@ -1,7 +1,8 @@
 // Copies of the planes a vector kernel reading a tensor in place could read
 // outside it: the kernels that sweep channels-first planes with loads that
 // reach a few floats before a plane's first row and past its last one
-// (depthwise_avx2_rows.cpp, depthwise_avx2_planes.cpp) copy only the
+// (depthwise_avx2_rows.cpp, depthwise_avx2_planes.cpp,
+// depthwise_avx2_flat.cpp, depthwise_avx2_spread.cpp) copy only the
 // tensor's first and last planes, with zeros around, into their scratch.
 #pragma once
 

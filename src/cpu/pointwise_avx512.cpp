@@ -21,7 +21,7 @@
 //     (up to 1024 positions, x in L2: a panel at a time, the next one's W asked into L2, last_panel_by_panel)
 //     (few positions, 1024+ channels: per image as y^T = W x^T, last_by_image_avx512)
 //   bwd-data, channels-first  W^T in strips, per call  dy of one image (K x P)
-//     (AVX2: W read transposed in place; few channels: dy read in place)
+//     (AVX2: strips of 6 on 1x1 layers; few channels: dy read in place)
 //     on planes under 100     dy read transposed       W (K x C), once per call
 //     positions, 256+ channels
 //   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
@@ -44,8 +44,8 @@
 // at a time into an L1 buffer, under the previous block's tiles:
 // run_w_blocks), and each tile's sums are scattered into dx's channel
 // rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in W's
-// place, as strips of 16 of W's columns (strip_w); on AVX2 too, in strips
-// of 6, on planes of 1024+ positions (else W^T read as W stands). A plan
+// place, as strips of 16 of W's columns (strip_w); on AVX2 too (1x1
+// layers, the planes of 1024+ positions it takes), in strips of 6. A plan
 // may prepare what is made of W per call (W's panels, or its strips) once
 // (AVX-512): pw_avx512_prepare_weights.
 //
@@ -138,14 +138,6 @@ constexpr int64_t kInPlaceOutputs = 32;
 // Panels ahead that an in-place tile prefetches, row by row, as it goes:
 // pw1's backward-data 1.17x, 16->32 112x112 1.06-1.13x, smaller planes even.
 constexpr int64_t kInPlaceAhead = 2;
-// AVX2, channels-first 1x1 backward-data: W^T as strips of 6 (a row tile's
-// broadcasts one stream of 24-byte steps, not one line of W per step, 4-16
-// of W's lines apart in as few L1 sets) on planes of this many positions
-// or more, where W's copy per call is a small share. Against W read as it
-// stands, ratios to oneDNN in alternated runs (Zen 3): 56x56 1.07-1.09x
-// (MobileNet's 64->128 and 128->128, ResNet-50's 64->256 and 256->64; batch 8
-// 1.05-1.11x, 2 threads 1.04-1.09x), 112x112 32->64 and 28x28 even.
-constexpr int64_t kStripPositionsAvx2 = 1024;
 // Channels-last backward-filter with several threads reads B in place
 // (filter_plan) only where it is at most this large.
 constexpr int64_t kInPlaceSharedBytes = 2 << 20;
@@ -297,7 +289,7 @@ size_t w_blocks_slot_bytes(int64_t rows) {
 struct Plan {
     bool last;          // channels-last: one GEMM over all images, B packed once
     bool transposed;    // channels-first backward-data on a small plane: dx^T = dy^T W
-    bool w_transposed;  // channels-first backward-data otherwise (AVX-512): dx = W^T dy, W^T in strips made first
+    bool w_transposed;  // channels-first backward-data otherwise (AVX-512; AVX2 1x1): dx = W^T dy, W^T in strips made first
     bool last_by_image;  // channels-last forward on small planes (AVX2; AVX-512 from 1024+ channels): y^T = W x^T per image
     bool w_blocks;      // transposed, AVX-512, few images: W taken a block of rows at a time (run_w_blocks)
     bool b_in_place;    // AVX-512, B read as it lies: channels-first per image with a short reduction, channels-last backward-filter onto few filters
@@ -483,9 +475,16 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // are then one stream (read as W stands, C floats apart, every
         // broadcast of a row tile fell into the same few L1 sets). The
         // strips are made once per call (or prepared once per plan).
-        // AVX2 (strips of 6, a row tile each) on planes of kStripPositionsAvx2 or more.
-        p.w_transposed = !fwd && (cpu_isa() == Isa::avx512 ||
-                                  (cpu_isa() == Isa::avx2 && g.is_pointwise() && P >= kStripPositionsAvx2));
+        // AVX2, 1x1 layers: strips of 6, a row tile's. (AVX2 takes this pass
+        // only on planes of kFarRows+ positions, pw_avx512_covers: W's copy
+        // per call is a small share there.) Against W read as it stands,
+        // ratios to oneDNN in alternated runs (Zen 3): 56x56 1.07-1.09x
+        // (MobileNet's 64->128 and 128->128, ResNet-50's 64->256 and
+        // 256->64; batch 8 1.05-1.11x, 2 threads with the split below
+        // 1.04-1.09x), 64->64 56x56 and 32->64 112x112 even: read as W
+        // stands, a tile's six broadcasts took one line of W per step, 4-16
+        // lines apart in a few L1 sets that the dy panel shared.
+        p.w_transposed = !fwd && (cpu_isa() == Isa::avx512 || (cpu_isa() == Isa::avx2 && g.is_pointwise()));
         if (p.w_transposed)  // whole lines: the slots after it hold aligned panels
             p.shared_bytes = (size_t)round_up(
                 checked_mul(checked_mul(round_up(g.c, strip_height()), R, "workspace"), 4, "workspace"), 64);
@@ -1700,13 +1699,14 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
         // Forward on fewer positions: per image, transposed (make_plan).
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST)
             return op == CONV_OP_FORWARD || (op == CONV_OP_BACKWARD_DATA && g.n * g.out_size() >= kInPlaceRows);
-        // Channels-first backward-data (W read transposed in place) on
-        // planes whose rows of dy are packed row by row (kFarRows), with W
-        // an L2 share or less; against the SGEMM (OpenBLAS under 97 rows),
+        // Channels-first backward-data on planes whose rows of dy are
+        // packed row by row (kFarRows), with W an L2 share or less; with W
+        // read transposed in place, against the SGEMM (OpenBLAS under 97 rows),
         // 1 thread, one process, 30 alternated calls: 16->16 112x112 1.49x,
         // 32->64 1.34x, 64->64 32x32 1.28x (batch 8 1.36x), 64->128 56x56
         // 1.07x, 64->256 1.09x, 128->128 1.03-1.05x, 256->256 1.02x; on 28x28
         // and smaller 0.93-0.96x, and with W past L2 (512->512 28x28) 0.77x.
+        // (W^T in strips since: 56x56 1.07-1.09x more, make_plan.)
         if (op == CONV_OP_BACKWARD_DATA)
             return g.out_size() >= kFarRows && g.c * g.k * (int64_t)sizeof(float) <= kBlockBytes;
         return op == CONV_OP_FORWARD;
