@@ -181,8 +181,9 @@ CONV_TARGET_AVX2 void spread(const SpreadPlan &p, const ConvArgs &a, int64_t q, 
 // dx rows this wide or wider. Against the 8-channel blocks, ratios to
 // oneDNN in alternated runs (AMD EPYC Zen 3, docs/performance.md): 1
 // thread, batch 1, 64 112x112 1.54x, 128 56x56 1.05x, 32 150x150 1.45x;
-// batch 8 1.15-1.29x; 2 threads 0.84-1.75x (even on 56x56 and 75x75). On 28x28 (a 16-column step
-// and a masked one a row) the blocks stay ahead (0.73x).
+// batch 8 1.15-1.29x; 2 threads 0.84-1.75x (even on 56x56 and 75x75).
+// On 28x28 (a 16-column step and a masked one a row) the blocks stay
+// ahead (0.73x).
 constexpr int64_t kMinWidth = 56;
 
 bool dw_spread_covers(const ConvGeometry &g, conv_op_t op) {
