@@ -72,6 +72,9 @@ SpreadPlan make_plan(const ConvGeometry &g) {
     return p;
 }
 
+// A thread's scratch: a copy of a dy plane with the loads' reach around it.
+int64_t slot_floats(const SpreadPlan &p) { return bounce_floats(p.before, p.oh * p.ow, p.after); }
+
 #if CONV_HAVE_AVX512_KERNELS
 
 // All bits of lane m set where first + m lies in [0, ow).
@@ -193,9 +196,7 @@ bool dw_spread_covers(const ConvGeometry &g, conv_op_t op) {
 }
 
 size_t dw_spread_workspace_bytes(const ConvGeometry &g, int threads) {
-    const SpreadPlan p = make_plan(g);
-    return (size_t)checked_mul(checked_mul(bounce_floats(p.before, p.oh * p.ow, p.after), std::max(threads, 1),
-                                           "workspace"),
+    return (size_t)checked_mul(checked_mul(slot_floats(make_plan(g)), std::max(threads, 1), "workspace"),
                                (int64_t)sizeof(float), "workspace");
 }
 
@@ -203,16 +204,13 @@ void dw_spread_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *a.g;
     const SpreadPlan p = make_plan(g);
-    const int64_t in_plane = p.ih * p.iw, out_plane = p.oh * p.ow, planes = g.n * g.c;
-    const int64_t slot = bounce_floats(p.before, out_plane, p.after);
-    const int64_t per = std::max<int64_t>(1, 2048 / in_plane);  // planes an item: ~8 KiB of dx
+    const int64_t planes = g.n * g.c, slot = slot_floats(p);
+    const int64_t per = std::max<int64_t>(1, 2048 / (p.ih * p.iw));  // planes an item: ~8 KiB of dx
     pool.parallel_for(
         ceil_div(planes, per),
         [&](int64_t item, int thread) {
-            float *scratch = static_cast<float *>(ws) + thread * slot;
-            for (int64_t q = item * per; q < std::min(planes, (item + 1) * per); ++q) {
-                spread(p, a, q, scratch);
-            }
+            for (int64_t q = item * per; q < std::min(planes, (item + 1) * per); ++q)
+                spread(p, a, q, static_cast<float *>(ws) + thread * slot);
         },
         threads);
 #else

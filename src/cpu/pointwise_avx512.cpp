@@ -216,9 +216,10 @@ bool row_conv(const ConvGeometry &g) {
 constexpr int64_t kStrip = 16;
 int64_t strip_height() { return cpu_isa() == Isa::avx2 ? kRowsAvx2 : kStrip; }
 
-// Where row i0 of A starts.
+// Where row i0 of A starts, its strips (if any) Height rows each.
+template <int64_t Height = kStrip>
 inline const float *a_rows(const Gemm &m, int64_t i0) {
-    return m.a_strip ? m.a + i0 / kStrip * m.a_strip + i0 % kStrip : m.a + i0 * m.a_row;
+    return m.a_strip ? m.a + i0 / Height * m.a_strip + i0 % Height : m.a + i0 * m.a_row;
 }
 
 // Channels-last pointwise backward-data over fewer than kBlockedRows
@@ -714,7 +715,6 @@ CONV_TARGET_AVX512 void strip_rows_avx512(const float *w, int64_t K, int64_t C, 
         }
 }
 
-// W's strips (strip_rows_avx512), a share of W's rows a thread.
 // AVX2, 1x1 layers: rows [k0, k1) of W into strips of kRowsAvx2 of its
 // columns, [C / 6][K][6] (a last strip's columns past C zero), a strip at a
 // time so that the strips are written in order.
@@ -730,18 +730,19 @@ void strip_rows_avx2(const float *w, int64_t K, int64_t C, int64_t k0, int64_t k
     }
 }
 
+// W's strips (strip_rows_avx512, AVX2: strip_rows_avx2), a share of W's
+// rows a thread.
 void strip_w(const ConvGeometry &g, const float *w, float *ws, ThreadPool &pool, int threads) {
     const int64_t blocks = std::min<int64_t>(threads, g.k);
-    if (cpu_isa() == Isa::avx2) {
-        pool.parallel_for(
-            blocks, [&](int64_t b, int) { strip_rows_avx2(w, g.k, g.c, g.k * b / blocks, g.k * (b + 1) / blocks, ws); },
-            threads);
-        return;
-    }
+    const bool avx2 = cpu_isa() == Isa::avx2;
     pool.parallel_for(
         blocks,
         [&](int64_t b, int) {
-            strip_rows_avx512(w, g.k, g.c, g.kernel[2], g.k * b / blocks, g.k * (b + 1) / blocks, ws);
+            const int64_t k0 = g.k * b / blocks, k1 = g.k * (b + 1) / blocks;
+            if (avx2)
+                strip_rows_avx2(w, g.k, g.c, k0, k1, ws);
+            else
+                strip_rows_avx512(w, g.k, g.c, g.kernel[2], k0, k1, ws);
         },
         threads);
 }
@@ -1221,7 +1222,7 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void tile_body(const Gemm
     __m256 acc[MR * NV];  // flat, every loop unrolled: kept in registers
 #pragma GCC unroll 12
     for (int a = 0; a < MR * NV; ++a) acc[a] = _mm256_setzero_ps();
-    const float *a = m.a_strip ? m.a + i0 / kRowsAvx2 * m.a_strip + i0 % kRowsAvx2 : m.a + i0 * m.a_row;
+    const float *a = a_rows<kRowsAvx2>(m, i0);
     const int64_t a_row = m.a_row, a_red = m.a_red, R = m.R;
     // Four steps an iteration: one at a time, the loop's own three
     // instructions a step held 64-step tiles (WaveNet's 64->256) to 0.72-0.78
