@@ -545,6 +545,44 @@ static void test_narrow_bands(void **state)
     }
 }
 
+/* Forward from 1-4 source channels at column stride 2 with AVX2
+ * (direct_few_sources_avx2.cpp: positions in the vector, source rows split
+ * into their two column phases a band of 8 output rows at a time): kernels
+ * 1-9 high and 1-9 wide (3, 5 and 7 wide with constant taps), row strides
+ * 1-3, asymmetric padding up to the kernel's size (windows that overhang
+ * both ends of a row, rows no window reaches), output rows narrower and
+ * wider than a vector and 16 + a few, filters 1-70 (groups of up to 6, as
+ * even as they come), bias and ReLU, several bands, threads 1-3 and guard
+ * pages. Elsewhere (AVX-512) the same problems run on the channel-vector
+ * tiles. */
+static void test_few_sources_stride2(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(5600);
+    int n = tu_env_count(60);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t kernel[2] = {tu_range(&r, 1, 9), i % 4 == 0 ? tu_range(&r, 1, 9) : 3 + 2 * tu_range(&r, 0, 2)};
+        int64_t in[2] = {tu_range(&r, 1, 40), tu_chance(&r, 30) ? tu_range(&r, 1, 20) : tu_range(&r, 28, 80)};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 3), tu_range(&r, 1, 4),
+                        tu_chance(&r, 20) ? tu_range(&r, 1, 15) : tu_range(&r, 16, 70), in, kernel);
+        tp.p.stride[0] = tu_range(&r, 1, 3);
+        tp.p.stride[1] = 2;
+        for (int a = 0; a < 2; a++) {
+            tp.desc_pad_begin[a] = tu_range(&r, 0, kernel[a]);
+            tp.desc_pad_end[a] = tu_range(&r, 0, kernel[a]);
+        }
+        tp.bias = tu_chance(&r, 50);
+        tp.p.relu = tu_chance(&r, 30);
+        tp.algo = direct();
+        if (!tu_resolve(&tp)) continue;
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_FORWARD, &r, i % 4 < 2);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
         cmocka_unit_test(test_narrow_few_sources), cmocka_unit_test(test_narrow_bands),
+        cmocka_unit_test(test_few_sources_stride2),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),

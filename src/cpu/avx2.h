@@ -111,6 +111,12 @@ CONV_TARGET_AVX2 inline __m256 even_lanes_avx2(__m256 a, __m256 b) {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
+// The odd elements of the 16 floats a:b, in order.
+CONV_TARGET_AVX2 inline __m256 odd_lanes_avx2(__m256 a, __m256 b) {
+    const __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));  // 1 3 9 11 | 5 7 13 15
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
 // dst[j] = src[2 * j] for j < n, 8 a step from 16 loaded source elements,
 // the last ones one by one: nothing past src[2n-2] is read.
 CONV_TARGET_AVX2 inline void copy_even_avx2(float *dst, const float *src, int64_t n) {

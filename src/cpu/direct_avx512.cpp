@@ -2484,6 +2484,7 @@ public:
                            int threads) const override {
         if (op == CONV_OP_BACKWARD_FILTER) return direct_filter_workspace(g, dtype, threads);
         if (direct_narrow_applies(g, op, dtype)) return direct_narrow_workspace(g, op, threads);
+        if (direct_few_sources_applies(g, op, dtype)) return direct_few_sources_workspace(g, threads);
         const Shape s = make_shape(g, op, dtype_size(dtype), true);
         const size_t es = dtype_size(dtype);
         int64_t weights = packs_per_item(s, threads)
@@ -2506,6 +2507,8 @@ public:
             direct_filter_run(args, ws, pool, threads);
         else if (direct_narrow_applies(*args.g, args.op, args.dtype))
             direct_narrow_run(args, ws, pool, threads);
+        else if (direct_few_sources_applies(*args.g, args.op, args.dtype))
+            direct_few_sources_run(args, ws, pool, threads);
         else if (args.dtype == CONV_DTYPE_FLOAT32)
             run_typed<float>(args, ws, pool, threads);
         else
@@ -2513,12 +2516,16 @@ public:
     }
     // The packed weights, once per plan instead of once per call.
     size_t prepared_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
-        if (op == CONV_OP_BACKWARD_FILTER || direct_narrow_applies(g, op, dtype)) return 0;
+        if (op == CONV_OP_BACKWARD_FILTER || direct_narrow_applies(g, op, dtype) ||
+            direct_few_sources_applies(g, op, dtype))
+            return 0;
         return (size_t)make_shape(g, op, dtype_size(dtype), false).packed;
     }
     void prepare_weights(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, const void *w,
                          void *out, ThreadPool &pool, int threads) const override {
-        if (op == CONV_OP_BACKWARD_FILTER || direct_narrow_applies(g, op, dtype)) return;
+        if (op == CONV_OP_BACKWARD_FILTER || direct_narrow_applies(g, op, dtype) ||
+            direct_few_sources_applies(g, op, dtype))
+            return;
         const Shape s = make_shape(g, op, dtype_size(dtype), false);
         if (dtype == CONV_DTYPE_FLOAT32)
             pack_weights(s, static_cast<const float *>(w), static_cast<float *>(out), pool, threads);
