@@ -548,9 +548,10 @@ static void test_narrow_bands(void **state)
 /* Forward from 1-4 source channels at column stride 2 with AVX2
  * (direct_few_sources_avx2.cpp: positions in the vector, source rows split
  * into their two column phases a band of 8 output rows at a time): kernels
- * 1-9 high and 1-9 wide (3, 5 and 7 wide with constant taps), row strides
- * 1-3, asymmetric padding up to the kernel's size (windows that overhang
- * both ends of a row, rows no window reaches), output rows narrower and
+ * 1-9 high and 1-17 wide (3, 5 and 7 wide with constant taps; 17 past what
+ * it takes), row strides 1-3, asymmetric padding up to 3 past the kernel's
+ * size (windows that overhang both ends of a row, rows and columns no
+ * window reaches), output rows narrower and
  * wider than a vector and 16 + a few, filters 1-70 (groups of up to 6, as
  * even as they come), bias and ReLU, several bands, threads 1-3 and guard
  * pages. Elsewhere (AVX-512) the same problems run on the channel-vector
@@ -564,16 +565,21 @@ static void test_few_sources_stride2(void **state)
         uint64_t seed = first + (uint64_t)i;
         tu_rng r;
         tu_seed(&r, seed);
-        int64_t kernel[2] = {tu_range(&r, 1, 9), i % 4 == 0 ? tu_range(&r, 1, 9) : 3 + 2 * tu_range(&r, 0, 2)};
-        int64_t in[2] = {tu_range(&r, 1, 40), tu_chance(&r, 30) ? tu_range(&r, 1, 20) : tu_range(&r, 28, 80)};
+        /* Each draw its own statement: the order of a call's arguments is unspecified. */
+        int64_t kernel[2], in[2];
+        kernel[0] = tu_range(&r, 1, 9);
+        kernel[1] = i % 4 == 0 ? tu_range(&r, 1, 17) : 3 + 2 * tu_range(&r, 0, 2);
+        in[0] = tu_range(&r, 1, 40);
+        in[1] = tu_chance(&r, 30) ? tu_range(&r, 1, 20) : tu_range(&r, 28, 80);
+        const int64_t images = tu_range(&r, 1, 3), sources = tu_range(&r, 1, 4);
+        const int64_t filters = tu_chance(&r, 20) ? tu_range(&r, 1, 15) : tu_range(&r, 16, 70);
         tu_problem tp;
-        tu_problem_init(&tp, 2, tu_range(&r, 1, 3), tu_range(&r, 1, 4),
-                        tu_chance(&r, 20) ? tu_range(&r, 1, 15) : tu_range(&r, 16, 70), in, kernel);
+        tu_problem_init(&tp, 2, images, sources, filters, in, kernel);
         tp.p.stride[0] = tu_range(&r, 1, 3);
         tp.p.stride[1] = 2;
         for (int a = 0; a < 2; a++) {
-            tp.desc_pad_begin[a] = tu_range(&r, 0, kernel[a]);
-            tp.desc_pad_end[a] = tu_range(&r, 0, kernel[a]);
+            tp.desc_pad_begin[a] = tu_range(&r, 0, kernel[a] + 3);
+            tp.desc_pad_end[a] = tu_range(&r, 0, kernel[a] + 3);
         }
         tp.bias = tu_chance(&r, 50);
         tp.p.relu = tu_chance(&r, 30);

@@ -17,7 +17,7 @@
 // ResNet-20's 3->16 32x32 stem 0.84x, VGG-16's 3->64 224x224 1.18x.)
 //
 // Each output is one running sum over (channel, tap row, tap column) -- at
-// most 4 x 16 x 16 products -- then the bias and ReLU; the order does not
+// most 4 x kh x 16 products -- then the bias and ReLU; the order does not
 // depend on the thread count.
 #include <algorithm>
 #include <array>
@@ -34,23 +34,26 @@ namespace {
 
 constexpr int64_t kMaxSources = 4;
 constexpr int kFilters = 6;       // filters a tile: 6 x 2 sums, 2 source vectors, a broadcast
-constexpr int64_t kMaxTaps = 16;  // tap columns (the phase offsets kept per tap)
+constexpr int64_t kMaxTapColumns = 16;  // the phase offsets kept per tap column
 constexpr int64_t kBand = 8;      // output rows an item
 
 // The pass in the kernel's terms (forward, channels-first, 2-D).
 struct Few {
     int64_t n, c, k, h, w, oh, ow, kh, kw, sh, pt, pl;
     int64_t lp;       // floats a phase row holds: whole vectors of every tile's columns, plus the taps' reach
-    int64_t in_rows;  // source rows a band of kBand output rows reads
+    int64_t in_rows;  // source rows a band of (at most) kBand output rows reads
     int64_t row_floats() const { return c * 2 * lp; }  // one source row's two phases, all channels
-    int64_t slot_floats() const { return in_rows * row_floats(); }
+    int64_t slot_floats() const { return checked_mul(in_rows, row_floats(), "workspace"); }
     // Filters in groups of at most kFilters, as even as they come (32 as
     // 6 6 5 5 5 5, not five 6s and a 2 whose 4 sums wait on the FMA
-    // latency): group g starts at filter first(g).
-    int64_t groups() const { return ceil_div(k, (int64_t)kFilters); }
-    int64_t first(int64_t g) const { return g * (k / groups()) + std::min(g, k % groups()); }
-    int64_t size(int64_t g) const { return k / groups() + (g < k % groups() ? 1 : 0); }
-    int64_t packed_floats() const { return round_up(groups() * kFilters * c * kh * kw, (int64_t)16); }
+    // latency): group f starts at filter first(f), and `low` or `low + 1`
+    // filters (the first `high` groups one more).
+    int64_t groups, low, high;
+    int64_t first(int64_t f) const { return f * low + std::min(f, high); }
+    int64_t size(int64_t f) const { return low + (f < high ? 1 : 0); }
+    int64_t packed_floats() const {
+        return round_up(checked_mul(groups * kFilters, c * kh * kw, "workspace"), (int64_t)16);
+    }
 };
 
 Few few_shape(const ConvGeometry &g) {
@@ -59,7 +62,8 @@ Few few_shape(const ConvGeometry &g) {
     s.kh = g.kernel[1], s.kw = g.kernel[2], s.sh = g.stride[1];
     s.pt = g.pad_begin[1], s.pl = g.pad_begin[2];
     s.lp = round_up(round_up(s.ow, (int64_t)8) + (s.kw - 1) / 2, (int64_t)8);
-    s.in_rows = (kBand - 1) * s.sh + s.kh;
+    s.in_rows = checked_add(checked_mul(std::min(kBand, s.oh) - 1, s.sh, "workspace"), s.kh, "workspace");
+    s.groups = ceil_div(s.k, (int64_t)kFilters), s.low = s.k / s.groups, s.high = s.k % s.groups;
     return s;
 }
 
@@ -68,11 +72,10 @@ Few few_shape(const ConvGeometry &g) {
 // past a group's size): a tap's F weights are consecutive broadcasts.
 void pack(const Few &s, const float *w, float *out) {
     const int64_t taps = s.c * s.kh * s.kw;
-    for (int64_t g = 0; g < s.groups(); ++g)
+    for (int64_t grp = 0; grp < s.groups; ++grp)
         for (int64_t t = 0; t < taps; ++t)
-            for (int f = 0; f < kFilters; ++f) {
-                out[(g * taps + t) * kFilters + f] = f < s.size(g) ? w[(s.first(g) + f) * taps + t] : 0.0f;
-            }
+            for (int f = 0; f < kFilters; ++f)
+                out[(grp * taps + t) * kFilters + f] = f < s.size(grp) ? w[(s.first(grp) + f) * taps + t] : 0.0f;
 }
 
 // Source row `row` of one channel (`src`: the channel's plane) as its two
@@ -198,10 +201,12 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
                                bool relu, int64_t n, int64_t r0, int64_t r1, float *slot) {
     const int64_t first = r0 * s.sh - s.pt, rows = (r1 - 1 - r0) * s.sh + s.kh;
     const float *image = x + n * s.c * s.h * s.w;
-    for (int64_t i = 0; i < rows; ++i)
+    for (int64_t i = 0; i < rows; ++i) {
+        if (i % s.sh >= s.kh) continue;  // a row between windows (row stride past the kernel): never read
         for (int64_t c = 0; c < s.c; ++c)
             split_row(s, image + c * s.h * s.w, first + i, slot + i * s.row_floats() + c * 2 * s.lp);
-    int64_t tap[kMaxTaps];
+    }
+    int64_t tap[kMaxTapColumns];
     for (int64_t q = 0; q < s.kw; ++q) tap[q] = q % 2 * s.lp + q / 2;
     const int64_t plane = s.oh * s.ow, taps = s.c * s.kh * s.kw;
     TileArgs a{nullptr, s.row_floats(), 2 * s.lp, tap, s.c, s.kh, s.kw, nullptr, s.lp};
@@ -211,10 +216,10 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
     // y. Row by row, every group in turn, the y lines of all the filters
     // (28 KiB a row at 64 filters) pushed the source rows and weights out of
     // L1 (1.03-1.05x this way).
-    for (int64_t g = 0; g < s.groups(); ++g) {
-        const int64_t k0 = s.first(g);
-        const int f = (int)s.size(g);
-        a.weights = packed + g * taps * kFilters;
+    for (int64_t grp = 0; grp < s.groups; ++grp) {
+        const int64_t k0 = s.first(grp);
+        const int f = (int)s.size(grp);
+        a.weights = packed + grp * taps * kFilters;
         const float *b = bias ? bias + k0 : nullptr;
         for (int64_t r = r0; r < r1; ++r) {
             a.rows = slot + (r - r0) * s.sh * s.row_floats();
@@ -234,7 +239,7 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
 bool direct_few_sources_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
     if (dtype != CONV_DTYPE_FLOAT32 || op != CONV_OP_FORWARD || cpu_isa() != Isa::avx2) return false;
     if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.groups != 1 || !g.is_planar()) return false;
-    if (g.dilation[1] != 1 || g.dilation[2] != 1 || g.kernel[2] > kMaxTaps) return false;
+    if (g.dilation[1] != 1 || g.dilation[2] != 1 || g.kernel[2] > kMaxTapColumns) return false;
     if (g.stride[2] != 2 || g.c > kMaxSources) return false;
     // Against the channel-vector tiles, ratios to oneDNN in 3 alternated
     // runs (Zen 3, 1 thread): batch 1 MobileNet's 3->32 224x224 1.11-1.23x,
