@@ -674,6 +674,90 @@ static void test_spread_infinity(void **state)
         check_spread_infinity(pad);
 }
 
+/* Stride-2 backward-filter on dy rows of 7-64 columns (AVX2's plane
+ * sweeps, depthwise_avx2_planes.cpp: with leading padding, tap kw = 0 taken
+ * as kw = 2 of the column before against dy one column on, so a vector's
+ * last lane meets the next vector's first column, and dy is read one float
+ * further): leading padding 0-2 in either dimension, trailing 0-2, odd and
+ * even x widths, 1-20 rows, 1-20 channels, batch 1-3 (the tensor's first
+ * and last planes read through copies), exact on integers and within
+ * rounding on reals, on 1-3 threads with exact workspaces against guard
+ * pages. */
+static void test_filter_stride2_planes(void **state)
+{
+    (void)state;
+    static const int64_t widths[] = {7, 8, 9, 14, 15, 16, 17, 24, 28, 31, 32, 33, 56, 64};
+    uint64_t first = tu_env_seed(9000);
+    int n = tu_env_count(200);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t out_w = widths[tu_range(&r, 0, (int64_t)(sizeof widths / sizeof widths[0]) - 1)];
+        int64_t pad_begin[2], pad_end[2];
+        for (int a = 0; a < 2; a++) {
+            pad_begin[a] = tu_range(&r, 0, 2);
+            pad_end[a] = tu_range(&r, 0, 2);
+        }
+        /* x as wide as out_w dy columns with that padding: out = (in + pb + pe - 3) / 2 + 1. */
+        int64_t in_w = 2 * (out_w - 1) + 3 - pad_begin[1] - pad_end[1] + tu_range(&r, 0, 1);
+        int64_t in[2] = {tu_range(&r, 1, 20), in_w < 1 ? 1 : in_w}, kernel[2] = {3, 3};
+        int64_t c = tu_range(&r, 1, 20);
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 3), c, c, in, kernel);
+        tp.p.groups = c;
+        tp.dtype = CONV_DTYPE_FLOAT32;
+        tp.bias = tu_chance(&r, 30);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = 2;
+            tp.desc_pad_begin[a] = pad_begin[a];
+            tp.desc_pad_end[a] = pad_end[a];
+        }
+        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        if (!tu_resolve(&tp))
+            continue;
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_FILTER, &r, tu_chance(&r, 30));
+    }
+}
+
+/* Stride-2 backward-filter, padding 1, dy rows of 16 columns (two whole
+ * vectors). An infinity in x's row 1, column 15: row 1 is kh = 2 of dy row
+ * 0 and kh = 0 of dy row 1, column 15 kw = 2 of dy column 7 and kw = 0 of
+ * column 8 -- which the plane sweeps take as kw = 2 of column 7 against dy
+ * one column on, the first vector's last lane meeting the second vector's
+ * first column -- so dw is +inf at taps 0, 2, 6 and 8, finite elsewhere.
+ * Then an infinity in dy at row 1, column 0, which row 0's last vector
+ * reads, one column on, in its last lane (past the row): dw is +inf at the
+ * taps kw >= 1 (x all ones), and the kw = 0 taps, whose only product with
+ * it reads padding, are not +inf (finite, or NaN from a kernel that
+ * multiplies zero padding). Every ISA. */
+static void test_filter_stride2_shifted_infinity(void **state)
+{
+    (void)state;
+    const int64_t h = 6, w = 32, oh = 3, ow = 16;
+    tu_case c;
+    conv_desc_t d;
+    make_rows_case(&c, &d, h, w, 2, 1);
+    for (int64_t plane = 0; plane < 5; plane++)
+        tu_set(&c.x, plane * h * w + 1 * w + 15, INFINITY);
+    check_rows_infinity(&c, d, "x row 1 column 15, stride 2", 1 << 0 | 1 << 2 | 1 << 6 | 1 << 8);
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+    make_rows_case(&c, &d, h, w, 2, 1);
+    for (int64_t plane = 0; plane < 5; plane++)
+        tu_set(&c.y, plane * oh * ow + ow, INFINITY);
+    if (tu_case_run(&c, tu_contexts[0], d, CONV_OP_BACKWARD_FILTER, NULL) != CONV_STATUS_SUCCESS)
+        fail_msg("%s", conv_last_error());
+    for (int64_t ch = 0; ch < 5; ch++)
+        for (int t = 0; t < 9; t++) {
+            double v = tu_get(&c.w, ch * 9 + t);
+            if (t % 3 != 0 ? !(isinf(v) && v > 0) : isinf(v) && v > 0)
+                fail_msg("dy row 1 column 0, stride 2: channel %lld tap %d: dw = %g", (long long)ch, t, v);
+        }
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -690,6 +774,8 @@ int main(void)
         cmocka_unit_test(test_filter_rows_infinity),
         cmocka_unit_test(test_filter_x_infinity),
         cmocka_unit_test(test_filter_stride2_infinity),
+        cmocka_unit_test(test_filter_stride2_planes),
+        cmocka_unit_test(test_filter_stride2_shifted_infinity),
         cmocka_unit_test(test_flat),
         cmocka_unit_test(test_filter_dy_infinity_neighbours),
         cmocka_unit_test(test_spread),

@@ -78,6 +78,10 @@ struct PlanePlan {
     int64_t ih, iw, oh, ow, pt, pl;
     int s;
     bool filter;     // backward-filter (stride 2): lanes past the row cleared too
+    // Backward-filter at stride 2 with leading padding: tap kw = 0 of output
+    // column c is taken as kw = 2 of column c - 1 against dy one column on
+    // (filter_column_s2), so its lanes are those of column c + 1.
+    bool shifted;
     int64_t vecs;    // column vectors per output row
     bool ahead;      // ask for the next plane while sweeping this one (kFromCache)
     int64_t ib, ie;  // interior vectors: [ib, ie)
@@ -111,7 +115,7 @@ struct PlanePlan {
 // Lane `lane` of vector v: whether tap column kw keeps it (kw < kK), or
 // whether it is an output (kw == kK).
 bool keeps(const PlanePlan &p, int64_t v, int lane, int kw) {
-    const int64_t col = p.lane_col(v, lane);
+    const int64_t col = p.lane_col(v, lane) + (p.shifted && kw == 0 ? 1 : 0);
     const bool out = col < p.ow;
     if (kw == kK) return !p.filter || out;
     const int64_t in = col * p.s + kw - p.pl;
@@ -130,6 +134,7 @@ PlanePlan plan_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t pt,
                      bool filter) {
     PlanePlan p{};
     p.ih = ih, p.iw = iw, p.oh = oh, p.ow = ow, p.pt = pt, p.pl = pl, p.s = s, p.filter = filter;
+    p.shifted = filter && s == 2 && pl >= 1;
     p.vecs = ceil_div(ow, (int64_t)kVec);
     p.ib = 0;
     while (p.ib < p.vecs && !whole(p, p.ib)) ++p.ib;
@@ -139,7 +144,7 @@ PlanePlan plan_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t pt,
     p.full_last = last_room >= kVec ? (last_room - kVec) / ow + 1 : 0;
     p.before = std::max<int64_t>(0, -p.first_read(0));
     p.after = std::max<int64_t>(0, p.end_read(p.vecs - 1) - iw);
-    p.dy_after = filter ? p.vecs * kVec - ow : 0;
+    p.dy_after = filter ? p.vecs * kVec - ow + (p.shifted ? 1 : 0) : 0;
     if (p.edges() > kMaxEdges) return p;  // not covered (dw_planes_covers)
     std::fill(&p.all[0][0], &p.all[0][0] + (kK + 1) * kVec, -1);
     for (int64_t v = 0; v < p.vecs; ++v) {
@@ -464,29 +469,81 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_row(__m256 *s
     for (int kw = 0; kw < kK; ++kw) sums[kw] = _mm256_fmadd_ps(d, t[kw], sums[kw]);
 }
 
+// sums[3 kh + kw] += products of x's taps t with dy's row g (Shifted: kw =
+// 0 from t[2] and dy one column on, gs; see filter_column_s2). The window
+// row a template argument, so that the sums stay in registers.
+template <int Kh, bool Shifted>
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_row_s2(__m256 (&sums)[kTaps], __m256 g, __m256 gs,
+                                                                         const __m256 (&t)[kK]) {
+    sums[Kh * kK] = _mm256_fmadd_ps(Shifted ? gs : g, Shifted ? t[2] : t[0], sums[Kh * kK]);
+    sums[Kh * kK + 1] = _mm256_fmadd_ps(g, t[1], sums[Kh * kK + 1]);
+    sums[Kh * kK + 2] = _mm256_fmadd_ps(g, t[2], sums[Kh * kK + 2]);
+}
+
 // Backward-filter, one column vector of a plane at stride 2: dy's row r
-// meets x's rows 2r - pt + kh.
-template <bool Edge>
-CONV_TARGET_AVX2 void filter_column_s2(const PlanePlan &p, const float *x, const float *dy, int64_t v,
+// meets x's rows 2r - pt + kh, and each x row's taps are made once: row 2r
+// - pt + 2 (kh = 2 of r) is kh = 0 of r + 1.
+// - Shifted (leading padding): tap kw = 0 of output column c reads x's
+//   column 2c - pl, which is tap kw = 2 of column c - 1. So its products
+//   are kw = 2's vector times dy loaded one column on (column c's dy in
+//   column c - 1's lane), and a row's taps take two loads and two shuffles,
+//   no permute, broadcast and blend. Column 0's kw = 0 reads padding; a
+//   vector's last lane meets the next vector's first column.
+// - Edge: the lanes are summed unmasked, from zero, and a lane that is no
+//   (output, tap) pair of the plane is cleared once at the end (its sums
+//   only ever held its own products, whatever the values outside the row
+//   were): masking each row's taps and dy cost as much as the FMAs.
+template <bool Edge, bool Shifted>
+CONV_TARGET_AVX2 __attribute__((noinline)) void filter_column_s2(const PlanePlan &p, const float *x, const float *dy, int64_t v,
                                        __m256 (&total)[kTaps]) {
+    const int64_t ih = p.ih, iw = p.iw, oh = p.oh, ow = p.ow, pt = p.pt;
+    if (oh == 0) return;
     // Summed in a copy x's loads cannot alias, so it stays in registers.
     __m256 sums[kTaps];
-    for (int t = 0; t < kTaps; ++t) sums[t] = total[t];
-    const int64_t ih = p.ih, iw = p.iw, oh = p.oh, ow = p.ow, pt = p.pt;
-    const Masks m = Edge ? p.masks(v) : nullptr;
+#pragma GCC unroll 9
+    for (int k = 0; k < kTaps; ++k) sums[k] = Edge ? _mm256_setzero_ps() : total[k];
     const float *at = x + p.first_read(v), *d = dy + v * kVec;
+    auto in_plane = [&](int64_t i) CONV_TARGET_AVX2 { return i >= 0 && i < ih; };
+    // dy's row r (g), and one column on (gs; Shifted only).
+    auto dy_at = [&](int64_t r, __m256 &g, __m256 &gs) CONV_TARGET_AVX2 {
+        g = split_order(_mm256_loadu_ps(d + r * ow));
+        if constexpr (Shifted) gs = split_order(_mm256_loadu_ps(d + r * ow + 1));
+    };
+    // x's row i: its taps (Shifted: kw = 1 and 2 only).
+    auto taps = [&](int64_t i, __m256 (&t)[kK]) CONV_TARGET_AVX2 {
+        if constexpr (Shifted) {
+            const __m256 q0 = _mm256_loadu_ps(at + i * iw + 1), q1 = _mm256_loadu_ps(at + i * iw + kVec + 1);
+            t[1] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(2, 0, 2, 0));
+            t[2] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(3, 1, 3, 1));
+        } else {
+            row_taps<2, false>(at + i * iw, nullptr, t);
+        }
+    };
+    __m256 g, gs = _mm256_setzero_ps(), t[kK];
+    dy_at(0, g, gs);
+    if (in_plane(-pt)) taps(-pt, t), filter_row_s2<0, Shifted>(sums, g, gs, t);
     for (int64_t r = 0; r < oh; ++r) {
-        const __m256 g = dy_row<2, Edge>(d, ow, m, r);
-#pragma GCC unroll 3
-        for (int kh = 0; kh < kK; ++kh) {
-            const int64_t i = 2 * r - pt + kh;
-            if (i < 0 || i >= ih) continue;
-            __m256 t[kK];
-            row_taps<2, Edge>(at + i * iw, m, t);
-            filter_row(sums + kh * kK, g, t);
+        const int64_t i = 2 * r - pt + 1;
+        const bool next = r + 1 < oh;
+        if (in_plane(i)) taps(i, t), filter_row_s2<1, Shifted>(sums, g, gs, t);
+        // Row i + 1 meets dy's row r, then r + 1 (loaded over r's: 13
+        // registers live, none spilled).
+        if (in_plane(i + 1)) {
+            taps(i + 1, t), filter_row_s2<2, Shifted>(sums, g, gs, t);
+            if (next) dy_at(r + 1, g, gs), filter_row_s2<0, Shifted>(sums, g, gs, t);
+        } else if (next) {
+            dy_at(r + 1, g, gs);
         }
     }
-    for (int t = 0; t < kTaps; ++t) total[t] = sums[t];
+    if constexpr (Edge) {
+        const Masks m = p.masks(v);
+#pragma GCC unroll 9
+        for (int k = 0; k < kTaps; ++k)
+            total[k] = _mm256_add_ps(total[k], _mm256_and_ps(sums[k], _mm256_load_ps(reinterpret_cast<const float *>(m[k % kK]))));
+    } else {
+#pragma GCC unroll 9
+        for (int k = 0; k < kTaps; ++k) total[k] = sums[k];
+    }
 }
 
 // Backward-filter at stride 1, column vector v of x's row i (`at`: the
@@ -532,10 +589,11 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_plane_s1(cons
 
 CONV_TARGET_AVX2 void filter_plane_s2(const PlanePlan &p, const float *x, const float *dy, __m256 (&sums)[kTaps]) {
     for (int64_t v = 0; v < p.vecs; ++v) {
-        if (p.interior(v))
-            filter_column_s2<false>(p, x, dy, v, sums);
+        const bool edge = !p.interior(v);
+        if (p.shifted)
+            edge ? filter_column_s2<true, true>(p, x, dy, v, sums) : filter_column_s2<false, true>(p, x, dy, v, sums);
         else
-            filter_column_s2<true>(p, x, dy, v, sums);
+            edge ? filter_column_s2<true, false>(p, x, dy, v, sums) : filter_column_s2<false, false>(p, x, dy, v, sums);
     }
 }
 
@@ -608,9 +666,14 @@ CONV_TARGET_AVX2 void filter_channel(const PlanePlan &p, const ConvArgs &a, int6
 // was mixed (backward-filter 1.15x at batch 1, 0.87x at batch 8; forward
 // 0.93x, 0.74x at batch 8), on 16x16 0.86-0.91x; the forward at stride 2
 // lost (0.74-0.82x: the input tile, four times the output's, is transposed
-// in).
+// in). Since the stride-2 backward-filter here makes each x row's taps
+// once, without a permute, and keeps its sums in registers
+// (filter_column_s2), it is the faster onto dy rows of 7 or more: against
+// the blocks, 4 alternated rounds, 512 14x14 onto 7x7 1.13-1.27x (batch 8
+// 1.39x), 128 16x16 onto 8x8 1.45x, 256 28x28 onto 14x14 1.31x (batch 8
+// 1.82x, 2 threads 1.30x); onto 6 even (1.05x), 5 and 4 0.65-0.82x.
 constexpr int64_t kBlockedWidth = 10;
-constexpr int64_t kBlockedFilterWidthS2 = 14;
+constexpr int64_t kBlockedFilterWidthS2 = 6;
 constexpr int64_t kFromCache = int64_t(4) << 20;  // bytes of the input side
 constexpr int64_t kAnyDepthWidth = 32;            // input columns
 constexpr int64_t kStride2ForwardWidth = 64;
