@@ -82,6 +82,10 @@ struct PlanePlan {
     // column c is taken as kw = 2 of column c - 1 against dy one column on
     // (filter_column_s2), so its lanes are those of column c + 1.
     bool shifted;
+    // Forward at stride 2: column vector 0 is an edge only through its
+    // first lane's tap kw = 0 (leading padding 1), which then is set to 0
+    // instead of masking every tap (row_taps' ZeroFirst).
+    bool zero_first;
     int64_t vecs;    // column vectors per output row
     bool ahead;      // ask for the next plane while sweeping this one (kFromCache)
     int64_t ib, ie;  // interior vectors: [ib, ie)
@@ -153,6 +157,10 @@ PlanePlan plan_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t pt,
         for (int kw = 0; kw <= kK; ++kw)
             for (int lane = 0; lane < kVec; ++lane) m[kw][lane] = keeps(p, v, lane, kw) ? -1 : 0;
     }
+    p.zero_first = s == 2 && !filter && !p.interior(0);
+    for (int kw = 0; kw <= kK && p.zero_first; ++kw)
+        for (int lane = 0; lane < kVec; ++lane)
+            if (keeps(p, 0, lane, kw) != (kw != 0 || lane != 0)) p.zero_first = false;
     return p;
 }
 
@@ -194,7 +202,7 @@ CONV_TARGET_AVX2 inline __m256 split_order(__m256 v) {
 // backward-filter (1 thread, alternated runs against oneDNN), 0.98-1.10x
 // on smaller planes. On pairs of masked column vectors the two-load form
 // was 0.87-0.99x the four, so FourLoads keeps those.
-template <int S, bool Edge, bool FourLoads = false>
+template <int S, bool Edge, bool FourLoads = false, bool ZeroFirst = false>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) void row_taps(const float *at, Masks m, __m256 (&t)[kK]) {
     if constexpr (S == 1) {
 #pragma GCC unroll 3
@@ -206,7 +214,8 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void row_taps(const float
         // t[0] is t[2] of the output column before (its lane in
         // kSplitOrder moved over), column 0's from at[0].
         const __m256i before = _mm256_setr_epi32(0, 0, 5, 2, 1, 4, 3, 6);
-        t[0] = _mm256_blend_ps(_mm256_permutevar8x32_ps(t[2], before), _mm256_broadcast_ss(at), 1);
+        t[0] = _mm256_blend_ps(_mm256_permutevar8x32_ps(t[2], before),
+                               ZeroFirst ? _mm256_setzero_ps() : _mm256_broadcast_ss(at), 1);
     } else {
         const __m256 p0 = _mm256_loadu_ps(at), p1 = _mm256_loadu_ps(at + kVec);
         const __m256 q0 = _mm256_loadu_ps(at + 1), q1 = _mm256_loadu_ps(at + kVec + 1);
@@ -253,7 +262,7 @@ CONV_TARGET_AVX2 inline void prefetch_plane(const float *plane, int64_t floats) 
 // output rows i + pt (a0), i + pt - 1 (a1), i + pt - 2 (a2, then done).
 // Stride 2: output row r reads input rows 2r - pt + kh; the last of them
 // (kh = 2) is the next row's first (carry).
-template <int S, bool Edge>
+template <int S, bool Edge, bool ZeroFirst = false>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) void forward_column(const PlanePlan &p, const float *x, float *y, int64_t v,
                                      const __m256 (&weights)[kTaps], __m256 bias, bool relu) {
     // Copies the stores into y cannot alias: they stay in registers.
@@ -281,19 +290,19 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void forward_column(const
     } else {
         __m256 carry = bias;
         if (in_plane(-pt)) {
-            row_taps<2, Edge>(at - pt * iw, m, t);
+            row_taps<2, Edge, false, ZeroFirst>(at - pt * iw, m, t);
             carry = _mm256_add_ps(carry, window_row(w, t));
         }
         for (int64_t r = 0; r < oh; ++r) {
             __m256 acc = carry;
             const int64_t i = 2 * r - pt + 1;
             if (in_plane(i)) {
-                row_taps<2, Edge>(at + i * iw, m, t);
+                row_taps<2, Edge, false, ZeroFirst>(at + i * iw, m, t);
                 acc = _mm256_add_ps(acc, window_row(w + kK, t));
             }
             carry = bias;
             if (in_plane(i + 1)) {
-                row_taps<2, Edge>(at + (i + 1) * iw, m, t);
+                row_taps<2, Edge, false, ZeroFirst>(at + (i + 1) * iw, m, t);
                 acc = _mm256_add_ps(acc, window_row(w + 2 * kK, t));
                 carry = _mm256_add_ps(carry, window_row(w, t));
             }
@@ -412,6 +421,8 @@ CONV_TARGET_AVX2 void forward_plane(const PlanePlan &p, const float *x, float *y
         for (; v >= 0; --v) {
             if (p.interior(v))
                 forward_column<S, false>(p, x, y, v, w, bias, relu);
+            else if (v == 0 && p.zero_first)
+                forward_column<S, false, true>(p, x, y, v, w, bias, relu);
             else
                 forward_column<S, true>(p, x, y, v, w, bias, relu);
         }
@@ -426,6 +437,8 @@ CONV_TARGET_AVX2 void forward_plane(const PlanePlan &p, const float *x, float *y
     if (v == 0) {
         if (p.interior(0))
             forward_column<S, false>(p, x, y, 0, w, bias, relu);
+        else if (p.zero_first)
+            forward_column<S, false, true>(p, x, y, 0, w, bias, relu);
         else
             forward_column<S, true>(p, x, y, 0, w, bias, relu);
     }
