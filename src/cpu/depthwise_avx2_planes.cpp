@@ -325,7 +325,7 @@ CONV_TARGET_AVX2 __attribute__((noinline)) void prefetch_planes(const float *nex
 // r reads input rows 2r - pt + kh; the last of them (kh = 2) is the next
 // row's first (carry). The rows whose loads, stores and bounds are all
 // plain run in a loop of their own, without a branch.
-template <int S, int N, bool Edge>
+template <int S, int N, bool Edge, bool ZeroFirst = false>
 CONV_TARGET_AVX2 void forward_columns(const PlanePlan &p, const float *x, float *y, int64_t v,
                                       const __m256 (&weights)[kTaps], __m256 bias, bool relu) {
     // Copies the stores into y cannot alias: they stay in registers.
@@ -372,11 +372,18 @@ CONV_TARGET_AVX2 void forward_columns(const PlanePlan &p, const float *x, float 
         for (int64_t j = j1; j < oh + 2; ++j) step(j, std::false_type{});
     } else {
         auto in_plane = [&](int64_t i) CONV_TARGET_AVX2 { return i >= 0 && i < ih; };
+        // ZeroFirst: the last of the N vectors is vector 0 (p.zero_first).
+        auto taps = [&](const float *from, int c, __m256 (&tt)[kK]) CONV_TARGET_AVX2 {
+            if (ZeroFirst && c == N - 1)
+                row_taps<2, false, false, true>(from, nullptr, tt);
+            else
+                row_taps<2, Edge, Edge>(from, m[c], tt);
+        };
         __m256 carry[N];
         for (int c = 0; c < N; ++c) {
             carry[c] = bias;
             if (in_plane(-pt)) {
-                row_taps<2, Edge, Edge>(at[c] - pt * iw, m[c], t);
+                taps(at[c] - pt * iw, c, t);
                 carry[c] = _mm256_add_ps(carry[c], window_row(w, t));
             }
         }
@@ -387,12 +394,12 @@ CONV_TARGET_AVX2 void forward_columns(const PlanePlan &p, const float *x, float 
             for (int c = 0; c < N; ++c) {
                 __m256 acc = carry[c];
                 if (mid) {
-                    row_taps<2, Edge, Edge>(at[c] + i * iw, m[c], t);
+                    taps(at[c] + i * iw, c, t);
                     acc = _mm256_add_ps(acc, window_row(w + kK, t));
                 }
                 carry[c] = bias;
                 if (low) {
-                    row_taps<2, Edge, Edge>(at[c] + (i + 1) * iw, m[c], t);
+                    taps(at[c] + (i + 1) * iw, c, t);
                     acc = _mm256_add_ps(acc, window_row(w + 2 * kK, t));
                     carry[c] = _mm256_add_ps(carry[c], window_row(w, t));
                 }
@@ -431,6 +438,8 @@ CONV_TARGET_AVX2 void forward_plane(const PlanePlan &p, const float *x, float *y
     for (; v >= 1; v -= 2) {
         if (p.interior(v) && p.interior(v - 1))
             forward_columns<S, 2, false>(p, x, y, v, w, bias, relu);
+        else if (S == 2 && v == 1 && p.interior(1) && p.zero_first)
+            forward_columns<S, 2, false, true>(p, x, y, v, w, bias, relu);
         else
             forward_columns<S, 2, true>(p, x, y, v, w, bias, relu);
     }
