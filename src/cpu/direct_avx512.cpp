@@ -2328,7 +2328,14 @@ public:
         // batch 32 1.29-1.75x; but at batch 1 0.83-0.92x, and from 16
         // channels onto 32x32 0.72-0.94x.
         const bool small_batched = g.n >= 4 && g.cg() >= 32 && std::max(g.c, g.k) <= 256 && g.in_size() <= 16 * 16;
-        if (generated && strided) return (wide && g.cg() >= 16 && g.out_size() >= 14 * 14) || small_batched;
+        // And from 7x7 dy planes from batch 2 (ResNet-50's res5a_2b,
+        // 512->512 onto 14x14, and 1024->1024, forced against im2col, ratios
+        // to oneDNN in 2 alternated runs, Zen 3, 2026-12-02): batch 2
+        // 1.05-1.06x (2 threads 1.02-1.22x), batch 4 1.29-1.31x, batch 8
+        // 1.17x; at batch 1 0.95x.
+        const bool wide_batched = wide && g.n >= 2;
+        if (generated && strided)
+            return (wide && g.cg() >= 16 && (g.out_size() >= 14 * 14 || wide_batched)) || small_batched;
         // Backward-data at unit stride, by the same rule with dy as the
         // source. Against im2col, 1 thread, strict, 3-5 interleaved rounds:
         // MNIST's 32->64 15.7 vs 16.9 ms (batch 32), ResNet-50's 64->64 56x56
