@@ -548,6 +548,30 @@ static void test_filter_dy_infinity_neighbours(void **state)
     }
 }
 
+/* A float32 2-D depthwise 3x3 problem on 1-3 threads: `batch` images of
+ * c channels of in[0] x in[1], stride s, the given padding, bias or not,
+ * its pass `op` checked against the reference (within rounding on real
+ * data, the draw's 30%; else exact on integers). */
+static void check_plane_problem(uint64_t seed, tu_rng *r, const int64_t in[2], int64_t batch, int64_t c, int64_t s,
+                                const int64_t pad_begin[2], const int64_t pad_end[2], int bias, conv_op_t op)
+{
+    int64_t kernel[2] = {3, 3};
+    tu_problem tp;
+    tu_problem_init(&tp, 2, batch, c, c, in, kernel);
+    tp.p.groups = c;
+    tp.dtype = CONV_DTYPE_FLOAT32;
+    tp.bias = bias;
+    for (int a = 0; a < 2; a++) {
+        tp.p.stride[a] = s;
+        tp.desc_pad_begin[a] = pad_begin[a];
+        tp.desc_pad_end[a] = pad_end[a];
+    }
+    tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+    if (!tu_resolve(&tp))
+        return;
+    tu_check_random_pass(tu_contexts, seed, &tp, op, r, tu_chance(r, 30));
+}
+
 /* Stride-1 backward-filter with padding 1 on rows of 11-32 columns
  * (depthwise_avx2_flat.cpp on AVX2: a plane swept as one run of positions,
  * column masks repeating every lcm(W, 8) / 8 vectors, the vectors near the
@@ -564,19 +588,10 @@ static void test_flat(void **state)
         uint64_t seed = first + (uint64_t)i;
         tu_rng r;
         tu_seed(&r, seed);
-        int64_t in[2] = {tu_range(&r, 1, 12), tu_range(&r, 11, 32)}, kernel[2] = {3, 3};
-        int64_t c = tu_range(&r, 1, 20);
-        tu_problem tp;
-        tu_problem_init(&tp, 2, tu_range(&r, 1, 3), c, c, in, kernel);
-        tp.p.groups = c;
-        tp.dtype = CONV_DTYPE_FLOAT32;
-        tp.bias = tu_chance(&r, 30);
-        for (int a = 0; a < 2; a++)
-            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
-        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
-        if (!tu_resolve(&tp))
-            continue;
-        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_FILTER, &r, tu_chance(&r, 30));
+        int64_t in[2] = {tu_range(&r, 1, 12), tu_range(&r, 11, 32)};
+        int64_t c = tu_range(&r, 1, 20), batch = tu_range(&r, 1, 3);
+        const int64_t one[2] = {1, 1};
+        check_plane_problem(seed, &r, in, batch, c, 1, one, one, tu_chance(&r, 30), CONV_OP_BACKWARD_FILTER);
     }
 }
 
@@ -596,21 +611,14 @@ static void test_spread(void **state)
         uint64_t seed = first + (uint64_t)i;
         tu_rng r;
         tu_seed(&r, seed);
-        int64_t in[2] = {tu_range(&r, 1, 9), tu_range(&r, 56, 96)}, kernel[2] = {3, 3};
-        int64_t c = tu_range(&r, 1, 6);
-        tu_problem tp;
-        tu_problem_init(&tp, 2, tu_range(&r, 1, 2), c, c, in, kernel);
-        tp.p.groups = c;
-        tp.dtype = CONV_DTYPE_FLOAT32;
+        int64_t in[2] = {tu_range(&r, 1, 9), tu_range(&r, 56, 96)};
+        int64_t c = tu_range(&r, 1, 6), batch = tu_range(&r, 1, 2);
+        int64_t pad_begin[2], pad_end[2];
         for (int a = 0; a < 2; a++) {
-            tp.p.stride[a] = 2;
-            tp.desc_pad_begin[a] = tu_range(&r, 0, 2);
-            tp.desc_pad_end[a] = tu_range(&r, 0, 2);
+            pad_begin[a] = tu_range(&r, 0, 2);
+            pad_end[a] = tu_range(&r, 0, 2);
         }
-        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
-        if (!tu_resolve(&tp))
-            continue;
-        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, tu_chance(&r, 30));
+        check_plane_problem(seed, &r, in, batch, c, 2, pad_begin, pad_end, 0, CONV_OP_BACKWARD_DATA);
     }
 }
 
@@ -701,22 +709,9 @@ static void test_filter_stride2_planes(void **state)
         }
         /* x as wide as out_w dy columns with that padding: out = (in + pb + pe - 3) / 2 + 1. */
         int64_t in_w = 2 * (out_w - 1) + 3 - pad_begin[1] - pad_end[1] + tu_range(&r, 0, 1);
-        int64_t in[2] = {tu_range(&r, 1, 20), in_w < 1 ? 1 : in_w}, kernel[2] = {3, 3};
-        int64_t c = tu_range(&r, 1, 20);
-        tu_problem tp;
-        tu_problem_init(&tp, 2, tu_range(&r, 1, 3), c, c, in, kernel);
-        tp.p.groups = c;
-        tp.dtype = CONV_DTYPE_FLOAT32;
-        tp.bias = tu_chance(&r, 30);
-        for (int a = 0; a < 2; a++) {
-            tp.p.stride[a] = 2;
-            tp.desc_pad_begin[a] = pad_begin[a];
-            tp.desc_pad_end[a] = pad_end[a];
-        }
-        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
-        if (!tu_resolve(&tp))
-            continue;
-        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_FILTER, &r, tu_chance(&r, 30));
+        int64_t in[2] = {tu_range(&r, 1, 20), in_w < 1 ? 1 : in_w};
+        int64_t c = tu_range(&r, 1, 20), batch = tu_range(&r, 1, 3);
+        check_plane_problem(seed, &r, in, batch, c, 2, pad_begin, pad_end, tu_chance(&r, 30), CONV_OP_BACKWARD_FILTER);
     }
 }
 
