@@ -27,7 +27,7 @@
 // faster (dw_planes_covers): planes up to 32 wide, wider ones (not at
 // stride-1 backward-filter) while the tensors stay in the caches -- but
 // not small output planes (up to 10 wide at stride 1, and backward-filter
-// onto up to 14 at stride 2), which stay here. depthwise_avx2_flat.cpp
+// onto up to 6 at stride 2), which stay here. depthwise_avx2_flat.cpp
 // takes stride-1 backward-filter with padding 1 on planes 11-32 wide (each
 // plane one run of positions), depthwise_avx2_spread.cpp stride-2
 // backward-data onto dx rows 56 or more wide (both in place).

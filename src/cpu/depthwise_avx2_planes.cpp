@@ -32,11 +32,15 @@
 //   over a channel's whole batch (one work item a channel, so the order of
 //   the sums does not depend on the thread count), reduced across lanes
 //   once. Stride 1: input row i's three taps meet dy's rows i + pt - kh.
-//   Stride 2: dy is permuted into the split lanes' order.
+//   Stride 2: dy is permuted into the split lanes' order; with leading
+//   padding kw = 0's products are kw = 2's taps times dy one column on
+//   (filter_column_s2), so dy is read one float further.
 //
 // Column vectors at a row's ends clear, with an AND (an infinity in the row
-// beyond becomes 0, not NaN), the lanes whose tap is padding; backward-
-// filter also clears the lanes past the row, in x and in dy. A forward
+// beyond becomes 0, not NaN), the lanes whose tap is padding; stride-1
+// backward-filter also clears the lanes past the row, in x and in dy, and
+// stride-2 backward-filter instead sums an edge vector's lanes unmasked and
+// clears those that are no (output, tap) pair once, at the end. A forward
 // vector's lanes past the row are stored into the next row's first
 // columns, which are written after them (a row's vectors go last to first,
 // a column's rows top to bottom); a plane's last row stores only its own
@@ -117,13 +121,14 @@ struct PlanePlan {
 };
 
 // Lane `lane` of vector v: whether tap column kw keeps it (kw < kK), or
-// whether it is an output (kw == kK).
+// whether it is an output (kw == kK). Shifted, kw = 0's lane holds the
+// products of the output column one on.
 bool keeps(const PlanePlan &p, int64_t v, int lane, int kw) {
     const int64_t col = p.lane_col(v, lane) + (p.shifted && kw == 0 ? 1 : 0);
     const bool out = col < p.ow;
     if (kw == kK) return !p.filter || out;
     const int64_t in = col * p.s + kw - p.pl;
-    if (!out) return !p.filter;  // forward: a lane past the row is never kept
+    if (!out) return !p.filter;  // forward: never masked (the next row's store overwrites it)
     return in >= 0 && in < p.iw;
 }
 
@@ -428,8 +433,8 @@ CONV_TARGET_AVX2 void forward_plane(const PlanePlan &p, const float *x, float *y
         for (; v >= 0; --v) {
             if (p.interior(v))
                 forward_column<S, false>(p, x, y, v, w, bias, relu);
-            else if (v == 0 && p.zero_first)
-                forward_column<S, false, true>(p, x, y, v, w, bias, relu);
+            else if (S == 2 && v == 0 && p.zero_first)
+                forward_column<S, false, S == 2>(p, x, y, v, w, bias, relu);
             else
                 forward_column<S, true>(p, x, y, v, w, bias, relu);
         }
@@ -439,15 +444,15 @@ CONV_TARGET_AVX2 void forward_plane(const PlanePlan &p, const float *x, float *y
         if (p.interior(v) && p.interior(v - 1))
             forward_columns<S, 2, false>(p, x, y, v, w, bias, relu);
         else if (S == 2 && v == 1 && p.interior(1) && p.zero_first)
-            forward_columns<S, 2, false, true>(p, x, y, v, w, bias, relu);
+            forward_columns<S, 2, false, S == 2>(p, x, y, v, w, bias, relu);
         else
             forward_columns<S, 2, true>(p, x, y, v, w, bias, relu);
     }
     if (v == 0) {
         if (p.interior(0))
             forward_column<S, false>(p, x, y, 0, w, bias, relu);
-        else if (p.zero_first)
-            forward_column<S, false, true>(p, x, y, 0, w, bias, relu);
+        else if (S == 2 && p.zero_first)
+            forward_column<S, false, S == 2>(p, x, y, 0, w, bias, relu);
         else
             forward_column<S, true>(p, x, y, 0, w, bias, relu);
     }
@@ -475,12 +480,11 @@ CONV_TARGET_AVX2 void data_plane(const PlanePlan &p, const ConvArgs &a, int64_t 
         forward_plane<2>(p, in, out, w, b, relu);
 }
 
-// dy's row r of column vector v, the lanes past the row cleared.
-template <int S, bool Edge>
+// dy's row r of column vector v (stride 1), the lanes past the row cleared.
+template <bool Edge>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) __m256 dy_row(const float *d, int64_t ow, Masks m,
                                                                        int64_t r) {
     __m256 g = _mm256_loadu_ps(d + r * ow);
-    if constexpr (S == 2) g = split_order(g);
     if constexpr (Edge) g = _mm256_and_ps(g, _mm256_load_ps(reinterpret_cast<const float *>(m[kK])));
     return g;
 }
@@ -580,12 +584,12 @@ CONV_TARGET_AVX2 inline __attribute__((always_inline)) void filter_step_s1(const
     const int64_t r = i + p.pt, oh = p.oh, ow = p.ow;  // dy's row for kh = 0
     if (r - (kK - 1) >= 0 && r < oh) {
 #pragma GCC unroll 3
-        for (int kh = 0; kh < kK; ++kh) filter_row(sums + kh * kK, dy_row<1, Edge>(d, ow, m, r - kh), t);
+        for (int kh = 0; kh < kK; ++kh) filter_row(sums + kh * kK, dy_row<Edge>(d, ow, m, r - kh), t);
         return;
     }
 #pragma GCC unroll 3
     for (int kh = 0; kh < kK; ++kh)
-        if (r - kh >= 0 && r - kh < oh) filter_row(sums + kh * kK, dy_row<1, Edge>(d, ow, m, r - kh), t);
+        if (r - kh >= 0 && r - kh < oh) filter_row(sums + kh * kK, dy_row<Edge>(d, ow, m, r - kh), t);
 }
 
 // A plane at stride 1, a column vector at a time, top to bottom (row by

@@ -2307,8 +2307,9 @@ public:
         // to 1.6 MB (512->512 28x28 1.21x; 3.2-6.4 MB even, 0.98-1.00x);
         // strided backward-data from and onto 256+ channels from dy's planes
         // of 14x14 and more (256->256 28x28 1.11x, batch 8 1.16x; in
-        // ResNet-50's suite 1.06x), not 7x7 (512->512 14x14 0.94-0.99x,
-        // batch 8 1.34x) nor from 128 channels (1.07x, batch 8 0.94x).
+        // ResNet-50's suite 1.06x), not 7x7 at batch 1 (512->512 14x14
+        // 0.94-0.99x, batch 8 1.34x: from batch 2 see below) nor from 128
+        // channels (1.07x, batch 8 0.94x).
         const bool generated = jit::enabled();
         auto image_fits = [&](int64_t channels, int64_t positions) {
             const int64_t most = !generated ? 1 << 20 : op == CONV_OP_FORWARD ? 8 << 20 : 2 << 20;
@@ -2328,12 +2329,12 @@ public:
         // batch 32 1.29-1.75x; but at batch 1 0.83-0.92x, and from 16
         // channels onto 32x32 0.72-0.94x.
         const bool small_batched = g.n >= 4 && g.cg() >= 32 && std::max(g.c, g.k) <= 256 && g.in_size() <= 16 * 16;
-        // And from 7x7 dy planes from batch 2 (ResNet-50's res5a_2b,
+        // And from dy planes of 7x7 to 13x13 from batch 2 (ResNet-50's res5a_2b,
         // 512->512 onto 14x14, and 1024->1024, forced against im2col, ratios
         // to oneDNN in 2 alternated runs, Zen 3, 2026-12-02): batch 2
         // 1.05-1.06x (2 threads 1.02-1.22x), batch 4 1.29-1.31x, batch 8
         // 1.17x; at batch 1 0.95x.
-        const bool wide_batched = wide && g.n >= 2;
+        const bool wide_batched = wide && g.n >= 2 && g.out_size() >= 7 * 7;
         if (generated && strided)
             return (wide && g.cg() >= 16 && (g.out_size() >= 14 * 14 || wide_batched)) || small_batched;
         // Backward-data at unit stride, by the same rule with dy as the
