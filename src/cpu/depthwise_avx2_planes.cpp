@@ -207,15 +207,21 @@ CONV_TARGET_AVX2 inline __m256 split_order(__m256 v) {
 // backward-filter (1 thread, alternated runs against oneDNN), 0.98-1.10x
 // on smaller planes. On pairs of masked column vectors the two-load form
 // was 0.87-0.99x the four, so FourLoads keeps those.
+// Stride 2's taps kw = 1 and 2 of a column vector from `at` (the row plus
+// first_read(v)): the 16 columns one on, split by in-lane shuffles.
+CONV_TARGET_AVX2 inline __attribute__((always_inline)) void split_taps(const float *at, __m256 (&t)[kK]) {
+    const __m256 q0 = _mm256_loadu_ps(at + 1), q1 = _mm256_loadu_ps(at + kVec + 1);
+    t[1] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(2, 0, 2, 0));  // columns 1 3 9 11 | 5 7 13 15
+    t[2] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(3, 1, 3, 1));  // one on
+}
+
 template <int S, bool Edge, bool FourLoads = false, bool ZeroFirst = false>
 CONV_TARGET_AVX2 inline __attribute__((always_inline)) void row_taps(const float *at, Masks m, __m256 (&t)[kK]) {
     if constexpr (S == 1) {
 #pragma GCC unroll 3
         for (int kw = 0; kw < kK; ++kw) t[kw] = _mm256_loadu_ps(at + kw);
     } else if constexpr (!FourLoads) {
-        const __m256 q0 = _mm256_loadu_ps(at + 1), q1 = _mm256_loadu_ps(at + kVec + 1);
-        t[1] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(2, 0, 2, 0));  // columns 1 3 9 11 | 5 7 13 15
-        t[2] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(3, 1, 3, 1));  // one on
+        split_taps(at, t);
         // t[0] is t[2] of the output column before (its lane in
         // kSplitOrder moved over), column 0's from at[0].
         const __m256i before = _mm256_setr_epi32(0, 0, 5, 2, 1, 4, 3, 6);
@@ -537,13 +543,10 @@ CONV_TARGET_AVX2 __attribute__((noinline)) void filter_column_s2(const PlanePlan
     };
     // x's row i: its taps (Shifted: kw = 1 and 2 only).
     auto taps = [&](int64_t i, __m256 (&t)[kK]) CONV_TARGET_AVX2 {
-        if constexpr (Shifted) {
-            const __m256 q0 = _mm256_loadu_ps(at + i * iw + 1), q1 = _mm256_loadu_ps(at + i * iw + kVec + 1);
-            t[1] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(2, 0, 2, 0));
-            t[2] = _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(3, 1, 3, 1));
-        } else {
+        if constexpr (Shifted)
+            split_taps(at + i * iw, t);
+        else
             row_taps<2, false>(at + i * iw, nullptr, t);
-        }
     };
     __m256 g, gs = _mm256_setzero_ps(), t[kK];
     dy_at(0, g, gs);

@@ -2522,18 +2522,19 @@ public:
         else
             run_typed<double>(args, ws, pool, threads);
     }
+    // Passes that direct_narrow_avx512.cpp or direct_few_sources_avx2.cpp run
+    // instead of the channel-vector tiles (their weights packed per call).
+    static bool runs_own_kernel(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
+        return direct_narrow_applies(g, op, dtype) || direct_few_sources_applies(g, op, dtype);
+    }
     // The packed weights, once per plan instead of once per call.
     size_t prepared_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
-        if (op == CONV_OP_BACKWARD_FILTER || direct_narrow_applies(g, op, dtype) ||
-            direct_few_sources_applies(g, op, dtype))
-            return 0;
+        if (op == CONV_OP_BACKWARD_FILTER || runs_own_kernel(g, op, dtype)) return 0;
         return (size_t)make_shape(g, op, dtype_size(dtype), false).packed;
     }
     void prepare_weights(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, const void *w,
                          void *out, ThreadPool &pool, int threads) const override {
-        if (op == CONV_OP_BACKWARD_FILTER || direct_narrow_applies(g, op, dtype) ||
-            direct_few_sources_applies(g, op, dtype))
-            return;
+        if (op == CONV_OP_BACKWARD_FILTER || runs_own_kernel(g, op, dtype)) return;
         const Shape s = make_shape(g, op, dtype_size(dtype), false);
         if (dtype == CONV_DTYPE_FLOAT32)
             pack_weights(s, static_cast<const float *>(w), static_cast<float *>(out), pool, threads);

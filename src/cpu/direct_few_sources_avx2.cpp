@@ -110,7 +110,7 @@ CONV_TARGET_AVX2 void split_row(const Few &s, const float *src, int64_t row, flo
 // rows and the offset of each tap column within a channel's phases.
 struct TileArgs {
     const float *rows;  // the phases of the output row's first source row (tap row 0), channel 0
-    int64_t row_floats, channel_floats;
+    int64_t row_floats;  // one source row's phases, all channels (a channel's: 2 * lp)
     const int64_t *tap;  // tap column q: phase (q % 2) * lp + q / 2
     int64_t c, kh, kw;
     const float *weights;  // the filter group's packed taps
@@ -143,11 +143,10 @@ CONV_TARGET_AVX2 void tile(const TileArgs &a, int64_t j0, float *y, int64_t plan
 #pragma GCC unroll 12
     for (int i = 0; i < F * V; ++i) acc[i] = _mm256_setzero_ps();
     const float *wt = a.weights;
-    const int64_t kh = a.kh, kw = KW ? KW : a.kw, row_floats = a.row_floats, channel_floats = a.channel_floats;
-    const int64_t lp = a.lp;
+    const int64_t kh = a.kh, kw = KW ? KW : a.kw, row_floats = a.row_floats, lp = a.lp;
     for (int64_t c = 0; c < a.c; ++c)
         for (int64_t r = 0; r < kh; ++r, wt += kw * kFilters) {
-            const float *row = a.rows + c * channel_floats + r * row_floats + j0;
+            const float *row = a.rows + c * 2 * lp + r * row_floats + j0;
             if constexpr (KW != 0) {
                 // Tap columns 2i and 2i + 1 (the two phases at i) a loop
                 // step; fully unrolled, GCC 12 spilled sums at 7 taps.
@@ -209,7 +208,7 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
     int64_t tap[kMaxTapColumns];
     for (int64_t q = 0; q < s.kw; ++q) tap[q] = q % 2 * s.lp + q / 2;
     const int64_t plane = s.oh * s.ow, taps = s.c * s.kh * s.kw;
-    TileArgs a{nullptr, s.row_floats(), 2 * s.lp, tap, s.c, s.kh, s.kw, nullptr, s.lp};
+    TileArgs a{nullptr, s.row_floats(), tap, s.c, s.kh, s.kw, nullptr, s.lp};
     const TileTable &tiles = tiles_for(s);
     // Filter group by filter group, each down the band's rows: the group's
     // weights stay in L1 while the rows' tiles store 16 columns of 6 rows of
