@@ -2126,6 +2126,13 @@ public:
     // 1.2x, the digits' 16->32 8x8 1.4x, LeNet-5's 6->16 5x5 1.9x, 32->32
     // 4x4 1.3x); from 128 channels 0.62-0.84x (512->512 and 256->256 7x7,
     // 128->128 5x5, 512->512 s2 onto 7x7): im2col keeps those.
+    // With AVX-512 the same way (Zen 4, 2026-12-03, 3 alternated runs):
+    // from 4-64 channels 1.3-2.9x (64->64 8x8 0.40-0.53 -> 0.90-0.91 of
+    // oneDNN, 32->64 s2 onto 8x8 0.40-0.53 -> 0.81-0.84, 16->32 8x8
+    // 0.26-0.35 -> 0.64-0.70, LeNet-5's 6->16 5x5 0.33-0.57 -> 0.70-1.29,
+    // 64->64 and 32->32 4x4 1.4-1.7x), but from one or two channels
+    // (1->16 and 2->16 8x8) 0.7-1.0x: im2col keeps those, as 128->128 7x7
+    // (0.68-0.87 -> 0.74-0.97, noise).
     static bool filter_competitive(const ConvGeometry &g) {
         const int64_t positions = g.n * g.out_size();
         if (g.layout == CONV_LAYOUT_CHANNELS_LAST) {
@@ -2137,8 +2144,8 @@ public:
                    (cpu_isa() == Isa::avx2 && unit_stride && g.cg() * g.kernel_size() <= 288 &&
                     g.out_size() <= 32 * 32);
         }
-        return positions >= 144 ||
-               (cpu_isa() == Isa::avx2 && g.groups == 1 && g.is_planar() && g.cg() <= 64 && g.kg() <= 64);
+        return positions >= 144 || (g.groups == 1 && g.is_planar() && g.cg() <= 64 && g.kg() <= 64 &&
+                                    (cpu_isa() == Isa::avx2 || g.cg() >= 4));
     }
     // Channels-last with AVX2 (generated tiles), against AUTO's choice
     // before (im2col over libconv's SGEMM), ResNet-50 at batch 1, 1 thread,
