@@ -51,7 +51,7 @@ bool spin_until(F &&done) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
+ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)), shares_(new Share[(size_t)threads_]) {
     try {
         workers_.reserve(static_cast<size_t>(threads_ - 1));
         for (int slot = 1; slot < threads_; ++slot)
@@ -77,23 +77,37 @@ void ThreadPool::stop() noexcept {
         if (t.joinable()) t.join();
 }
 
-void ThreadPool::run_items(int slot) {
-    for (;;) {
-        int64_t item = next_.fetch_add(1, std::memory_order_relaxed);
-        if (item >= count_) return;
-        try {
-            (*task_)(item, slot);
-        } catch (...) {
-            std::lock_guard<std::mutex> lock(error_mutex_);
-            if (!error_) error_ = std::current_exception();
-            next_.store(count_, std::memory_order_relaxed);  // stop handing out
+// Items run by the thread that had them last time: each slot's share is
+// a contiguous range, the same for the same count, so a thread writes the
+// lines it wrote in the previous call (and neighbouring items, which share
+// source rows and output lines, stay on one thread). Handed out one at a
+// time from a single counter, the items interleaved over the threads and
+// changed threads from call to call, each store then taking its line from
+// the other core: on Zen 4 at 2 threads, MobileNet's 3->32 224x224 conv1
+// forward spent 30% of its samples storing its output (13% at 1 thread).
+// A thread done with its share takes the rest of the others', so one that
+// joins late (or not at all) still costs the region nothing.
+void ThreadPool::run_items(int slot, int slots) {
+    for (int k = 0; k < slots; ++k) {
+        Share &share = shares_[(size_t)((slot + k) % slots)];
+        for (;;) {
+            const int64_t item = share.next.fetch_add(1, std::memory_order_relaxed);
+            if (item >= share.end) break;
+            try {
+                (*task_)(item, slot);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(error_mutex_);
+                if (!error_) error_ = std::current_exception();
+                for (int s = 0; s < slots; ++s)  // stop handing out
+                    shares_[(size_t)s].next.store(shares_[(size_t)s].end, std::memory_order_relaxed);
+            }
         }
     }
 }
 
 void ThreadPool::worker_loop(int slot) {
     uint64_t seen = 0;
-    int caller = -1;
+    int caller = -1, slots = 0;
     for (;;) {
         spin_until([&] { return posted_.load(std::memory_order_acquire) != seen; });
         {
@@ -102,11 +116,11 @@ void ThreadPool::worker_loop(int slot) {
             if (stopping_) return;
             seen = generation_;
             if (slot >= active_slots_) continue;
-            caller = caller_cpu_;
+            caller = caller_cpu_, slots = active_slots_;
         }
         leave_cpu(caller);
         if (!join(seen)) continue;  // the caller finished the region alone
-        run_items(slot);
+        run_items(slot, slots);
         {
             std::lock_guard<std::mutex> lock(mutex_);
             finished_.fetch_add(1, std::memory_order_release);
@@ -156,8 +170,12 @@ void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         task_ = &task;
-        count_ = count;
-        next_.store(0, std::memory_order_relaxed);
+        const int64_t each = count / slots, extra = count % slots;  // the first `extra` shares one more
+        for (int s = 0; s < slots; ++s) {
+            const int64_t begin = s * each + std::min<int64_t>(s, extra);
+            shares_[(size_t)s].next.store(begin, std::memory_order_relaxed);
+            shares_[(size_t)s].end = begin + each + (s < extra);
+        }
         error_ = nullptr;
         active_slots_ = slots;
         caller_cpu_ = sched_getcpu();
@@ -168,7 +186,7 @@ void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
         posted_.store(generation_, std::memory_order_release);
     }
     wake_.notify_all();
-    run_items(0);
+    run_items(0, slots);
     // Close the region and wait only for the workers that joined it: one
     // not yet running (asleep, or sharing this CPU) finds the region closed
     // when it gets there and skips it.

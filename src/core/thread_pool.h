@@ -1,7 +1,9 @@
 // A small persistent thread pool: parallel_for(count, fn) runs fn(item, slot)
-// for item in [0, count) on the caller plus (threads - 1) workers, handing
-// items out dynamically. `slot` (0..threads-1) names the executing thread so
-// callers can give each one its own scratch buffer.
+// for item in [0, count) on the caller plus (threads - 1) workers. Each
+// thread first takes the items of its own share (a contiguous range, the
+// same for every call of the same count), then helps with the others'
+// shares; `slot` (0..threads-1) names the executing thread so callers can
+// give each one its own scratch buffer.
 //
 // One parallel region runs at a time. A call that finds the pool busy (another
 // thread of the application is using the same context) runs its items inline
@@ -57,7 +59,7 @@ public:
 private:
     void stop() noexcept;
     void worker_loop(int slot);
-    void run_items(int slot);
+    void run_items(int slot, int slots);
     // Enters the region `generation` unless the caller has closed it (or a
     // later one is posted); true when this worker must run its items.
     bool join(uint64_t generation);
@@ -90,8 +92,14 @@ private:
     int caller_cpu_ = -1;                // where the caller posted the region (-1: unknown)
 
     const Task *task_ = nullptr;
-    int64_t count_ = 0;
-    std::atomic<int64_t> next_{0};
+    // A thread's share of the items: [next, end) not yet handed out. Its
+    // own thread takes them from `next` on; one done with its own share
+    // takes the rest of the others' the same way.
+    struct alignas(64) Share {
+        std::atomic<int64_t> next{0};
+        int64_t end = 0;
+    };
+    std::unique_ptr<Share[]> shares_;
     std::exception_ptr error_;
     std::mutex error_mutex_;
 };

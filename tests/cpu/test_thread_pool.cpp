@@ -6,7 +6,8 @@
 // worker to pass through every region then spun and slept ~0.2 ms per
 // region, 40x a small layer's time. Here the worker is held inside a signal
 // handler, where it cannot run at all, and a region must still finish, on
-// the caller alone; released, the worker takes part again.
+// the caller alone; released, the worker takes part again, starting on its
+// own share of the items.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -152,6 +153,32 @@ int main() {
         2);
     run_region(pool, 64);
 
-    std::printf("thread pool: a region finishes without a worker that cannot run\n");
+    // Items go out in shares, a contiguous range a thread: the worker starts
+    // on its own (items 32-63 of 64), which the caller cannot take before the
+    // worker has started (the caller's first item waits for that), so that a
+    // call's items run where the same items ran the call before. One
+    // counter for all handed the worker item 1 or 2.
+    for (int round = 0; round < 3; ++round) {
+        std::atomic<int64_t> worker_first{-1};
+        std::atomic<bool> worker_started{false}, caller_waited{false};
+        pool.parallel_for(
+            64,
+            [&](int64_t item, int slot) {
+                if (slot == 1) {
+                    int64_t none = -1;
+                    worker_first.compare_exchange_strong(none, item);
+                    worker_started.store(true);
+                } else if (!caller_waited.exchange(true) && !wait_for(worker_started)) {
+                    fail("the worker never joined a region its caller was waiting in");
+                }
+            },
+            2);
+        if (worker_first.load() != 32) {
+            std::printf("the worker's first item: %lld\n", (long long)worker_first.load());
+            fail("the worker did not start on its own share of the items (32-63)");
+        }
+    }
+
+    std::printf("thread pool: a region finishes without a worker that cannot run; items go out in shares\n");
     return 0;
 }
