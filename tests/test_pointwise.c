@@ -123,6 +123,34 @@ static void test_resnet_like(void **state)
         }
 }
 
+/* Channels-first per image, a row's whole panels (48 columns, 16 with
+ * AVX2) dealt out over its column blocks, as many each or one more, a last
+ * panel of a dot-product tail's width (1-4 columns) joined to the last
+ * block: 784 positions (16 panels and part of one: 8 + 9 at 2 threads, 5 +
+ * 6 + 6 at 3), 196 (4 and a tail of 4: 2 + 2 and the tail at 2 threads),
+ * 97 (2 and a tail of 1), 50 (1 and 2), 52 (1 and 4), batch 1 and 2, on
+ * 1-3 threads, both passes that run per image and backward-filter. */
+static void test_dealt_panels(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t h, w, c, k;
+    } planes[] = {{28, 28, 96, 40}, {14, 14, 200, 72}, {1, 97, 64, 33}, {5, 10, 9, 17}, {4, 13, 48, 8}};
+    tu_rng r;
+    tu_seed(&r, 5151);
+    for (size_t i = 0; i < sizeof planes / sizeof planes[0]; i++)
+        for (int64_t n = 1; n <= 2; n++) {
+            int64_t in[2] = {planes[i].h, planes[i].w}, kernel[2] = {1, 1};
+            tu_problem tp;
+            tu_problem_init(&tp, 2, n, planes[i].c, planes[i].k, in, kernel);
+            tp.bias = (int)(n % 2);
+            tp.algo = CONV_ALGO_GEMM_1X1;
+            assert_true(tu_resolve(&tp));
+            for (int op = 0; op < 3; op++)
+                tu_check_random_pass(tu_contexts, i, &tp, (conv_op_t)op, &r, 0);
+        }
+}
+
 /* Channels-first backward-data on planes under 100 positions onto 256+
  * channels runs dx transposed (dy^T W, sums scattered into dx's rows):
  * channel counts around the panel edges past 256, planes of 1 to 99
@@ -396,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_wide_exact),
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_resnet_like),
+        cmocka_unit_test(test_dealt_panels),
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
         cmocka_unit_test(test_strips_backward_data_avx2),

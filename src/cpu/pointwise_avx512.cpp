@@ -295,7 +295,8 @@ struct Plan {
     bool w_blocks;      // transposed, AVX-512, few images: W taken a block of rows at a time (run_w_blocks)
     bool b_in_place;    // AVX-512, B read as it lies: channels-first per image with a short reduction, channels-last backward-filter onto few filters
     int64_t cols;       // columns (B panels) per item
-    int64_t last_cols;  // channels-first per image: the last column block's width
+    int64_t panels;     // channels-first per image: whole panels of a row, dealt out over its column blocks (block_columns)
+    int64_t last_cols;  // and the last block's dot-product tail (kDotColumns at most)
     int64_t rows;       // rows per item
     int64_t col_blocks, row_blocks, items;
     size_t shared_bytes, slot_bytes;  // packed B: once per call, or per thread
@@ -453,30 +454,36 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // thread reads only its share of the (large) filters.
         const int64_t want = ceil_div(threads, g.n);
         if (blocks < want && P / want >= 192) blocks = want;
+        // Whole panels a block: 14x14's 196 positions as 96 + 96 + 4 (the 4
+        // as dot products), not 80 + 80 + 36 with a 32-column panel in each
+        // (1.04-1.10x on 512->512 and 1024->256 14x14 forward, AVX-512). A
+        // last panel of a dot-product tail's width is not counted: the tail
+        // joins the last block (on its own it read all of A again, W's 1 MiB
+        // at 512 x 512, for 2% of the products).
+        const int64_t tail = P % panel <= kDotColumns ? P % panel : 0;
+        p.panels = std::max<int64_t>(1, ceil_div(P - tail, panel));
+        // The blocks that `b` of them at most make: as many panels each.
+        auto blocks_of = [&](int64_t b) { return ceil_div(p.panels, ceil_div(p.panels, b)); };
         // A few items per thread split evenly: 3136 positions in blocks of
         // 1008 would leave one of two threads a block behind the other.
         if (threads > 1 && g.n * blocks < 4 * threads)
             for (int64_t b = blocks; b <= 2 * blocks && P / b >= 96; ++b)
-                if ((g.n * b) % threads == 0) {
+                if ((g.n * blocks_of(b)) % threads == 0) {
                     blocks = b;
                     break;
                 }
-        // Whole panels a block: 14x14's 196 positions as 96 + 96 + 4 (the 4
-        // as dot products), not 80 + 80 + 36 with a 32-column panel in each
-        // (1.04-1.10x on 512->512 and 1024->256 14x14 forward, AVX-512).
-        // The panels (a last one of a dot-product tail's width not counted)
-        // dealt out evenly: at 2 threads 196 as 96 + 100, two panels and the
-        // tail, not 144 + 52, three panels against one and the tail (the
-        // columns rounded up to whole panels): 256->512 14x14 forward, 2
-        // threads, Zen 4, 0.66 -> 0.86 of oneDNN.
-        const int64_t panels = std::max<int64_t>(1, P % panel <= kDotColumns ? P / panel : ceil_div(P, panel));
-        p.cols = ceil_div(panels, blocks) * panel;
-        p.col_blocks = ceil_div(P, p.cols);
-        p.last_cols = P - (p.col_blocks - 1) * p.cols;
-        // A last block of only a dot-product tail (196 as 96 + 96 + 4) joins
-        // the block before it: on its own it read all of A again (W, 1 MiB
-        // at 512 x 512) for 2% of the products.
-        if (p.col_blocks > 1 && p.last_cols <= kDotColumns) --p.col_blocks, p.last_cols += p.cols;
+        // The panels dealt out over the blocks, as many each or one more
+        // (run: block_columns): 784 positions (17 panels) in 4 blocks as 4 +
+        // 4 + 4 + 5, not 5 + 5 + 5 + 2, which left one of 2 threads 10 panels
+        // to the other's 7; 196 (4 and a tail) at 2 threads as 2 + 2 and the
+        // tail, not 3 + 1 and the tail. 2 threads, Zen 4, ratios to oneDNN
+        // (4 alternated runs): 256->512 14x14 forward 0.66 -> 0.86, 256->256
+        // 28x28 0.80 -> 0.94 (backward-data 0.84 -> 0.92), 128->256 28x28
+        // 0.73 -> 0.88, 128->128 56x56 backward-data 0.76 -> 0.88, 64->128
+        // 56x56 forward 0.81 -> 0.91; 1 thread even.
+        p.col_blocks = blocks_of(blocks);
+        p.cols = ceil_div(p.panels, p.col_blocks) * panel;  // the widest block, but for the tail
+        p.last_cols = tail;
         // Backward-data as the forward is done, with W^T (C x K) in W's
         // place, in strips of 16 rows (strip_w): a row tile's broadcasts
         // are then one stream (read as W stands, C floats apart, every
@@ -507,7 +514,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.items = g.n * p.col_blocks * p.row_blocks;
         p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() && R <= kInPlaceReduction && outc <= kInPlaceOutputs;
         if (!p.b_in_place)
-            p.slot_bytes = (size_t)checked_mul(R, round_up(std::max(p.cols, p.last_cols), panel) * 4, "workspace");
+            p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols + p.last_cols, panel) * 4, "workspace");
         return p;
     }
     if (!g.is_pointwise()) {
@@ -570,6 +577,14 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
     p.items = p.row_blocks * p.col_blocks;
     p.shared_bytes = (size_t)checked_mul(R, round_up(outc, panel) * 4, "workspace");
     return p;
+}
+
+// Channels-first per image: the columns [j0, j1) of column block cb of a
+// row of N, its share of the panels (and the last one the rest of the row).
+std::pair<int64_t, int64_t> block_columns(const Plan &p, int64_t cb, int64_t N) {
+    const int64_t panel = panel_width();
+    const int64_t j0 = cb * p.panels / p.col_blocks * panel;
+    return {j0, cb == p.col_blocks - 1 ? N : (cb + 1) * p.panels / p.col_blocks * panel};
 }
 
 #if CONV_HAVE_AVX512_KERNELS
@@ -2008,7 +2023,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         [&](int64_t item, int s) {
             const int64_t rb = item % p.row_blocks, cb = item / p.row_blocks % p.col_blocks;
             const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, p, wt);
-            const int64_t j0 = cb * p.cols, j1 = j0 + (cb == p.col_blocks - 1 ? p.last_cols : p.cols);
+            const auto [j0, j1] = block_columns(p, cb, m.N);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
             if (p.b_in_place) return run_block_avx512(m, i0, i1, j0, j1, nullptr, true);
             float *panels = slots + (size_t)s * slot_floats;
