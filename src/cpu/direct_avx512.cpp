@@ -21,13 +21,16 @@
 //   ResNet-50's 3x3 layers: ~10% on 14x14 (136 vs 150 GFLOP/s with prepared
 //   weights), ~25% on 512->512 7x7 (112 vs 150: the 9.4 MB filter is read
 //   from memory before the tiles start); backward-data's rotated filters
-//   by transposes of each filter's 16 x taps blocks, read a block of vectors
-//   at a time and prefetched a few filters ahead (the hardware prefetcher
-//   does not follow the filter-sized stride): 1.1-1.4x on 512->512 layers.
+//   by transposes of each filter's 16 x taps blocks (3x3: by permutes,
+//   rotate_block9_avx512), read a block of vectors at a time and
+//   prefetched a few filters ahead (the hardware prefetcher does not follow
+//   the filter-sized stride): 1.1-1.4x on 512->512 layers.
 //   Backward-data's filters of 4 MB and more go source-major instead
 //   (runs_source_major): a block of dy's channels packed for all of a
 //   thread's vectors at once -- one run of memory -- and every item's tiles
-//   run over it, their sums carried in L2 (1.1-1.3x on 512+ channels).
+//   run over it, their sums carried in L2 (1.1-1.3x on 512+ channels);
+//   the next block's filters are asked into L2 under the tiles
+//   (filter_ahead).
 //   Where a source image outgrows L2, an item walks several channel
 //   blocks together, row by row (blocks_together), so that each source
 //   row is read from L3 once rather than once per block.
@@ -346,6 +349,51 @@ CONV_TARGET_AVX512 void rotate_block_avx512(const float *from, int64_t taps, int
     }
 }
 
+// rotate_block_avx512 for 3x3 filters, 16 of them: the block is 9 whole
+// vectors (filter l's tap t at 9 l + t), and out[(8 - t) * 16 + l] takes
+// 37 two-source permutes and 4 blends where the 16 x 16 transpose of 16
+// nine-float rows takes 16 loads across lines and 64 shuffles. Alone, 512 x
+// 512 filters (9.4 MB) packed in 0.55-0.65x the time; on 512->512 7x7
+// backward-data one-shot calls the packing was a third of the pass.
+CONV_TARGET_AVX512 void rotate_block9_avx512(const float *from, float *to) {
+    __m512 v[9];
+    for (int j = 0; j < 9; ++j) v[j] = _mm512_loadu_ps(from + j * kLanes);
+    // Filters 2a and 2a + 1's taps 0-7, one filter a half (from v[a], v[a + 1]).
+    const __m512i pair = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16);
+    __m512 p[8];
+    for (int a = 0; a < 8; ++a)
+        p[a] = _mm512_permutex2var_ps(v[a], _mm512_add_epi32(pair, _mm512_set1_epi32(2 * a)), v[a + 1]);
+    // Tap 8 (the rotated tap 0): filter l's at 9 l + 8, vectors 0-8 giving
+    // filters 0-2, 3-6, 7-9, 10-13 and 14-15.
+    const __m512i last = _mm512_setr_epi32(8, 17, 26, 3, 12, 21, 30, 7, 16, 25, 2, 11, 20, 29, 6, 15);
+    __m512 t8 = _mm512_permutex2var_ps(v[0], last, v[1]);
+    t8 = _mm512_mask_blend_ps(0x0078, t8, _mm512_permutex2var_ps(v[2], last, v[3]));
+    t8 = _mm512_mask_blend_ps(0x0380, t8, _mm512_permutex2var_ps(v[4], last, v[5]));
+    t8 = _mm512_mask_blend_ps(0x3c00, t8, _mm512_permutex2var_ps(v[6], last, v[7]));
+    t8 = _mm512_mask_blend_ps(0xc000, t8, _mm512_permutexvar_ps(last, v[8]));
+    _mm512_store_ps(to, t8);
+    // p as a 16 x 8 matrix (vector a: filters 2a, 2a + 1) transposed in three
+    // levels, each swapping a bit of the vector index (a filter's bits 3, 2,
+    // 1) with one of the lane's (a tap's bits 2, 1, 0).
+    const __m512i lo1 = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const __m512i hi1 = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    const __m512i lo2 = _mm512_setr_epi32(0, 1, 4, 5, 16, 17, 20, 21, 8, 9, 12, 13, 24, 25, 28, 29);
+    const __m512i hi2 = _mm512_setr_epi32(2, 3, 6, 7, 18, 19, 22, 23, 10, 11, 14, 15, 26, 27, 30, 31);
+    __m512 q[8];
+    for (int x = 0; x < 4; ++x) {
+        q[x] = _mm512_permutex2var_ps(p[x], lo1, p[x + 4]);
+        q[x + 4] = _mm512_permutex2var_ps(p[x], hi1, p[x + 4]);
+    }
+    for (int x : {0, 1, 4, 5}) {
+        p[x] = _mm512_permutex2var_ps(q[x], lo2, q[x + 2]);
+        p[x + 2] = _mm512_permutex2var_ps(q[x], hi2, q[x + 2]);
+    }
+    for (int x = 0; x < 8; x += 2) {  // the last level within 128-bit lanes
+        _mm512_store_ps(to + (8 - x) * kLanes, _mm512_shuffle_ps(p[x], p[x + 1], _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm512_store_ps(to + (7 - x) * kLanes, _mm512_shuffle_ps(p[x], p[x + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+}
+
 // Channels-last filters, vectors [v0, v0 + count) of group gi, each s.wvec
 // floats after the last ([c][tap][16]; weight (m, c, tap) at
 // f.base + m * f.mstride + c * f.cstride + tap * f.step). Backward-data's
@@ -415,7 +463,10 @@ void pack_rotated(const Shape &s, const float *w, int64_t gi, int64_t v0, int64_
             const int64_t lanes = std::min<int64_t>(kLanes, m1 - m0 - i * kLanes);
             float *to = out + i * pt.wvec + (c - pt.begin) * s.taps * kLanes;
             if (rotate_in_place) {
-                rotate_block_avx512(from + i * kLanes * s.taps, s.taps, lanes, to);
+                if (s.taps == 9 && lanes == kLanes)
+                    rotate_block9_avx512(from + i * kLanes * s.taps, to);
+                else
+                    rotate_block_avx512(from + i * kLanes * s.taps, s.taps, lanes, to);
                 continue;
             }
             transpose(from + i * kLanes * s.taps, s.taps, lanes, s.taps, block);
@@ -452,6 +503,22 @@ void pack(const Shape &s, const T *w, int64_t gi, int64_t v0, int64_t count, Pac
     }
 #endif
     for (int64_t v = v0; v < v0 + count; ++v) pack_vector(s, w, gi, v, pt, out + (v - v0) * pt.wvec);
+}
+
+// The caller's weights that backward-data's pack(s, w, gi, v0, count, {c0,
+// c1, ...}) reads from channels-first filters, as a Trickle over `steps`
+// steps: a run for each filter [c0, c1), its share of the vectors (one run
+// where the vectors are all of them). Else none: the forward's filters are
+// read as 16 parallel streams, which the hardware prefetcher follows
+// (trickled, 512->512 7x7 and 14x14 forward moved 0.97-1.04x: noise).
+template <class T>
+Trickle filter_ahead(const Shape &s, const T *w, int64_t gi, int64_t v0, int64_t count, int64_t c0, int64_t c1,
+                     int64_t steps) {
+    if (!s.backward || s.last || c0 >= c1) return Trickle();
+    const int64_t m0 = v0 * kLanes, m1 = std::min(s.cdg, (v0 + count) * kLanes), es = sizeof(T);
+    // w[gi * csg + c][m][tap]
+    return Trickle(w + ((gi * s.csg + c0) * s.cdg + m0) * s.taps, (m1 - m0) * s.taps * es, c1 - c0,
+                   s.cdg * s.taps * es, steps);
 }
 
 // The whole filter, by blocks of the tiles' vectors.
@@ -1969,9 +2036,14 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // channels, each item's sums its own).
     auto pack_and_run = [&](int64_t gi, int64_t kb0, int64_t kb1, int64_t c0, int64_t c1, T *w, int64_t range_w,
                             T *sums) {
-        const int64_t v0 = kb0 * s.nv;
-        pack(s, w_in, gi, v0, std::min(kb1 * s.nv, s.dvec) - v0, PackTarget{c0, c1, range_w}, w);
-        Trickle none;
+        const int64_t v0 = kb0 * s.nv, count = std::min(kb1 * s.nv, s.dvec) - v0;
+        pack(s, w_in, gi, v0, count, PackTarget{c0, c1, range_w}, w);
+        // The next range's weights asked into L2 under this range's tiles:
+        // packed from memory after them, a 9.4 MB filter (512->512 3x3)
+        // kept the pass waiting ~0.8 ms a call at this machine's ~12 GB/s.
+        const int64_t tiles = tiles_per_image / (s.groups * kblocks) * (kb1 - kb0) * s.n *
+                              ceil_div(c1 - c0, s.cblock) / ceil_div(s.csg, s.cblock);
+        Trickle ahead = filter_ahead(s, w_in, gi, v0, count, c1, std::min(s.csg, 2 * c1 - c0), tiles);
         int64_t i = 0;
         const bool inner = phases_inner(s, (kb1 - kb0) * s.nv * range_w * (int64_t)sizeof(T));
         for (int64_t n = 0; n < s.n; ++n)
@@ -1980,7 +2052,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 for (int64_t kb = kb0; kb < kb1; ++kb)
                     for (int64_t sg = 0; sg < segs; ++sg, ++i)
                         compute(n, gi, kb, at.p, at.rg, sg, w + (kb - kb0) * s.nv * range_w, range_w, image_at(n),
-                                none, c0, c1, sums ? sums + i * kItemSums : nullptr,
+                                ahead, c0, c1, sums ? sums + i * kItemSums : nullptr,
                                 kb == kb0 && (!inner || at.p == 0));
             }
     };

@@ -19,17 +19,35 @@ class Trickle {
 public:
     Trickle() = default;
     // [from, from + bytes) over about `steps` calls of step().
-    Trickle(const void *from, int64_t bytes, int64_t steps)
-        : next_(static_cast<const char *>(from)), end_(next_ + std::max<int64_t>(bytes, 0)),
-          per_step_(ceil_div(ceil_div(std::max<int64_t>(bytes, 0), kLine), std::max<int64_t>(steps, 1))) {}
+    Trickle(const void *from, int64_t bytes, int64_t steps) : Trickle(from, bytes, 1, 0, steps) {}
+    // `runs` runs of `bytes`, each `stride` bytes after the last (a filter's
+    // share of a block of channels, a filter apart), over about `steps` calls.
+    Trickle(const void *from, int64_t bytes, int64_t runs, int64_t stride, int64_t steps)
+        : run_(static_cast<const char *>(from)), bytes_(std::max<int64_t>(bytes, 0)), stride_(stride),
+          runs_(bytes_ > 0 ? runs : 0) {
+        const int64_t lines = ceil_div(bytes_, kLine) + 1;  // + 1: a run that starts inside a line
+        per_step_ = ceil_div(lines * std::max<int64_t>(runs_, 0), std::max<int64_t>(steps, 1));
+        start_run();
+    }
     void step() {
-        for (int64_t i = 0; i < per_step_ && next_ < end_; ++i, next_ += kLine) __builtin_prefetch(next_, 0, 2);
+        for (int64_t i = 0; i < per_step_; ++i, next_ += kLine) {
+            if (next_ >= end_) {
+                if (--runs_ <= 0) return;
+                run_ += stride_;
+                start_run();
+            }
+            __builtin_prefetch(next_, 0, 2);
+        }
     }
 
 private:
     static constexpr int64_t kLine = 64;
-    const char *next_ = nullptr, *end_ = nullptr;
-    int64_t per_step_ = 0;
+    void start_run() {  // from the run's first line
+        next_ = reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(run_) & ~uintptr_t{kLine - 1});
+        end_ = run_ + bytes_;
+    }
+    const char *run_ = nullptr, *next_ = nullptr, *end_ = nullptr;
+    int64_t bytes_ = 0, stride_ = 0, runs_ = 0, per_step_ = 0;
 };
 
 #if defined(__x86_64__) || defined(__i386__)
