@@ -285,6 +285,45 @@ static void test_filter_channel_columns(void **state)
     conv_context_destroy(ctx);
 }
 
+/* Backward-filter's tiles as wide as make the columns (source channel,
+ * tap) whole tiles, a thread's share of them where the threads split the
+ * columns (balanced_columns): 3 channels x 9 taps onto 17-32 filters as 3
+ * tiles of 9 on one thread and 4 of 7 on two (not 12 + 12 + 3), 1 x 9 as
+ * one of 9, 3 x 9 onto 16 as 14 + 13, 3 x 49 onto 64 (7x7, stride 2) as 6s,
+ * 5 x 9 onto 48 as 8s; both layouts, 1 and 2 threads, exact workspaces
+ * against guard pages. ctest runs it with generated tiles and again with
+ * the compiled ones. */
+static void test_filter_balanced_columns(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    const struct {
+        int64_t n, c, k, hw, kernel, stride;
+    } cases[] = {
+        {1, 3, 32, 30, 3, 2}, {2, 3, 20, 11, 3, 1}, {1, 1, 32, 12, 3, 1},
+        {1, 3, 16, 13, 3, 1}, {1, 3, 64, 23, 7, 2}, {2, 5, 48, 9, 3, 1},
+    };
+    tu_rng r;
+    tu_seed(&r, 0xd1ec99);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int last = 0; last < 2; last++) {
+            int64_t in[2] = {cases[i].hw, cases[i].hw + 1}, kernel[2] = {cases[i].kernel, cases[i].kernel};
+            tu_problem tp;
+            tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+            for (int a = 0; a < 2; a++) {
+                tp.p.stride[a] = cases[i].stride;
+                tp.desc_pad_begin[a] = tp.desc_pad_end[a] = cases[i].kernel / 2;
+            }
+            tp.p.channels_last = last;
+            tp.bias = last;
+            for (int threads = 1; threads <= 2; threads++)
+                check_exact(ctx, &tp, CONV_OP_BACKWARD_FILTER, threads, i % 3 ? CONV_MATH_DEFAULT : CONV_MATH_STRICT,
+                            last, &r);
+        }
+    conv_context_destroy(ctx);
+}
+
 /* ---------------------------------------------------- prepared weights */
 
 /* A plan with prepared weights gives the one-shot result, keeps using them
@@ -600,7 +639,7 @@ int main(void)
         cmocka_unit_test(test_narrow_few_sources), cmocka_unit_test(test_narrow_bands),
         cmocka_unit_test(test_few_sources_stride2),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
-        cmocka_unit_test(test_filter_channel_columns),
+        cmocka_unit_test(test_filter_channel_columns), cmocka_unit_test(test_filter_balanced_columns),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);

@@ -35,6 +35,7 @@
 #include <memory>
 #include <numeric>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/checked.h"
@@ -90,6 +91,24 @@ int columns_for(int nv) {
     return nv == 1 ? 16 : nv == 2 ? 12 : nv == 3 ? 8 : 6;
 }
 
+// The columns a tile takes for `ck` columns in all, where each of `share`
+// threads takes a share of the tiles (a layer with fewer filter vectors
+// than threads splits its columns): at most columns_for(nv) and at least
+// half of it, as few tiles a share x (products + 2 cycles of loads and
+// loop a position) as cover them. A partial last tile repeats its last
+// column, so 27 columns (MobileNet's 3->32 conv1: 3 channels x 9 taps) as
+// 12 + 12 + 3 ran 36 columns' products; as 9 + 9 + 9 they run 27, and on
+// two threads as 7 + 7 | 7 + 6 rather than 9 + 9 | 9.
+int balanced_columns(int64_t ck, int nv, int64_t share) {
+    const int widest = columns_for(nv);
+    if (cpu_isa() != Isa::avx512) return widest;
+    auto cost = [&](int nc) { return ceil_div(ceil_div(ck, (int64_t)nc), share) * (nv * nc + 2); };
+    int best = widest;
+    for (int nc = widest - 1; 2 * nc >= widest; --nc)
+        if (cost(nc) < cost(best)) best = nc;
+    return best;
+}
+
 FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     FilterShape s;
     s.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
@@ -102,11 +121,11 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     s.dvec = ceil_div(s.cdg, kLanes);
     s.src = direct_source(g);
     s.nv = cpu_isa() == Isa::avx2 ? 1 : (int)std::clamp<int64_t>(s.dvec, 1, 4);
-    s.nc = columns_for(s.nv);
+    s.kblocks = ceil_div(s.dvec, (int64_t)s.nv);
+    s.nc = balanced_columns(s.ck, s.nv, ceil_div(std::max(threads, 1), std::max<int64_t>(s.groups * s.kblocks, 1)));
     const int64_t row_bytes = s.nv * kLanes * s.wo * (int64_t)es;
     s.chunk_rows = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(row_bytes, 1), 1,
                                        std::max<int64_t>(s.ho, 1));
-    s.kblocks = ceil_div(s.dvec, (int64_t)s.nv);
     s.tiles = ceil_div(s.ck, (int64_t)s.nc);
     // Items: every item streams its filter block's dy over all positions,
     // so where that outgrows L2 (conv1 layers: 12.8 MB for 64 filters on
@@ -324,14 +343,14 @@ TileFn tile_for(int nv) {
     }
 }
 
-TileFn tile_for(int nv, int nc) {
-    switch (nc) {
-    case 6: return tile_for<6>(nv);
-    case 8: return tile_for<8>(nv);
-    case 12: return tile_for<12>(nv);
-    default: return tile_for<16>(nv);
-    }
+// Every width balanced_columns may choose (half of 6 up to 16).
+template <int... NC>
+TileFn tile_for(int nv, int nc, std::integer_sequence<int, NC...>) {
+    TileFn fn = nullptr;
+    ((fn = nc == NC + 3 ? tile_for<NC + 3>(nv) : fn), ...);
+    return fn;
 }
+TileFn tile_for(int nv, int nc) { return tile_for(nv, nc, std::make_integer_sequence<int, 14>()); }
 
 // The item's sums ([column][nv][16], its tiles one after another) for
 // columns [c0, c0 + cols), cols <= 16, into dw's rows (`ld` apart): per
