@@ -161,6 +161,43 @@ static void test_dealt_panels(void **state)
         }
 }
 
+/* Backward-filter whose dW (1 MiB and more) comes from one chunk of
+ * positions at batch 1: its whole aligned vectors are stored
+ * non-temporally (Gemm::stream), the rest (rows not 64 bytes apart, a
+ * tensor that starts off a line, a last partial vector) as before; batch 2
+ * adds into dW and streams nothing. Both layouts, 1-3 threads, dW against
+ * a guard page before (line-aligned) and after (off a line where its size
+ * is not whole lines), exact workspaces, every element checked. */
+static void test_streamed_filter(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t h, w, c, k, n;
+        int last;
+    } cases[] = {{7, 7, 512, 512, 1, 0}, {7, 7, 1024, 256, 1, 0}, {4, 4, 504, 520, 1, 0},
+                 {3, 5, 520, 505, 1, 0}, {7, 7, 512, 512, 2, 0}, {7, 7, 512, 528, 1, 1}};
+    tu_rng r;
+    tu_seed(&r, 5252);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].h, cases[i].w}, kernel[2] = {1, 1};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+        tp.p.channels_last = cases[i].last;
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        for (int threads = 1; threads <= 3; threads++) {
+            char what[256], failure[2048];
+            snprintf(what, sizeof what, "bwd_filter %lldx%lld %lld->%lld batch %lld %s threads=%d",
+                     (long long)cases[i].h, (long long)cases[i].w, (long long)cases[i].c, (long long)cases[i].k,
+                     (long long)cases[i].n, cases[i].last ? "nhwc" : "nchw", threads);
+            const int flags = TU_RUN_EXACT_WORKSPACE | (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
+            if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, CONV_OP_BACKWARD_FILTER, &r, (int)(i % 2), flags,
+                               what, failure, sizeof failure))
+                fail_msg("%s", failure);
+        }
+    }
+}
+
 /* Channels-first backward-data on planes under 100 positions onto 256+
  * channels runs dx transposed (dy^T W, sums scattered into dx's rows):
  * channel counts around the panel edges past 256, planes of 1 to 99
@@ -435,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_dealt_panels),
+        cmocka_unit_test(test_streamed_filter),
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
         cmocka_unit_test(test_strips_backward_data_avx2),

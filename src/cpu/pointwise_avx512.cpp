@@ -143,6 +143,8 @@ constexpr int64_t kInPlaceAhead = 2;
 constexpr int64_t kInPlaceSharedBytes = 2 << 20;
 // Rows ahead that pack_panels prefetches of a source read across its rows.
 constexpr int64_t kAhead = 16;
+// Backward-filter's dW written once (Gemm::stream) from this many bytes.
+constexpr int64_t kStreamBytes = 1 << 20;
 
 // AVX2: source rows this many floats apart or more (a plane of 32x32 or
 // more, channels-first) are packed row by row (pack_panels_avx2).
@@ -190,6 +192,11 @@ struct Gemm {
     // (the padding).
     enum class Unfold { none, rows, cols } unfold = Unfold::none;
     int64_t taps = 1, tap_step = 0, shift = 0, lo = 0, hi = 0;
+    // out is written once and is larger than the caches (backward-filter's
+    // dW from one chunk): whole 64-byte-aligned vectors go out with
+    // non-temporal stores, without the read for ownership (the caller
+    // fences after the last).
+    bool stream = false;
 };
 
 // B(r, j), unfolded or not.
@@ -846,6 +853,13 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void put_tile(const Gem
     const bool bias_rows = m.bias_rows, relu = m.relu, out_cols = m.out_cols, accumulate = m.accumulate;
     if (!bias && !relu && !out_cols && tail == (__mmask16)0xFFFF) {  // the common tile: whole vectors
         float *out = base + i0 * ldo + j0;
+        if (m.stream && !accumulate && (reinterpret_cast<uintptr_t>(out) | (uintptr_t)ldo * 4) % 64 == 0) {
+#pragma GCC unroll 8
+            for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+                for (int v = 0; v < NV; ++v) _mm512_stream_ps(out + i * ldo + 16 * v, acc[i][v]);
+            return;
+        }
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
@@ -1918,10 +1932,15 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
                 if (p.swapped) return swapped_filter(args, p, item, panels, p.b_in_place ? panels : past_panels());
                 const int64_t i0 = item % p.row_blocks * p.rows, i1 = std::min(g.k, i0 + p.rows);
                 const int64_t j0 = item / p.row_blocks * p.cols, j1 = std::min(g.c * g.kernel[2], j0 + p.cols);
+                // dW from a single chunk, past L2: each element written once,
+                // so no line of it need be read for ownership first.
+                const bool stream = images == 1 && total <= p.chunk &&
+                                    (double)g.k * (double)g.c * (double)g.kernel[2] * 4 >= (double)kStreamBytes;
                 for (int64_t n = 0; n < images; ++n)
                     for (int64_t q0 = 0; q0 < total; q0 += p.chunk) {
                         const int64_t len = std::min(p.chunk, total - q0);
                         Gemm m = filter_gemm(args, n, q0, len, n > 0 || q0 > 0);
+                        m.stream = stream;
                         if (p.b_in_place) {
                             run_block(m, i0, i1, j0, j1, nullptr, false);
                             continue;
@@ -1938,6 +1957,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
                         m.a = dy_rows, m.a_red = p.a_ld, m.out += i0 * m.ldo, m.M = i1 - i0;
                         run_block(m, 0, i1 - i0, j0, j1, panels, false);
                     }
+                if (stream) _mm_sfence();  // the streamed stores before the item counts as done
             },
             threads);
         if (args.bias)
