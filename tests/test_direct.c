@@ -412,8 +412,8 @@ static void test_image_blocks(void **state)
  * whose filter vectors one item each reads (1 thread, dy past 1 MiB): each
  * item lays out dy chunk by chunk into the thread's buffer (conv1-like
  * layers: few source channels, large planes, 3x3 and 7x7, strided, both
- * layouts), strict and not; then on 2 threads (two items a filter vector:
- * dy laid out whole). */
+ * layouts), strict and not; then on 2 threads. One filter block on 64+
+ * rows: the rows in 4 parts, an item each, their sums added at the end. */
 static void test_filter_chunks(void **state)
 {
     (void)state;

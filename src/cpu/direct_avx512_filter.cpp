@@ -24,7 +24,9 @@
 // - 3-D: a tile whose columns' depth taps all read the depth padding of an
 //   output slice adds nothing there and is skipped (depth_taps_inside).
 // - Every output is one item's sum over the positions in order (n, oh,
-//   ow): deterministic at any thread count, a plain dot product; under
+//   ow) -- or, where few filter blocks meet large planes (conv1 layers),
+//   the sums of kRowParts items over parts of the rows, added in part
+//   order: deterministic at any thread count, a plain dot product; under
 //   CONV_MATH_STRICT each chunk is summed from zero and then added (two
 //   levels, as the forward tiles' channel blocks).
 // With AVX2 one vector of filters x 6 columns in ymm halves (tile_avx2);
@@ -58,6 +60,11 @@ constexpr int64_t kMaxTilesPerItem = 32;  // tiles of columns a work item carrie
 constexpr int64_t kChunkBytes = 24 << 10;  // dy an item reads per chunk of positions
 constexpr int64_t kBlockBytes = 512 << 10; // padded x and laid-out dy of a block of images
 constexpr int64_t kInPlaceDyBytes = 256;   // channels-last dy of a position read in place up to this
+// Rows split into kRowParts items where at most kRowPartBlocks filter blocks
+// meet planes of kRowPartRows rows or more (conv1 layers; make_shape).
+constexpr int64_t kRowParts = 4;
+constexpr int64_t kRowPartBlocks = 2;
+constexpr int64_t kRowPartRows = 64;
 
 struct FilterShape {
     bool last;
@@ -68,7 +75,8 @@ struct FilterShape {
     int64_t chunk_rows;     // output rows per chunk
     int64_t kblocks, tiles; // per group: blocks of nv filter vectors, tiles of columns
     int64_t item_tiles;     // tiles a work item carries
-    int64_t items;          // work items: groups x kblocks x blocks of tiles
+    int64_t row_parts;      // parts of each slice's rows, an item each, their sums added at the end
+    int64_t items;          // work items: row parts x groups x kblocks x blocks of tiles
     int64_t slot;           // elements of a slot: an item's sums
     int64_t block_images, image_blocks;  // images laid out at a time, and how many times
     bool dy_in_place;       // channels-last dy read as it lies (few filters: kInPlaceDyBytes)
@@ -122,7 +130,17 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     s.src = direct_source(g);
     s.nv = cpu_isa() == Isa::avx2 ? 1 : (int)std::clamp<int64_t>(s.dvec, 1, 4);
     s.kblocks = ceil_div(s.dvec, (int64_t)s.nv);
-    s.nc = balanced_columns(s.ck, s.nv, ceil_div(std::max(threads, 1), std::max<int64_t>(s.groups * s.kblocks, 1)));
+    const int64_t blocks = std::max<int64_t>(s.groups * s.kblocks, 1);  // 0 with no filters
+    // Few filter blocks on large planes (conv1 layers: 1 block of 2-4
+    // vectors, 27-147 columns) split the rows too, so that the threads need
+    // not split the few columns (each re-reading all of dy, in items of 2
+    // tiles against 1): kRowParts items a block, each over its share of
+    // every slice's rows, their sums added in order at the end. A count
+    // from the geometry alone: the sums' order does not depend on the
+    // threads.
+    s.row_parts = blocks <= kRowPartBlocks && s.ho >= kRowPartRows ? kRowParts : 1;
+    threads = std::max(threads, 1);
+    s.nc = balanced_columns(s.ck, s.nv, ceil_div(threads, blocks * s.row_parts));
     const int64_t row_bytes = s.nv * kLanes * s.wo * (int64_t)es;
     s.chunk_rows = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(row_bytes, 1), 1,
                                        std::max<int64_t>(s.ho, 1));
@@ -135,13 +153,11 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     // and long row segments of dw per item (each row is written once,
     // whole across the item's columns: 64 short ones per item cost ~1 ms
     // of misses on 512->512 7x7's 9.4 MB).
-    threads = std::max(threads, 1);
-    const int64_t blocks = std::max<int64_t>(s.groups * s.kblocks, 1);  // 0 with no filters
     // (in double: n * positions may be near 2^62 on wrapped tensors)
     const bool streams = (double)s.n * (double)s.positions * s.nv * kLanes * (double)es > (1 << 20);
-    int64_t parts = std::max(ceil_div((streams ? 1 : 4) * (int64_t)threads, blocks),
+    int64_t parts = std::max(ceil_div((streams ? 1 : 4) * (int64_t)threads, blocks * s.row_parts),
                              ceil_div(s.tiles, kMaxTilesPerItem));
-    while ((blocks * parts) % threads != 0 && parts < s.tiles) ++parts;
+    while ((blocks * s.row_parts * parts) % threads != 0 && parts < s.tiles) ++parts;
     parts = std::clamp<int64_t>(parts, 1, std::max<int64_t>(s.tiles, 1));
     s.item_tiles = std::max<int64_t>(1, ceil_div(s.tiles, parts));
     // Columns (channel, tap) keep an item's columns on few channels, whose
@@ -155,7 +171,7 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
         s.tap_major = unit > kMaxTilesPerItem || unit > s.tiles;
         if (!s.tap_major) s.item_tiles = std::max(unit, s.item_tiles / unit * unit);
     }
-    s.items = blocks * ceil_div(s.tiles, s.item_tiles);
+    s.items = s.row_parts * blocks * ceil_div(s.tiles, s.item_tiles);
     s.slot = s.item_tiles * s.nv * s.nc * kLanes;
     // x padded and dy laid out a block of images at a time, a block that
     // stays in L2 for the items that read it next: the whole batch at once
@@ -203,7 +219,7 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
                                                : checked_mul(s.block_images, dy_image, "workspace"),
                                      (int64_t)es, "workspace");
     s.slots_at = (size_t)round_up(checked_add((int64_t)s.dy_at, dy, "workspace"), 64);
-    const int64_t slots = s.image_blocks > 1 ? s.items : threads;
+    const int64_t slots = s.image_blocks > 1 || s.row_parts > 1 ? s.items : threads;
     s.total = (size_t)checked_add((int64_t)s.slots_at,
                                   checked_mul(checked_mul(slots, s.slot, "workspace"), (int64_t)es,
                                               "workspace"),
@@ -531,6 +547,22 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const GeneratedFilterTiles generated = std::is_same_v<T, float>
                                                ? GeneratedFilterTiles(s, columns, item_cols, cblocks)
                                                : GeneratedFilterTiles(s, columns, 0, 0);
+    // The item (kb, gi, cb)'s sums into dw's rows, 16 columns at a time.
+    // Channels-last with columns (channel, tap): each tap's run of the
+    // item's channels.
+    auto store_item = [&](int64_t kb, int64_t gi, int64_t cb, const T *sums) {
+        const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+        const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
+        T *rows = dw + (gi * s.cdg + kb * s.nv * kLanes) * s.ck;
+        const bool by_tap = s.last && !s.tap_major;
+        const int64_t runs = by_tap ? s.taps : 1, run = by_tap ? (j1 - j0) / s.taps : j1 - j0;
+        const int64_t run_at = by_tap ? j0 / s.taps : j0, run_step = by_tap ? s.csg : 0;
+        const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
+        for (int64_t r = 0; r < runs; ++r)
+            for (int64_t c0 = 0; c0 < run; c0 += kLanes)
+                store(sums, nv, by_tap ? c0 * s.taps + r : c0, by_tap ? s.taps : 1,
+                      (int)std::min<int64_t>(kLanes, run - c0), filters, rows + run_at + r * run_step + c0, s.ck);
+    };
     for (int64_t ib = 0; ib < s.image_blocks; ++ib) {
         const int64_t n0 = ib * s.block_images, images = std::min(s.block_images, s.n - n0);
         const bool last_block = ib + 1 == s.image_blocks;
@@ -549,11 +581,12 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             s.items,
             [&](int64_t item, int slot) {
                 const int64_t cb = item % cblocks, kb = item / cblocks % kblocks;
-                const int64_t gi = item / cblocks / kblocks;
+                const int64_t gi = item / cblocks / kblocks % s.groups, part = item / cblocks / kblocks / s.groups;
+                const int64_t row0 = part * s.ho / s.row_parts, row1 = (part + 1) * s.ho / s.row_parts;
                 const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
                 const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
                 const int64_t tiles = ceil_div(j1 - j0, (int64_t)s.nc);
-                T *sums = slots + (s.image_blocks > 1 ? item : slot) * s.slot;
+                T *sums = slots + (s.image_blocks > 1 || s.row_parts > 1 ? item : slot) * s.slot;
                 const T *group_x = source + gi * s.csg * s.src.plane;
                 // dw's rows of the item, far apart and cold on large filters:
                 // asked for now (into L2) so that their misses overlap the
@@ -565,7 +598,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 const int64_t runs = by_tap ? s.taps : 1, run = by_tap ? (j1 - j0) / s.taps : j1 - j0;
                 const int64_t run_at = by_tap ? j0 / s.taps : j0, run_step = by_tap ? s.csg : 0;
                 const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
-                if (last_block)
+                if (last_block && s.row_parts == 1)
                     for (int64_t f = 0; f < filters; ++f)
                         for (int64_t r = 0; r < runs; ++r)
                             for (int64_t b = 0; b < run * (int64_t)sizeof(T); b += 64)
@@ -587,9 +620,9 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 for (int64_t n = 0; n < images; ++n)
                     for (int64_t oz = 0; oz < s.dout; ++oz) {
                         const uint64_t inside = skips ? depth_taps_inside(g, oz, s.kz) : ~uint64_t(0);
-                        for (int64_t r0 = 0; r0 < s.ho; r0 += s.chunk_rows) {
+                        for (int64_t r0 = row0; r0 < row1; r0 += s.chunk_rows) {
                             Tile t;
-                            t.rows = std::min(s.chunk_rows, s.ho - r0), t.wo = s.wo, t.rstep = s.src.rstep;
+                            t.rows = std::min(s.chunk_rows, row1 - r0), t.wo = s.wo, t.rstep = s.src.rstep;
                             if (s.dy_in_place) {
                                 t.dy = dy + ((n0 + n) * s.positions + (oz * s.ho + r0) * s.wo) * s.k + gi * s.cdg +
                                        kb * s.nv * kLanes;
@@ -605,7 +638,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                        (oz * s.ho + r0) * s.wo * kLanes;
                                 t.dy_vec = vec_len;
                             }
-                            t.mode = n0 + n == 0 && oz == 0 && r0 == 0 ? Mode::fresh
+                            t.mode = n0 + n == 0 && oz == 0 && r0 == row0 ? Mode::fresh
                                      : args.strict                     ? Mode::partial
                                                                        : Mode::running;
                             const int64_t at = n * x_image + oz * s.src.sz * s.src.slice + r0 * s.src.rstep;
@@ -627,16 +660,29 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                             }
                         }
                     }
-                // Then into dw 16 columns at a time.
-                if (last_block)
-                    for (int64_t r = 0; r < runs; ++r)
-                        for (int64_t c0 = 0; c0 < run; c0 += kLanes)
-                            store(sums, nv, by_tap ? c0 * s.taps + r : c0, by_tap ? s.taps : 1,
-                                  (int)std::min<int64_t>(kLanes, run - c0), filters,
-                                  rows + run_at + r * run_step + c0, s.ck);
+                // Then into dw 16 columns at a time (row parts: below).
+                if (last_block && s.row_parts == 1)
+                    store_item(kb, gi, cb, sums);
             },
             threads);
     }
+    // Row parts: each block's parts' sums added in order into the first's, then stored.
+    if (s.row_parts > 1)
+        pool.parallel_for(
+            s.items / s.row_parts,
+            [&](int64_t item, int) {
+                const int64_t cb = item % cblocks, kb = item / cblocks % kblocks, gi = item / cblocks / kblocks;
+                const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+                const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
+                const int64_t used = ceil_div(j1 - j0, (int64_t)s.nc) * nv * s.nc * kLanes;
+                T *first = slots + item * s.slot;
+                for (int64_t part = 1; part < s.row_parts; ++part) {
+                    const T *other = slots + (part * (s.items / s.row_parts) + item) * s.slot;
+                    for (int64_t e = 0; e < used; ++e) first[e] += other[e];
+                }
+                store_item(kb, gi, cb, first);
+            },
+            threads);
     if (args.bias)
         channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool,
                      threads);
