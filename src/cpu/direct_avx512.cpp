@@ -54,6 +54,11 @@
 //   depth stride: more phases). A slice's depth taps that read only the
 //   padding are left out (depth_mask). Backward-filter's columns (a
 //   channel and tap) carry their slice the same way.
+// - The generated tiles leave out the products that read the padding: a
+//   tile of a border row or column is made for its taps' live positions
+//   (Borders), as oneDNN's kernels are (a tenth of the products on 14x14 at
+//   3x3, a sixth on 7x7). A call's tiles come from a memo of recent calls'
+//   sets (TileSets): one lookup, not one a spec.
 // - Finished sums get bias + ReLU and are written out: transposed into
 //   channels-first rows, straight for channels-last.
 // Every output is a plain dot product, in an order that does not depend on
@@ -66,11 +71,14 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "core/checked.h"
+#include "core/plan_cache.h"
 #include "core/dtype.h"
 #include "cpu/algorithm.h"
 #include "cpu/avx2.h"
@@ -1701,40 +1709,121 @@ ItemRanges item_ranges(const Shape &s, int64_t rows, size_t es, int threads) {
     return r;
 }
 
-// The generated tiles one call runs: per phase, per (vectors, positions) its
-// items meet -- the full tile, the last channel block's and each row
-// segment's remainder -- and with AVX2, whose tiles run on across rows, per
-// position where a tile meets the next row (`wrap`). Null entries run the
-// compiled tiles, and so does a call whose lookup fails (no memory):
-// generation never fails a pass, and a conv_find_algorithms trial that ran
-// before keeps its results. Only float tiles (`floats`) are generated.
-class GeneratedTiles {
+// Where a step list's taps read the source's zero padding: per row of its
+// phase and per tile of a row (tiles start at multiples of ur), which of a
+// tile's (tap, position) products read the source. Rows group by the range
+// of the taps' padded rows that fall in the source (top rows, the middle,
+// bottom rows), tiles by their taps' live positions (left, middle, right);
+// a generated tile per (row kind, tile kind) leaves the rest out, as
+// oneDNN's kernels do: on 14x14 at 3x3 a tenth of the products, on 7x7 and
+// 8x8 a sixth. The padded source still holds the zeros (the compiled tiles
+// and the AVX2 tiles, which run across rows, read them).
+class Borders {
 public:
-    // `rows`: the rows of the call's items (the last of a phase may have fewer).
-    // `vector_w`: elements from one packed vector of weights to the next.
-    GeneratedTiles(const Shape &s, const Step *steps, int64_t phase_len, const StepLists &lists, int64_t rows,
-                   int64_t vector_w, bool floats) {
-        if (!floats || !jit::enabled()) return;
-        try {
-            look_up(s, steps, phase_len, lists, rows, vector_w);
-        } catch (...) {
-            fn_.clear();
-            held_.clear();
+    Borders() = default;
+    // The list's `taps` steps (a channel's) of phase p, rows hj and columns wj.
+    Borders(const Shape &s, const Step *taps, int64_t count, int64_t hj, int64_t wj) {
+        const int64_t pitch = s.sw * s.wq;
+        tap_row_.resize(count);
+        int64_t rmin = 0, rmax = -1;
+        std::vector<int64_t> phase(count), col(count);
+        for (int64_t t = 0; t < count; ++t) {
+            const int64_t at = taps[t].x % s.slice;  // the tap's read relative to the tile's first position
+            tap_row_[t] = at / pitch, phase[t] = at / s.wq % s.sw, col[t] = at % s.wq;
+            rmin = t ? std::min(rmin, tap_row_[t]) : tap_row_[t], rmax = std::max(rmax, tap_row_[t]);
+        }
+        // Row j's first padded row; its taps reach rows j * down + [rmin, rmax].
+        const int64_t down = s.rstep / pitch;
+        row_kind_.resize(hj);
+        for (int64_t j = 0; j < hj; ++j) {
+            const int64_t lo = std::clamp(s.top - j * down, rmin, rmax + 1);
+            const int64_t hi = std::clamp(s.top + s.hs - j * down, lo, rmax + 1);
+            row_kind_[j] = kind_of(row_ranges_, {lo, hi});
+        }
+        // Tile k's positions i read source column (k * ur + i + col) * sw + phase - left.
+        const int64_t tiles = ceil_div(wj, s.ur);
+        tile_kind_.resize(tiles);
+        std::vector<int8_t> lo(count), hi(count);
+        for (int64_t k = 0; k < tiles; ++k) {
+            const int64_t b = k * s.ur, u = std::min<int64_t>(s.ur, wj - b);
+            for (int64_t t = 0; t < count; ++t) {
+                const int64_t first = s.left > phase[t] ? ceil_div(s.left - phase[t], s.sw) : 0;
+                const int64_t end = s.ws - 1 + s.left - phase[t] >= 0 ? (s.ws - 1 + s.left - phase[t]) / s.sw + 1 : 0;
+                lo[t] = (int8_t)std::clamp<int64_t>(first - b - col[t], 0, u);
+                hi[t] = (int8_t)std::clamp<int64_t>(end - b - col[t], lo[t], u);
+            }
+            int64_t found = 0;
+            while (found < (int64_t)tile_ur_.size() &&
+                   !(tile_ur_[found] == u && std::equal(lo.begin(), lo.end(), tile_lo_[found].begin()) &&
+                     std::equal(hi.begin(), hi.end(), tile_hi_[found].begin())))
+                ++found;
+            if (found == (int64_t)tile_ur_.size()) tile_ur_.push_back((int)u), tile_lo_.push_back(lo), tile_hi_.push_back(hi);
+            tile_kind_[k] = found;
         }
     }
-    // `wrap`: the tile's positions before the next row's (tiles_wrap; else ur).
-    // `list`: the step list's (StepLists).
-    jit::DirectTileFn get(int64_t list, int nv, int ur, int wrap) const {
-        return fn_.empty() ? nullptr : fn_[at(list, nv, ur, wrap)];
+    int64_t kinds() const { return (int64_t)(row_ranges_.size() * tile_ur_.size()); }
+    int64_t kind(int64_t row, int64_t tile) const {
+        return row_kind_[row] * (int64_t)tile_ur_.size() + tile_kind_[tile];
+    }
+    // Kind k's positions and, per tap, its live positions (left empty where
+    // every product reads the source).
+    int ur(int64_t k) const { return tile_ur_[k % tile_ur_.size()]; }
+    void live(int64_t k, std::vector<int8_t> &lo, std::vector<int8_t> &hi) const {
+        const auto [rlo, rhi] = row_ranges_[k / tile_ur_.size()];
+        const int64_t c = k % tile_ur_.size(), u = tile_ur_[c];
+        lo.resize(tap_row_.size()), hi.resize(tap_row_.size());
+        bool all = true;
+        for (size_t t = 0; t < tap_row_.size(); ++t) {
+            const bool in = tap_row_[t] >= rlo && tap_row_[t] < rhi;
+            lo[t] = in ? tile_lo_[c][t] : 0, hi[t] = in ? tile_hi_[c][t] : 0;
+            all = all && lo[t] == 0 && hi[t] == u;
+        }
+        if (all) lo.clear(), hi.clear();
     }
 
 private:
+    static int64_t kind_of(std::vector<std::pair<int64_t, int64_t>> &kinds, std::pair<int64_t, int64_t> key) {
+        const auto at = std::find(kinds.begin(), kinds.end(), key);
+        if (at != kinds.end()) return at - kinds.begin();
+        kinds.push_back(key);
+        return (int64_t)kinds.size() - 1;
+    }
+    std::vector<int64_t> tap_row_;  // per tap: the padded row it reads, relative to the tile's
+    std::vector<std::pair<int64_t, int64_t>> row_ranges_;  // taps' padded rows [lo, hi) in the source
+    std::vector<int64_t> row_kind_, tile_kind_;
+    std::vector<int> tile_ur_;
+    std::vector<std::vector<int8_t>> tile_lo_, tile_hi_;
+};
+
+// The generated tiles one call runs: per phase, per (vectors, positions) its
+// items meet -- the full tile, the last channel block's and each row
+// segment's remainder -- and with AVX2, whose tiles run on across rows, per
+// position where a tile meets the next row (`wrap`); without AVX2 per
+// border kind of a row and tile (Borders). Null entries run the compiled
+// tiles: generation never fails a pass, and a conv_find_algorithms trial
+// that ran before keeps its results.
+struct TileSet {
+    std::vector<jit::DirectTileFn> fn;
+    std::vector<Borders> borders;  // per step list (tiles within rows)
+    std::vector<int64_t> first;    // per step list: its first kind's entry of fn / kMaxVectors
+    std::vector<std::shared_ptr<const jit::DirectTileKernel>> held;  // alive with the set
+
+    size_t at(int64_t list, int nv, int ur, int wrap) const {
+        return (size_t)(((list * kMaxVectors + nv - 1) * kMaxPositions + ur - 1) * kMaxPositions + wrap - 1);
+    }
+    // `rows`: the rows of the call's items (the last of a phase may have fewer).
+    // `vector_w`: elements from one packed vector of weights to the next.
     void look_up(const Shape &s, const Step *steps, int64_t phase_len, const StepLists &lists, int64_t rows,
                  int64_t vector_w) {
         const int64_t phases = s.fz * s.fh * s.fw;
-        fn_.assign(phases * s.variants * kMaxVectors * kMaxPositions * kMaxPositions, nullptr);
         const int64_t kblocks = ceil_div(s.dvec, s.nv);
         const int nvs[2] = {s.nv, (int)(s.dvec - (kblocks - 1) * s.nv)};
+        if (!s.wrap) {
+            borders.resize(phases * s.variants), first.assign(phases * s.variants, 0);
+        } else {
+            fn.assign(phases * s.variants * kMaxVectors * kMaxPositions * kMaxPositions, nullptr);
+        }
+        std::vector<std::pair<int64_t, jit::DirectTileSpec>> specs;  // (entry of fn, spec)
         for (int64_t list = 0; list < phases * s.variants; ++list) {
             if (!lists.mask[list]) continue;
             const int64_t p = list / s.variants;
@@ -1749,18 +1838,26 @@ private:
                 spec.tap_x.push_back(steps[list * phase_len + j].x);
                 spec.tap_w.push_back(steps[list * phase_len + j].w);
             }
+            if (!s.wrap) {  // per border kind of the phase's rows and tiles
+                Borders &b = borders[list];
+                b = Borders(s, steps + list * phase_len, per_channel, hj, wj);
+                first[list] = (int64_t)fn.size() / kMaxVectors;
+                fn.resize((first[list] + b.kinds()) * kMaxVectors, nullptr);
+                for (int64_t k = 0; k < b.kinds(); ++k) {
+                    spec.ur = spec.wrap = b.ur(k);
+                    b.live(k, spec.live_lo, spec.live_hi);
+                    for (int nv : nvs) {
+                        spec.nv = nv;
+                        specs.push_back({(first[list] + k) * kMaxVectors + nv - 1, spec});
+                    }
+                }
+                continue;
+            }
             // Row segments of seg positions and the last one.
             const int64_t lens[2] = {std::min(s.seg, wj), wj - (ceil_div(wj, s.seg) - 1) * s.seg};
-            // Tiles of (positions, wrap) the items meet: in a row, tiles of
-            // ur and the remainder; across rows (an item of `r` rows, the
-            // last item's fewer) each tile's break, where it has one.
-            std::vector<std::pair<int, int>> shapes;
+            // Tiles of (positions, wrap) the items meet across rows (an item
+            // of `r` rows, the last item's fewer): each tile's break, where it has one.
             for (int64_t len : lens) {
-                if (!s.wrap) {
-                    for (int64_t ur : {std::min<int64_t>(s.ur, len), len % s.ur})
-                        if (ur) shapes.push_back({(int)ur, (int)ur});
-                    continue;
-                }
                 const int64_t full = std::min(rows, hj), last = hj - (ceil_div(hj, full) - 1) * full;
                 for (int64_t r : {full, last}) {
                     const int64_t total = r * len;
@@ -1768,27 +1865,95 @@ private:
                         const int ur = (int)std::min<int64_t>(s.ur, total - q);
                         const int64_t before = len - q % len;  // positions left in the tile's first row
                         if (ur - before > len) continue;       // three rows: compiled
-                        shapes.push_back({ur, (int)std::min<int64_t>(ur, before)});
+                        spec.ur = ur, spec.wrap = (int)std::min<int64_t>(ur, before);
+                        for (int nv : nvs) {
+                            spec.nv = nv;
+                            specs.push_back({(int64_t)at(list, nv, spec.ur, spec.wrap), spec});
+                        }
                     }
                 }
             }
-            for (int nv : nvs)
-                for (auto [ur, wrap] : shapes) {
-                    auto &slot = fn_[at(list, nv, ur, wrap)];
-                    if (slot) continue;
-                    spec.nv = nv, spec.ur = ur, spec.wrap = wrap;
-                    if (auto k = jit::direct_tile(spec)) {
-                        held_.push_back(k);
-                        slot = k->fn();
-                    }
-                }
+        }
+        for (auto &[entry, spec] : specs) {
+            if (fn[entry]) continue;
+            if (auto k = jit::direct_tile(spec)) {
+                held.push_back(k);
+                fn[entry] = k->fn();
+            }
         }
     }
-    size_t at(int64_t list, int nv, int ur, int wrap) const {
-        return (size_t)(((list * kMaxVectors + nv - 1) * kMaxPositions + ur - 1) * kMaxPositions + wrap - 1);
+};
+
+// The tile sets of recent calls, by what a set is made from (the geometry
+// but the batch, the pass, the element size, the math mode, the ISA, an
+// item's rows and the weights' vector pitch): a repeated call finds its
+// kernels with one lookup rather than one a spec (3 us a call on 8x8
+// layers with their border kinds). At most kCapacity sets; then it starts over.
+class TileSets {
+public:
+    static constexpr size_t kCapacity = 64;
+    std::shared_ptr<const TileSet> find(const PlanKey &key) {
+        std::lock_guard<std::mutex> hold(lock_);
+        auto it = sets_.find(key);
+        return it == sets_.end() ? nullptr : it->second;
     }
-    std::vector<jit::DirectTileFn> fn_;
-    std::vector<std::shared_ptr<const jit::DirectTileKernel>> held_;  // alive for the call
+    void put(const PlanKey &key, std::shared_ptr<const TileSet> set) {
+        std::lock_guard<std::mutex> hold(lock_);
+        if (sets_.size() >= kCapacity) sets_.clear();
+        sets_.emplace(key, std::move(set));
+    }
+
+private:
+    std::mutex lock_;
+    std::unordered_map<PlanKey, std::shared_ptr<const TileSet>, PlanKeyHash> sets_;
+};
+
+PlanKey tile_set_key(const ConvGeometry &g, conv_op_t op, size_t es, bool strict, int64_t rows, int64_t vector_w) {
+    PlanKey k;
+    for (int64_t v : {(int64_t)g.layout, g.c, g.k, g.groups, (int64_t)op, (int64_t)es, (int64_t)strict,
+                      (int64_t)cpu_isa(), rows, vector_w})
+        k.push(v);
+    for (int a = 0; a < 3; ++a)
+        for (int64_t v : {g.in[a], g.kernel[a], g.out[a], g.stride[a], g.dilation[a], g.pad_begin[a], g.pad_end[a]})
+            k.push(v);
+    return k;
+}
+
+// A call's tile set: from recent calls' (TileSets), else looked up spec by spec.
+class GeneratedTiles {
+public:
+    GeneratedTiles(const ConvArgs &args, const Shape &s, const Step *steps, int64_t phase_len,
+                   const StepLists &lists, int64_t rows, int64_t vector_w, bool floats) {
+        if (!floats || !jit::enabled()) return;
+        static auto *recent = new TileSets;  // never destroyed: plans may outlive static destructors
+        try {
+            const PlanKey key = tile_set_key(*args.g, args.op, sizeof(float), args.strict, rows, vector_w);
+            set_ = recent->find(key);
+            if (!set_) {
+                auto made = std::make_shared<TileSet>();
+                made->look_up(s, steps, phase_len, lists, rows, vector_w);
+                set_ = made;
+                recent->put(key, set_);
+            }
+        } catch (...) {  // no memory: the compiled tiles
+            set_.reset();
+        }
+        if (set_ && !set_->fn.empty()) fn_ = set_->fn.data();
+    }
+    // Tiles that run across rows (tiles_wrap). `wrap`: the tile's positions
+    // before the next row's. `list`: the step list's (StepLists).
+    jit::DirectTileFn get(int64_t list, int nv, int ur, int wrap) const {
+        return fn_ ? fn_[set_->at(list, nv, ur, wrap)] : nullptr;
+    }
+    // Tiles within a row: the tile at `tile` * ur of the phase's row `row`.
+    jit::DirectTileFn get_at(int64_t list, int nv, int64_t row, int64_t tile) const {
+        if (!fn_) return nullptr;
+        return fn_[(set_->first[list] + set_->borders[list].kind(row, tile)) * kMaxVectors + nv - 1];
+    }
+
+private:
+    std::shared_ptr<const TileSet> set_;
+    const jit::DirectTileFn *fn_ = nullptr;
 };
 
 template <class T>
@@ -1838,7 +2003,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const int64_t slice_groups = ceil_div(s.hd, rows), rgroups = s.zd * slice_groups;
     const SourceMajor major = source_major(s, threads, rows);
     const ItemRanges ranges = per_item && !by_source ? item_ranges(s, rows, sizeof(T), threads) : ItemRanges{};
-    const GeneratedTiles generated(s, steps, phase_len, lists, rows,
+    const GeneratedTiles generated(args, s, steps, phase_len, lists, rows,
                                    by_source ? major.block_w : ranges.count > 1 ? ranges.range_w : s.wvec,
                                    std::is_same_v<T, float>);
     // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
@@ -1857,9 +2022,10 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // One tile of a row walk that prefetches (compute below), out of line:
     // the common loop keeps its tile call inline (a call there cost small
     // tiles 2-4%).
-    auto run_one_tile = [&](const T *at, T *out, int ur, Tile &t, int nv, int64_t list, int64_t channels) {
+    auto run_one_tile = [&](const T *at, T *out, int ur, Tile &t, int nv, int64_t list, int64_t channels,
+                            int64_t row, int64_t tile) {
         t.x = at, t.out = out;
-        if (jit::DirectTileFn fn = generated.get(list, nv, ur, ur))
+        if (jit::DirectTileFn fn = generated.get_at(list, nv, row, tile))
             fn(reinterpret_cast<const float *>(t.x), reinterpret_cast<const float *>(t.w), channels,
                reinterpret_cast<float *>(t.out), (int64_t)t.mode, nullptr);
         else
@@ -1968,7 +2134,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     for (int64_t j = 0; j < it.len; j += s.ur) {
                         const int ur = (int)std::min<int64_t>(s.ur, it.len - j);
                         run_one_tile(block + r * s.rstep + j, sums + (r * it.len + j) * it.width, ur, t, nv, list,
-                                   channels);
+                                     channels, it.oh0 + r, (it.ow0 + j) / s.ur);
                         next_rows_in.step();
                         lines.step();
                     }
@@ -1979,7 +2145,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     t.x = block + r * s.rstep + j;
                     t.out = sums + (r * it.len + j) * it.width;
                     const int ur = (int)std::min<int64_t>(s.ur, it.len - j);
-                    if (jit::DirectTileFn fn = generated.get(list, nv, ur, ur))
+                    if (jit::DirectTileFn fn = generated.get_at(list, nv, it.oh0 + r, (it.ow0 + j) / s.ur))
                         fn(reinterpret_cast<const float *>(t.x), reinterpret_cast<const float *>(t.w),
                            channels, reinterpret_cast<float *>(t.out), (int64_t)t.mode, nullptr);
                     else

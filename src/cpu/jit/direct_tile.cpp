@@ -19,7 +19,7 @@ namespace conv::cpu::jit {
 
 bool DirectTileSpec::operator==(const DirectTileSpec &o) const {
     return nv == o.nv && ur == o.ur && ymm == o.ymm && wrap == o.wrap && channel_x == o.channel_x && channel_w == o.channel_w &&
-           vector_w == o.vector_w && tap_x == o.tap_x && tap_w == o.tap_w;
+           vector_w == o.vector_w && tap_x == o.tap_x && tap_w == o.tap_w && live_lo == o.live_lo && live_hi == o.live_hi;
 }
 
 #if CONV_HAVE_XBYAK
@@ -36,6 +36,7 @@ size_t hash_spec(const DirectTileSpec &s) {
     auto mix = [&h](int64_t v) { hash_mix(h, std::hash<int64_t>()(v)); };
     mix(s.channel_x), mix(s.channel_w), mix(s.vector_w);
     for (size_t t = 0; t < s.tap_x.size(); ++t) mix(s.tap_x[t]), mix(s.tap_w[t]);
+    for (size_t t = 0; t < s.live_lo.size(); ++t) mix(s.live_lo[t] * 256 + s.live_hi[t]);
     return h;
 }
 
@@ -54,6 +55,10 @@ bool fits(const DirectTileSpec &s) {
         return false;
     }
     if (s.tap_x.size() != s.tap_w.size()) return false;
+    if (s.live_lo.size() != s.live_hi.size() || (!s.live_lo.empty() && (s.ymm || s.live_lo.size() != s.tap_x.size())))
+        return false;
+    for (size_t t = 0; t < s.live_lo.size(); ++t)
+        if (s.live_lo[t] < 0 || s.live_hi[t] > s.ur) return false;
     const int64_t instructions = (int64_t)s.tap_x.size() * tap_instructions(s);
     if (instructions > kMaxInstructions) return false;
     // Every displacement and per-channel advance is a signed 32-bit immediate.
@@ -135,8 +140,10 @@ private:
         lea(vec3, ptr[vec + vec * 2]);
         enter(nv * ur, mode, reg, slot, channels, s.tap_x.empty(), loop, summed);
         for (size_t t = 0; t < s.tap_x.size(); ++t) {
+            const int lo = s.live_lo.empty() ? 0 : s.live_lo[t], hi = s.live_lo.empty() ? ur : s.live_hi[t];
+            if (lo >= hi) continue;  // every position reads the padding
             for (int v = 0; v < nv; ++v) vmovaps(wreg(v), weights(v, s.tap_w[t]));
-            for (int i = 0; i < ur; ++i) {
+            for (int i = lo; i < hi; ++i) {
                 const int64_t at = (s.tap_x[t] + i) * 4;
                 if (nv == 1) {  // one use: the FMA's own broadcast
                     vfmadd231ps(acc(0, i), wreg(0), ptr_b[x + (int)at]);

@@ -6,12 +6,15 @@
 //     for each tap t (unrolled; from 25 taps a loop over the kernel's rows,
 //     each row's taps unrolled):            (offsets are displacements)
 //       w_v = load(w + t.w + v * vector)    v < NV
-//       acc[v][i] += w_v * broadcast(x[t.x + i])   i < UR
+//       acc[v][i] += w_v * broadcast(x[t.x + i])   i < UR, live_lo[t] <= i < live_hi[t]
 //
 // What it saves over the compiled tile: the per-step table of offsets
 // (two loads and an address per step), and with one vector the broadcast
 // register (the FMA broadcasts from memory). The products are added in the
 // order the compiled tile adds them, so both give the same bits.
+// A tile on a plane's border leaves out the products of taps that read the
+// source's zero padding (`live_lo`, `live_hi`): its sums then differ from
+// the compiled tile's by adding w * 0 -- nothing, on finite weights.
 //
 // AVX2 (`ymm`): each vector of 16 channels is two ymm halves, as in the
 // compiled tile_avx2, in 16 registers. Its tiles run on across rows
@@ -36,6 +39,9 @@ struct DirectTileSpec {
     int64_t channel_w = 0;     // elements from one channel's packed weights to the next
     int64_t vector_w = 0;      // elements from one weight vector to the next
     std::vector<int64_t> tap_x, tap_w;  // per tap of a channel: its x and w offsets
+    // Per tap, the positions [lo, hi) that read the source, not its padding
+    // (zmm only; empty: every position of every tap).
+    std::vector<int8_t> live_lo, live_hi;
     bool operator==(const DirectTileSpec &o) const;
 };
 
