@@ -39,7 +39,10 @@
 //   phases, so the broadcasts of a tile are consecutive scalars at any
 //   stride and channels-last sources need nothing else. Image by image into
 //   the thread's slot where the threads take whole images (it is then read
-//   from L2), not at all where x's planes already are those planes.
+//   from L2), not at all where x's planes already are those planes, nor
+//   where the generated tiles, which leave out the padding's products,
+//   read a 2-D channels-first source at unit width stride in place
+//   (reads_in_place).
 // - Backward-data at stride s splits dx into its s_h x s_w phases; each is a
 //   unit-stride correlation of dy with the taps that reach it (phase_steps).
 // - Channels are summed in blocks (an L1-sized share of the item's source
