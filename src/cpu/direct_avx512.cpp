@@ -75,14 +75,14 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/checked.h"
-#include "core/plan_cache.h"
 #include "core/dtype.h"
+#include "core/plan_cache.h"
 #include "cpu/algorithm.h"
 #include "cpu/avx2.h"
 #include "cpu/avx512.h"
