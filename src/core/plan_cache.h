@@ -42,6 +42,7 @@ public:
     // At most this many plans; the oldest goes first (a training loop's few
     // dozen layer shapes stay; a stream of new shapes cannot grow it).
     static constexpr size_t kCapacity = 256;
+    explicit PlanCache(size_t capacity = kCapacity) : capacity_(capacity) {}
 
     // The plan made for `key` while the tuning table was at `generation`
     // (a plan chosen from an older table is stale), or null.
@@ -66,7 +67,7 @@ public:
             order_.pop_back();
             throw;
         }
-        if (order_.size() > kCapacity) {
+        if (order_.size() > capacity_) {
             map_.erase(order_.front());
             order_.pop_front();
         }
@@ -86,6 +87,7 @@ private:
         uint64_t generation;
         std::shared_ptr<const CachedPlan> plan;
     };
+    const size_t capacity_;
     mutable std::mutex mutex_;
     std::unordered_map<PlanKey, Entry, PlanKeyHash> map_;
     std::deque<PlanKey> order_;

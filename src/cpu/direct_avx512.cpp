@@ -61,7 +61,7 @@
 //   tile of a border row or column is made for its taps' live positions
 //   (Borders), as oneDNN's kernels are (a tenth of the products on 14x14 at
 //   3x3, a sixth on 7x7). A call's tiles come from a memo of recent calls'
-//   sets (TileSets): one lookup, not one a spec.
+//   sets (GeneratedTiles): one lookup, not one a spec.
 // - Finished sums get bias + ReLU and are written out: transposed into
 //   channels-first rows, straight for channels-last.
 // Every output is a plain dot product, in an order that does not depend on
@@ -1741,12 +1741,12 @@ public:
         for (int64_t j = 0; j < hj; ++j) {
             const int64_t lo = std::clamp(s.top - j * down, rmin, rmax + 1);
             const int64_t hi = std::clamp(s.top + s.hs - j * down, lo, rmax + 1);
-            row_kind_[j] = kind_of(row_ranges_, {lo, hi});
+            row_kind_[j] = kind_of(row_ranges_, std::pair<int64_t, int64_t>{lo, hi});
         }
         // Tile k's positions i read source column (k * ur + i + col) * sw + phase - left.
         const int64_t tiles = ceil_div(wj, s.ur);
         tile_kind_.resize(tiles);
-        std::vector<int8_t> lo(count), hi(count);
+        std::vector<int8_t> lo(count), hi(count);  // per tap: the tile's live positions [lo, hi)
         for (int64_t k = 0; k < tiles; ++k) {
             const int64_t b = k * s.ur, u = std::min<int64_t>(s.ur, wj - b);
             for (int64_t t = 0; t < count; ++t) {
@@ -1755,37 +1755,38 @@ public:
                 lo[t] = (int8_t)std::clamp<int64_t>(first - b - col[t], 0, u);
                 hi[t] = (int8_t)std::clamp<int64_t>(end - b - col[t], lo[t], u);
             }
-            int64_t found = 0;
-            while (found < (int64_t)tile_ur_.size() &&
-                   !(tile_ur_[found] == u && std::equal(lo.begin(), lo.end(), tile_lo_[found].begin()) &&
-                     std::equal(hi.begin(), hi.end(), tile_hi_[found].begin())))
-                ++found;
-            if (found == (int64_t)tile_ur_.size()) tile_ur_.push_back((int)u), tile_lo_.push_back(lo), tile_hi_.push_back(hi);
-            tile_kind_[k] = found;
+            tile_kind_[k] = kind_of(tile_kinds_, TileKind{(int)u, lo, hi});
         }
     }
-    int64_t kinds() const { return (int64_t)(row_ranges_.size() * tile_ur_.size()); }
+    int64_t kinds() const { return (int64_t)(row_ranges_.size() * tile_kinds_.size()); }
     int64_t kind(int64_t row, int64_t tile) const {
-        return row_kind_[row] * (int64_t)tile_ur_.size() + tile_kind_[tile];
+        return row_kind_[row] * (int64_t)tile_kinds_.size() + tile_kind_[tile];
     }
     // Kind k's positions and, per tap, its live positions (left empty where
     // every product reads the source).
-    int ur(int64_t k) const { return tile_ur_[k % tile_ur_.size()]; }
+    int ur(int64_t k) const { return tile_kinds_[k % tile_kinds_.size()].ur; }
     void live(int64_t k, std::vector<int8_t> &lo, std::vector<int8_t> &hi) const {
-        const auto [rlo, rhi] = row_ranges_[k / tile_ur_.size()];
-        const int64_t c = k % tile_ur_.size(), u = tile_ur_[c];
+        const auto [rlo, rhi] = row_ranges_[k / tile_kinds_.size()];
+        const TileKind &c = tile_kinds_[k % tile_kinds_.size()];
         lo.resize(tap_row_.size()), hi.resize(tap_row_.size());
         bool all = true;
         for (size_t t = 0; t < tap_row_.size(); ++t) {
             const bool in = tap_row_[t] >= rlo && tap_row_[t] < rhi;
-            lo[t] = in ? tile_lo_[c][t] : 0, hi[t] = in ? tile_hi_[c][t] : 0;
-            all = all && lo[t] == 0 && hi[t] == u;
+            lo[t] = in ? c.lo[t] : 0, hi[t] = in ? c.hi[t] : 0;
+            all = all && lo[t] == 0 && hi[t] == c.ur;
         }
         if (all) lo.clear(), hi.clear();
     }
 
 private:
-    static int64_t kind_of(std::vector<std::pair<int64_t, int64_t>> &kinds, std::pair<int64_t, int64_t> key) {
+    struct TileKind {
+        int ur;                      // the tile's positions
+        std::vector<int8_t> lo, hi;  // per tap: its live positions [lo, hi)
+        bool operator==(const TileKind &o) const { return ur == o.ur && lo == o.lo && hi == o.hi; }
+    };
+    // The index of `key` in `kinds`, added if new.
+    template <class Kind>
+    static int64_t kind_of(std::vector<Kind> &kinds, const Kind &key) {
         const auto at = std::find(kinds.begin(), kinds.end(), key);
         if (at != kinds.end()) return at - kinds.begin();
         kinds.push_back(key);
@@ -1793,9 +1794,8 @@ private:
     }
     std::vector<int64_t> tap_row_;  // per tap: the padded row it reads, relative to the tile's
     std::vector<std::pair<int64_t, int64_t>> row_ranges_;  // taps' padded rows [lo, hi) in the source
-    std::vector<int64_t> row_kind_, tile_kind_;
-    std::vector<int> tile_ur_;
-    std::vector<std::vector<int8_t>> tile_lo_, tile_hi_;
+    std::vector<TileKind> tile_kinds_;
+    std::vector<int64_t> row_kind_, tile_kind_;  // per row, per tile: its index in the kinds
 };
 
 // The generated tiles one call runs: per phase, per (vectors, positions) its
@@ -1805,7 +1805,7 @@ private:
 // border kind of a row and tile (Borders). Null entries run the compiled
 // tiles: generation never fails a pass, and a conv_find_algorithms trial
 // that ran before keeps its results.
-struct TileSet {
+struct TileSet : CachedPlan {
     std::vector<jit::DirectTileFn> fn;
     std::vector<Borders> borders;  // per step list (tiles within rows)
     std::vector<int64_t> first;    // per step list: its first kind's entry of fn / kMaxVectors
@@ -1893,30 +1893,11 @@ struct TileSet {
     }
 };
 
-// The tile sets of recent calls, by what a set is made from (the geometry
-// but the batch, the pass, the element size, the math mode, the ISA, an
-// item's rows and the weights' vector pitch): a repeated call finds its
-// kernels with one lookup rather than one a spec (3 us a call on 8x8
-// layers with their border kinds). At most kCapacity sets; then it starts over.
-class TileSets {
-public:
-    static constexpr size_t kCapacity = 64;
-    std::shared_ptr<const TileSet> find(const PlanKey &key) {
-        std::lock_guard<std::mutex> hold(lock_);
-        auto it = sets_.find(key);
-        return it == sets_.end() ? nullptr : it->second;
-    }
-    void put(const PlanKey &key, std::shared_ptr<const TileSet> set) {
-        std::lock_guard<std::mutex> hold(lock_);
-        if (sets_.size() >= kCapacity) sets_.clear();
-        sets_.emplace(key, std::move(set));
-    }
-
-private:
-    std::mutex lock_;
-    std::unordered_map<PlanKey, std::shared_ptr<const TileSet>, PlanKeyHash> sets_;
-};
-
+// The tile sets of recent calls are kept in a PlanCache (GeneratedTiles),
+// keyed by what a set is made from (the geometry but the batch, the pass,
+// the element size, the math mode, the ISA, an item's rows and the weights'
+// vector pitch): a repeated call finds its kernels with one lookup rather
+// than one a spec (3 us a call on 8x8 layers with their border kinds).
 PlanKey tile_set_key(const ConvGeometry &g, conv_op_t op, size_t es, bool strict, int64_t rows, int64_t vector_w,
                      bool in_place) {
     PlanKey k;
@@ -1929,23 +1910,26 @@ PlanKey tile_set_key(const ConvGeometry &g, conv_op_t op, size_t es, bool strict
     return k;
 }
 
-// A call's tile set: from recent calls' (TileSets), else looked up spec by spec.
+// A call's tile set: from recent calls', else looked up spec by spec.
 // `in_place`: made to read the source where it lies; then all tiles or none
 // (the compiled tiles read the padded copy).
 class GeneratedTiles {
 public:
+    static constexpr size_t kRecentTileSets = 64;
+
     GeneratedTiles(const ConvArgs &args, const Shape &s, const Step *steps, int64_t phase_len,
                    const StepLists &lists, int64_t rows, int64_t vector_w, bool floats, bool in_place) {
         if (!floats || !jit::enabled()) return;
-        static auto *recent = new TileSets;  // never destroyed: plans may outlive static destructors
+        // Never destroyed: plans may outlive static destructors.
+        static auto *recent = new PlanCache(kRecentTileSets);
         try {
             const PlanKey key = tile_set_key(*args.g, args.op, sizeof(float), args.strict, rows, vector_w, in_place);
-            set_ = recent->find(key);
+            set_ = std::static_pointer_cast<const TileSet>(recent->find(key, 0));
             if (!set_) {
                 auto made = std::make_shared<TileSet>();
                 made->look_up(s, steps, phase_len, lists, rows, vector_w, in_place);
                 set_ = made;
-                recent->put(key, set_);
+                recent->put(key, 0, set_);
             }
         } catch (...) {  // no memory: the compiled tiles
             set_.reset();
