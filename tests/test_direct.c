@@ -196,6 +196,49 @@ static void test_source_major(void **state)
     conv_context_destroy(ctx);
 }
 
+/* One-shot calls on 2-4 threads whose items are rows, not whole channel
+ * blocks (1-3 blocks of destination channels, batch 1-3): each thread packs
+ * the blocks its items meet into a copy of its own, at their first use in
+ * the call (mirrors_weights). Forward and backward-data, unit and stride 2,
+ * both layouts and math modes, each case twice on one context with new
+ * data (a thread's record of what it packed must not outlive the call),
+ * exact workspaces against guard pages. */
+static void test_thread_copies(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    const struct {
+        int64_t n, c, k, hw, stride;
+        int last, threads, op;
+        conv_math_t math;
+    } cases[] = {
+        {1, 64, 64, 8, 1, 0, 2, CONV_OP_FORWARD, CONV_MATH_STRICT},
+        {1, 64, 64, 8, 1, 0, 2, CONV_OP_BACKWARD_DATA, CONV_MATH_DEFAULT},
+        {1, 96, 128, 7, 1, 1, 3, CONV_OP_FORWARD, CONV_MATH_DEFAULT},
+        {3, 40, 150, 9, 1, 0, 2, CONV_OP_BACKWARD_DATA, CONV_MATH_STRICT},
+        {1, 48, 80, 12, 2, 0, 4, CONV_OP_FORWARD, CONV_MATH_STRICT},
+        {2, 130, 24, 6, 2, 1, 3, CONV_OP_BACKWARD_DATA, CONV_MATH_DEFAULT},
+        {2, 32, 48, 10, 1, 0, 2, CONV_OP_FORWARD, CONV_MATH_DEFAULT},
+    };
+    tu_rng r;
+    tu_seed(&r, 0xd1ec5c);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].hw, cases[i].hw + 1}, kernel[2] = {3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = cases[i].stride;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+        }
+        tp.p.channels_last = cases[i].last;
+        tp.bias = cases[i].op == CONV_OP_FORWARD;
+        for (int again = 0; again < 2; again++)
+            check_exact(ctx, &tp, (conv_op_t)cases[i].op, cases[i].threads, cases[i].math, (int)((i + again) % 2), &r);
+    }
+    conv_context_destroy(ctx);
+}
+
 /* Work items whose packed vectors outgrow an L2 share pack and run them a
  * range of source channels at a time (item_ranges), their sums carried
  * between ranges: forward from 1000 channels (2-D, strided, channels-last),
@@ -641,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns), cmocka_unit_test(test_filter_balanced_columns),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
+        cmocka_unit_test(test_thread_copies),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

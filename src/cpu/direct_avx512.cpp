@@ -1554,6 +1554,22 @@ bool packs_per_item(const Shape &s, int threads) {
     return per_item <= by_image;
 }
 
+// Whether each thread packs the weight blocks its items use into a copy
+// of its own (one-shot calls whose items are not whole channel blocks):
+// weights one thread packed and another read cost the reader ~30 ns a line
+// on Zen 4 at 2 threads (the lines come from the other core's cache, and
+// the next call's packing takes them back), so a thread reading its
+// sibling's blocks ran no faster than one thread alone (ResNet-20's 64->64
+// 8x8 at batch 1: 44 us at 1 thread and at 2). Up to kMirrorBytes of
+// filter, so that a copy stays in L2 beside the rows; a bit per block and
+// slot says what a thread has packed in the call.
+constexpr int64_t kMirrorBytes = 1 << 20;
+constexpr int kMirrorThreads = 64;
+bool mirrors_weights(const Shape &s, int threads) {
+    return threads > 1 && threads <= kMirrorThreads && s.groups * ceil_div(s.dvec, s.nv) <= 64 &&
+           s.packed <= kMirrorBytes;
+}
+
 // Where an image's padded source outgrows L2 (2 MiB here), each channel's
 // rows lie in L3 as short runs a plane apart (904 bytes on VGG's 224x224),
 // which the hardware prefetcher does not follow from one channel to the
@@ -1983,7 +1999,8 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const T *packed = static_cast<const T *>(args.prepared);
     const bool per_item = !packed && packs_per_item(s, threads);
     const bool by_source = per_item && runs_source_major(s, threads, sizeof(T));
-    if (!packed && !per_item) {
+    const bool mirrored = !packed && !per_item && mirrors_weights(s, threads);
+    if (!packed && !per_item && !mirrored) {
         T *own = reinterpret_cast<T *>(base + s.packed_at);
         pack_weights(s, w_in, own, pool, threads);
         packed = own;
@@ -2009,6 +2026,22 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const bool relu = !s.backward && g.activation == CONV_ACTIVATION_RELU;
     const int64_t dst_image = s.cd * s.dst_plane, dst_slice = s.hdst * s.wdst * (s.last ? s.cd : 1);
     const int64_t kblocks = ceil_div(s.dvec, s.nv), segs = ceil_div(s.wd, s.seg);
+    // Block kb of group gi's packed vectors, as the thread in `slot` reads
+    // them: the call's packed weights, or the thread's copy (mirrored),
+    // packed at the block's first use.
+    std::array<uint64_t, kMirrorThreads> packed_blocks{};  // per slot: the blocks gi * kblocks + kb packed
+    auto weights = [&](int64_t gi, int64_t kb, int slot) -> const T * {
+        const int64_t at = (gi * s.dvec + kb * s.nv) * s.wvec;
+        if (!mirrored) return packed + at;
+        T *own = slots + slot * (s.packed / (int64_t)sizeof(T)) + at;
+        const uint64_t bit = uint64_t(1) << (gi * kblocks + kb);
+        if (!(packed_blocks[(size_t)slot] & bit)) {
+            pack(s, w_in, gi, kb * s.nv, std::min<int64_t>(s.nv, s.dvec - kb * s.nv), PackTarget{0, s.csg, s.wvec},
+                 own);
+            packed_blocks[(size_t)slot] |= bit;
+        }
+        return own;
+    };
     // Fewer rows per item where the items would not keep every thread busy
     // (the sums' order does not depend on the items: same results).
     const int64_t others = s.n * s.groups * kblocks * phases * segs;
@@ -2209,8 +2242,8 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                             const RowPhase w = row_phase(q, inner, rgroups, phases);
                             for (int64_t kb = kb0; kb < std::min(kblocks, kb0 + together); ++kb)
                                 for (int64_t sg = 0; sg < segs; ++sg)
-                                    compute(n, gi, kb, w.p, w.rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec,
-                                            s.wvec, image, ahead, 0, s.csg, nullptr,
+                                    compute(n, gi, kb, w.p, w.rg, sg, weights(gi, kb, slot), s.wvec, image,
+                                            ahead, 0, s.csg, nullptr,
                                             kb == kb0 && (!inner || w.p == 0));
                         }
             },
@@ -2279,15 +2312,15 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const int64_t item_phases = inner ? phases : 1;
     pool.parallel_for(
         others * rgroups / item_phases,
-        [&](int64_t item, int) {
+        [&](int64_t item, int slot) {
             const int64_t sg = item % segs, q = item / segs % (rgroups * phases / item_phases);
             const int64_t rest = item / segs / (rgroups * phases / item_phases);
             const int64_t kb = rest % kblocks, gi = rest / kblocks % s.groups, n = rest / kblocks / s.groups;
             Trickle none;
             for (int64_t i = 0; i < item_phases; ++i) {
                 const RowPhase at = row_phase(q * item_phases + i, inner, rgroups, phases);
-                compute(n, gi, kb, at.p, at.rg, sg, packed + (gi * s.dvec + kb * s.nv) * s.wvec, s.wvec,
-                        image_at(n), none, 0, s.csg, nullptr, !inner || at.p == 0);
+                compute(n, gi, kb, at.p, at.rg, sg, weights(gi, kb, slot), s.wvec, image_at(n), none, 0, s.csg,
+                        nullptr, !inner || at.p == 0);
             }
         },
         threads);
@@ -2764,7 +2797,8 @@ public:
         const size_t es = dtype_size(dtype);
         int64_t weights = packs_per_item(s, threads)
                               ? checked_mul(checked_mul(threads * s.nv, s.wvec, "workspace"), (int64_t)es, "workspace")
-                              : s.packed;
+                          : mirrors_weights(s, threads) ? checked_mul(threads, s.packed, "workspace")
+                                                        : s.packed;
         // Source-major slots, or items' ranges, as either math mode's channel blocks make them.
         for (bool strict : {true, false}) {
             const Shape m = make_shape(g, op, es, strict);
