@@ -1876,11 +1876,15 @@ struct TileSet : CachedPlan {
             jit::DirectTileSpec spec;
             spec.ymm = s.wrap;
             spec.channel_x = in_place ? s.hs * s.ws : s.plane, spec.channel_w = s.taps * kLanes;
+            spec.position_x = in_place ? s.sw : 1;
             spec.vector_w = vector_w;
             const int64_t per_channel = phase_len ? lists.count[list] : 0;
             for (int64_t j = 0; j < per_channel; ++j) {
                 const int64_t x = steps[list * phase_len + j].x;  // padded row x / wq, column x % wq
-                spec.tap_x.push_back(in_place ? (x / s.wq - s.top) * s.ws + x % s.wq - s.left : x);
+                // In place: padded row x / (sw * wq), column phase x / wq % sw, column x % wq.
+                spec.tap_x.push_back(in_place ? (x / (s.sw * s.wq) - s.top) * s.ws + x % s.wq * s.sw +
+                                                    x / s.wq % s.sw - s.left
+                                              : x);
                 spec.tap_w.push_back(steps[list * phase_len + j].w);
             }
             if (!s.wrap) {  // per border kind of the phase's rows and tiles
@@ -1996,19 +2000,20 @@ private:
 // Whether the generated tiles may read the source where it lies rather
 // than its padded copy: they leave out every product that reads the
 // padding (Borders), so where the padded planes differ from the source's
-// only by their border -- a 2-D channels-first pass at unit width stride
-// (backward-data: unit stride) -- the copy is not needed. Its offsets are
+// only by their border -- a 2-D channels-first pass (backward-data: at unit
+// stride; forward's width stride the tiles' step from one position to the
+// next) -- the copy is not needed. Its offsets are
 // the padded steps' moved onto rows of ws; a tile's first position must lie
 // in the plane (outputs no larger than the source), and a source outgrowing
 // kSourceAheadBytes keeps its copy (the next rows' prefetch reads that).
 // The copy was 4-7% of ResNet's 3x3 forward on 28x28 and 56x56.
 bool reads_in_place(const Shape &s) {
     const bool planar = s.kz == 1 && s.zs == 1 && s.zdst == 1 && s.dp == 1 && s.front == 0;  // no depth padding
-    if (!planar || s.wrap || s.last || s.sw != 1 || s.fh != 1 || s.fw != 1 || source_is_padded(s) ||
+    if (!planar || s.wrap || s.last || s.fh != 1 || s.fw != 1 || source_is_padded(s) ||
         s.image_bytes > kSourceAheadBytes)
         return false;
-    const int64_t down = s.rstep / s.wq;  // source rows from one destination row to the next
-    return (s.hd - 1) * down < s.hs && s.wd <= s.ws;
+    const int64_t down = s.rstep / (s.sw * s.wq);  // source rows from one destination row to the next
+    return (s.hd - 1) * down < s.hs && (s.wd - 1) * s.sw < s.ws;
 }
 
 // What the workspace holds past packed_at: the packed weights (the whole
@@ -2109,6 +2114,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const bool in_place = source_is_padded(s) || generated.in_place();
     const int64_t plane_x = generated.in_place() ? s.hs * s.ws : s.plane;
     const int64_t rstep_x = generated.in_place() ? s.rstep / (s.sw * s.wq) * s.ws : s.rstep;
+    const int64_t position_x = generated.in_place() ? s.sw : 1;  // from one position to the next
     const bool source_per_thread = !in_place && mirrors_source(s, threads);
     if (!in_place && !by_image && !source_per_thread) pad_source(s, input, source, pool, threads);
     const int64_t image_source = s.cs * plane_x;
@@ -2225,7 +2231,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             const int64_t channels = std::min(s.cblock, s.csg - c0);
             Tile t{nullptr, w + (c0 - c_begin) * s.taps * kLanes, wvec, phase, channels * per_channel, nullptr,
                    c0 == 0 ? Mode::fresh : args.strict ? Mode::partial : Mode::running, {}};
-            const T *block = x + c0 * plane_x + it.oh0 * rstep_x + it.ow0;  // the item's first position
+            const T *block = x + c0 * plane_x + it.oh0 * rstep_x + it.ow0 * position_x;  // the item's first position
             if (s.wrap) {  // tiles over the item's positions in row order, across rows
                 const int64_t total = it.rows * it.len;
                 for (int64_t q = 0, r = 0, j = 0; q < total; q += s.ur) {
@@ -2257,7 +2263,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 for (int64_t r = 0; r < it.rows; ++r)
                     for (int64_t j = 0; j < it.len; j += s.ur) {
                         const int ur = (int)std::min<int64_t>(s.ur, it.len - j);
-                        run_one_tile(block + r * rstep_x + j, sums + (r * it.len + j) * it.width, ur, t, nv, list,
+                        run_one_tile(block + r * rstep_x + j * position_x, sums + (r * it.len + j) * it.width, ur, t, nv, list,
                                      channels, it.oh0 + r, (it.ow0 + j) / s.ur);
                         next_rows_in.step();
                         lines.step();
@@ -2266,7 +2272,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             }
             for (int64_t r = 0; r < it.rows; ++r)
                 for (int64_t j = 0; j < it.len; j += s.ur) {
-                    t.x = block + r * rstep_x + j;
+                    t.x = block + r * rstep_x + j * position_x;
                     t.out = sums + (r * it.len + j) * it.width;
                     const int ur = (int)std::min<int64_t>(s.ur, it.len - j);
                     if (jit::DirectTileFn fn = generated.get_at(list, nv, it.oh0 + r, (it.ow0 + j) / s.ur))

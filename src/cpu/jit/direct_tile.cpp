@@ -18,7 +18,8 @@
 namespace conv::cpu::jit {
 
 bool DirectTileSpec::operator==(const DirectTileSpec &o) const {
-    return nv == o.nv && ur == o.ur && ymm == o.ymm && wrap == o.wrap && channel_x == o.channel_x && channel_w == o.channel_w &&
+    return nv == o.nv && ur == o.ur && ymm == o.ymm && wrap == o.wrap && channel_x == o.channel_x &&
+           position_x == o.position_x && channel_w == o.channel_w &&
            vector_w == o.vector_w && tap_x == o.tap_x && tap_w == o.tap_w && live_lo == o.live_lo && live_hi == o.live_hi;
 }
 
@@ -34,7 +35,7 @@ constexpr int64_t kLoopTaps = 25;           // taps a channel from which a kerne
 size_t hash_spec(const DirectTileSpec &s) {
     size_t h = std::hash<int64_t>()(((s.nv * 64 + s.ur) * 64 + s.wrap) * 2 + s.ymm);
     auto mix = [&h](int64_t v) { hash_mix(h, std::hash<int64_t>()(v)); };
-    mix(s.channel_x), mix(s.channel_w), mix(s.vector_w);
+    mix(s.channel_x), mix(s.position_x), mix(s.channel_w), mix(s.vector_w);
     for (size_t t = 0; t < s.tap_x.size(); ++t) mix(s.tap_x[t]), mix(s.tap_w[t]);
     for (size_t t = 0; t < s.live_lo.size(); ++t) mix(s.live_lo[t] * 256 + s.live_hi[t]);
     return h;
@@ -48,6 +49,7 @@ int64_t tap_instructions(const DirectTileSpec &s) {
 
 bool fits(const DirectTileSpec &s) {
     if (s.nv < 1 || s.ur < 1 || s.nv > 4) return false;
+    if (s.position_x < 1 || (s.ymm && s.position_x != 1)) return false;
     if (s.ymm) {  // accumulators, weight halves, broadcast; the wrap within the tile
         if (s.nv > 3 || 2 * s.nv * s.ur + 2 * s.nv + 1 > kYmmRegisters) return false;
         if (s.wrap < 1 || s.wrap > s.ur) return false;
@@ -66,7 +68,7 @@ bool fits(const DirectTileSpec &s) {
     auto small = [&](int64_t v) { return v >= -kLimit && v <= kLimit; };
     if (!small(s.channel_x) || !small(s.channel_w) || !small(s.vector_w * 3)) return false;
     for (size_t t = 0; t < s.tap_x.size(); ++t)
-        if (!small(s.tap_x[t] + s.ur) || !small(s.tap_w[t])) return false;
+        if (!small(s.tap_x[t] + s.ur * s.position_x) || !small(s.tap_w[t])) return false;
     return true;
 }
 
@@ -144,7 +146,7 @@ private:
             if (lo >= hi) continue;  // every position reads the padding
             for (int v = 0; v < nv; ++v) vmovaps(wreg(v), weights(v, s.tap_w[t]));
             for (int i = lo; i < hi; ++i) {
-                const int64_t at = (s.tap_x[t] + i) * 4;
+                const int64_t at = (s.tap_x[t] + i * s.position_x) * 4;
                 if (nv == 1) {  // one use: the FMA's own broadcast
                     vfmadd231ps(acc(0, i), wreg(0), ptr_b[x + (int)at]);
                     continue;

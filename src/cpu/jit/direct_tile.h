@@ -6,7 +6,8 @@
 //     for each tap t (unrolled; from 25 taps a loop over the kernel's rows,
 //     each row's taps unrolled):            (offsets are displacements)
 //       w_v = load(w + t.w + v * vector)    v < NV
-//       acc[v][i] += w_v * broadcast(x[t.x + i])   i < UR, live_lo[t] <= i < live_hi[t]
+//       acc[v][i] += w_v * broadcast(x[t.x + i * position_x])
+//                                           i < UR, live_lo[t] <= i < live_hi[t]
 //
 // What it saves over the compiled tile: the per-step table of offsets
 // (two loads and an address per step), and with one vector the broadcast
@@ -36,6 +37,7 @@ struct DirectTileSpec {
     bool ymm = false;          // AVX2: two ymm halves a vector, 16 registers
     int wrap = 0;              // ymm: positions before the next row's (ur: none)
     int64_t channel_x = 0;     // elements from one source channel's plane to the next
+    int64_t position_x = 1;    // elements from one position to the next (zmm; ymm: 1)
     int64_t channel_w = 0;     // elements from one channel's packed weights to the next
     int64_t vector_w = 0;      // elements from one weight vector to the next
     std::vector<int64_t> tap_x, tap_w;  // per tap of a channel: its x and w offsets
