@@ -2000,17 +2000,18 @@ private:
 // Whether the generated tiles may read the source where it lies rather
 // than its padded copy: they leave out every product that reads the
 // padding (Borders), so where the padded planes differ from the source's
-// only by their border -- a 2-D channels-first pass (backward-data: at unit
-// stride; forward's width stride the tiles' step from one position to the
-// next) -- the copy is not needed. Its offsets are
+// only by their border -- a 2-D channels-first pass; forward's width stride
+// is the tiles' step from one position to the next, and backward-data's
+// phases read dy at unit stride -- the copy is not needed. Its offsets are
 // the padded steps' moved onto rows of ws; a tile's first position must lie
 // in the plane (outputs no larger than the source), and a source outgrowing
 // kSourceAheadBytes keeps its copy (the next rows' prefetch reads that).
-// The copy was 4-7% of ResNet's 3x3 forward on 28x28 and 56x56.
+// The copy was 4-7% of ResNet's 3x3 forward on 28x28 and 56x56; at stride
+// 2 backward-data, 1 thread 1.01-1.06x, 2 threads 1.17x (32->64 16x16) and
+// 1.41x (16->32 32x32), where each thread had padded dy for itself.
 bool reads_in_place(const Shape &s) {
     const bool planar = s.kz == 1 && s.zs == 1 && s.zdst == 1 && s.dp == 1 && s.front == 0;  // no depth padding
-    if (!planar || s.wrap || s.last || s.fh != 1 || s.fw != 1 || source_is_padded(s) ||
-        s.image_bytes > kSourceAheadBytes)
+    if (!planar || s.wrap || s.last || source_is_padded(s) || s.image_bytes > kSourceAheadBytes)
         return false;
     const int64_t down = s.rstep / (s.sw * s.wq);  // source rows from one destination row to the next
     return (s.hd - 1) * down < s.hs && (s.wd - 1) * s.sw < s.ws;
