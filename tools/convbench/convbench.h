@@ -173,7 +173,7 @@ enum { CB_SEED_X = 1, CB_SEED_W = 2, CB_SEED_DY = 3 };
 
 /* The timing policy, one for libconv and every peer: o->warmup untimed
  * calls, then timed calls (o->repeats of them, or adaptively until about
- * 0.3 s, 3 to 50 calls), and their median. `call` returns 0 when the call
+ * 0.3 s or, past 20 ms, 50 calls; 3 to 4000 calls), and their median. `call` returns 0 when the call
  * succeeded; a nonzero value stops the timing and is returned. */
 typedef struct cb_timing {
     double ms;     /* median */
