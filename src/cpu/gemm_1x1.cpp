@@ -23,8 +23,8 @@
 namespace conv::cpu {
 namespace {
 
-bool own_kernel(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, int threads) {
-    return dtype == CONV_DTYPE_FLOAT32 && pw_avx512_covers(g, op, threads);
+bool own_kernel(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
+    return dtype == CONV_DTYPE_FLOAT32 && pw_avx512_covers(g, op);
 }
 
 bool unpadded_1x1(const ConvGeometry &g) {
@@ -169,7 +169,7 @@ public:
     // W's panels (pointwise_avx512.cpp), where a pass packs all of W per call.
     size_t prepared_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         const ConvGeometry c = g.is_pointwise() ? g : compact_geometry(g);
-        return own_kernel(c, op, dtype, 1) ? pw_avx512_prepared_bytes(c, op) : 0;
+        return own_kernel(c, op, dtype) ? pw_avx512_prepared_bytes(c, op) : 0;
     }
     void prepare_weights(const ConvGeometry &g, conv_op_t op, conv_dtype_t, const void *w, void *out,
                          ThreadPool &pool, int threads) const override {
@@ -180,10 +180,10 @@ public:
 private:
     static size_t pointwise_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,
                                   int threads) {
-        return own_kernel(g, op, dtype, threads) ? pw_avx512_workspace_bytes(g, op, threads) : 0;
+        return own_kernel(g, op, dtype) ? pw_avx512_workspace_bytes(g, op, threads) : 0;
     }
     static void run_pointwise(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
-        if (own_kernel(*args.g, args.op, args.dtype, threads))
+        if (own_kernel(*args.g, args.op, args.dtype))
             pw_avx512_run(args, ws, pool, threads);
         else
             run_gemm_conv(args, false, ws, pool, threads);

@@ -221,6 +221,7 @@ bool row_conv(const ConvGeometry &g) {
 // Rows in a strip of A (strip_w): a 64-byte line of each of W's rows. AVX2:
 // kRowsAvx2, a row tile's.
 constexpr int64_t kStrip = 16;
+constexpr int kMaxStripThreads = 64;  // the most threads that make W's strips each for itself
 int64_t strip_height() { return cpu_isa() == Isa::avx2 ? kRowsAvx2 : kStrip; }
 
 // Where row i0 of A starts, its strips (if any) Height rows each.
@@ -312,6 +313,7 @@ struct Plan {
     bool swapped;                     // channels-last backward-filter as dW^T = x^T dy, a block at a time
     bool last_taps;                   // channels-last 1-D forward and backward-data (run_last_taps)
     bool panel_by_panel;              // channels-last forward, backward-data: each panel made as its item reaches it (last_panel_by_panel)
+    bool strips_per_thread;           // w_transposed: each thread makes the strips of its items' rows, its own copy
 };
 
 // Backward-filter: dW (K x C), or dW^T (`swapped`), is split into column
@@ -519,6 +521,14 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.rows = round_up(ceil_div(outc, parts), rows_tile);
         p.row_blocks = ceil_div(outc, p.rows);
         p.items = g.n * p.col_blocks * p.row_blocks;
+        // With several threads each makes the strips of its items' rows
+        // into a copy of its own (the items row block by row block, so a
+        // thread's share is a range of rows): all threads making all strips
+        // together, each item read strips the other core had written (~30
+        // ns a line on Zen 4).
+        p.strips_per_thread = p.w_transposed && cpu_isa() == Isa::avx512 && threads > 1 &&
+                              threads <= kMaxStripThreads && p.row_blocks <= 64;
+        if (p.strips_per_thread) p.shared_bytes = checked_mul(p.shared_bytes, (size_t)threads, "workspace");
         p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() && R <= kInPlaceReduction && outc <= kInPlaceOutputs;
         if (!p.b_in_place)
             p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols + p.last_cols, panel) * 4, "workspace");
@@ -728,12 +738,14 @@ CONV_TARGET_AVX512 void pack_panels_avx512(const Gemm &m, int64_t j0, int64_t j1
 // 143 vs 77 us), ~15% of a 14x14 pass. A 1-D convolution's W (K x C x
 // taps) makes [C / kStrip][K * taps][kStrip], a row per (filter, tap), each
 // 16 of a filter's channels a tap gathered taps floats apart.
+// Strips [q0, q1) only, where given.
 CONV_TARGET_AVX512 void strip_rows_avx512(const float *w, int64_t K, int64_t C, int64_t taps, int64_t k0,
-                                          int64_t k1, float *ws) {
+                                          int64_t k1, float *ws, int64_t q0 = 0, int64_t q1 = -1) {
     const int64_t strips = ceil_div(C, kStrip), rows = K * taps;
+    if (q1 < 0) q1 = strips;
     const __m512i apart = lanes_apart(taps);
     for (int64_t k = k0; k < k1; ++k)
-        for (int64_t q = 0; q < strips; ++q) {
+        for (int64_t q = q0; q < q1; ++q) {
             const __mmask16 lanes = first_lanes(C - q * kStrip);
             const float *from = w + (k * C + q * kStrip) * taps;
             for (int64_t t = 0; t < taps; ++t)
@@ -1705,7 +1717,7 @@ CONV_TARGET_AVX512 void run_last_taps(const ConvArgs &args, const Plan &p, float
 
 }  // namespace
 
-bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
+bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || (cpu_isa() != Isa::avx512 && cpu_isa() != Isa::avx2)) return false;
     if (!g.is_pointwise() || g.groups != 1) return false;
     // Empty tensors (no images, channels or positions) take the OpenBLAS
@@ -1791,13 +1803,16 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     // 512->128), batch 2 1.13x (1.08-1.17x), batch 8 1.15x (1.04-1.20x), at
     // 2 threads batch 8 1.08x and batch 2 even (0.99x). Batch 1 at 1 thread
     // too since the last few columns run down the strips (strip_tail_tile):
-    // 1.02-1.09x over the same six layers and 128->512 (it was 0.91-1.08x);
-    // at 2 threads it stays with the GEMM, whose finer split won (strips
-    // 0.94x: 256->256 0.84x; with the rows split in two, not four, 0.88x;
-    // with dy's panels packed once for all items, 0.90x). Smaller filters
-    // stay too (batch 8 and 32: 64->64 14x14 0.87-0.90x, 64->256 16x16 0.92x).
+    // 1.02-1.09x over the same six layers and 128->512 (it was 0.91-1.08x).
+    // At 2 threads the GEMM won (strips 0.94x: 256->256 0.84x) while the
+    // threads made the strips together and each read the other's half;
+    // with each thread's strips its own (strips_per_thread), 2 threads, 5
+    // alternated runs, the strips 1.06-1.12x the GEMM (1024->512 1.12x,
+    // 1024->256 and 256->1024 1.09x, 512->512 and 256->256 1.06x). Smaller
+    // filters stay with the GEMM (batch 8 and 32: 64->64 14x14 0.87-0.90x,
+    // 64->256 16x16 0.92x).
     if (op == CONV_OP_FORWARD || g.out_size() >= 784) return true;
-    if (g.out_size() >= kTransposedBelow) return (g.n >= 2 || threads <= 1) && g.c * g.k >= 256 * 256;
+    if (g.out_size() >= kTransposedBelow) return g.c * g.k >= 256 * 256;
     const double macs = (double)g.n * (double)g.c * (double)g.k * (double)g.out_size();
     return g.out_size() < kTransposedBelow && (g.c >= kTransposedChannels || macs >= double(1 << 21));
 }
@@ -1869,7 +1884,7 @@ namespace {
 // panels are packed in other forms).
 bool makes_whole_w(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512 || op == CONV_OP_BACKWARD_FILTER) return false;
-    if (!pw_avx512_covers(g, op, 1)) return false;
+    if (!pw_avx512_covers(g, op)) return false;
     const Plan p = make_plan(g, op, 1);
     return p.transposed || p.last || p.w_transposed;
 }
@@ -2033,16 +2048,33 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     }
     const size_t slot_floats = p.slot_bytes / sizeof(float);
     const float *wt = prepared;  // W's strips for p.w_transposed
-    if (p.w_transposed && !prepared) {
+    const bool own_strips = p.strips_per_thread && !prepared;
+    if (p.w_transposed && !prepared && !own_strips) {
         strip_w(g, static_cast<const float *>(args.w), scratch, pool, threads);
         wt = scratch;
     }
     float *slots = scratch + p.shared_bytes / sizeof(float);
+    const size_t strips_floats = p.shared_bytes / (size_t)threads / sizeof(float);  // a thread's (own_strips)
+    std::array<uint64_t, kMaxStripThreads> made{};  // per slot: the row blocks whose strips its copy holds
     pool.parallel_for(
         p.items,
         [&](int64_t item, int s) {
-            const int64_t rb = item % p.row_blocks, cb = item / p.row_blocks % p.col_blocks;
-            const Gemm m = pass_gemm(args, item / p.row_blocks / p.col_blocks, p, wt);
+            // Own strips: row blocks outermost, so a thread's share is a range of rows.
+            const int64_t rb = own_strips ? item / (g.n * p.col_blocks) : item % p.row_blocks;
+            const int64_t cb = own_strips ? item % p.col_blocks : item / p.row_blocks % p.col_blocks;
+            const int64_t n = own_strips ? item / p.col_blocks % g.n : item / p.row_blocks / p.col_blocks;
+            const float *strips = wt;
+            if (own_strips) {
+                float *own = scratch + (size_t)s * strips_floats;
+                if (!(made[(size_t)s] >> rb & 1)) {
+                    const int64_t r0 = rb * p.rows, r1 = std::min(g.c, r0 + p.rows);
+                    strip_rows_avx512(static_cast<const float *>(args.w), g.k, g.c, g.kernel[2], 0, g.k, own,
+                                      r0 / kStrip, ceil_div(r1, kStrip));
+                    made[(size_t)s] |= uint64_t(1) << rb;
+                }
+                strips = own;
+            }
+            const Gemm m = pass_gemm(args, n, p, strips);
             const auto [j0, j1] = block_columns(p, cb, m.N);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
             if (p.b_in_place) return run_block_avx512(m, i0, i1, j0, j1, nullptr, true);

@@ -11,9 +11,9 @@
 
 namespace conv::cpu {
 
-// Whether the kernels compute this fp32 pass on this CPU with this many
-// threads (a prepared plan's weights are made as for one).
-bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op, int threads);
+// Whether the kernels compute this fp32 pass on this CPU (at any thread
+// count: a plan's prepared weights serve every one).
+bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op);
 
 // Whether they compute this fp32 pass of a 1-D convolution (channels-first,
 // groups 1, stride 1; any taps, dilation and padding) as one GEMM whose
