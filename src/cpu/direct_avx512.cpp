@@ -91,6 +91,7 @@
 #include "cpu/jit/direct_tile.h"
 #include "cpu/jit/jit.h"
 #include "cpu/pointwise_avx512.h"
+#include "cpu/thread_copies.h"
 #include "cpu/trickle.h"
 
 namespace conv::cpu {
@@ -1566,13 +1567,11 @@ bool packs_per_item(const Shape &s, int threads) {
 // the next call's packing takes them back), so a thread reading its
 // sibling's blocks ran no faster than one thread alone (ResNet-20's 64->64
 // 8x8 at batch 1: 44 us at 1 thread and at 2). Up to kMirrorBytes of
-// filter, so that a copy stays in L2 beside the rows; a bit per block and
-// slot says what a thread has packed in the call.
+// filter, so that a copy stays in L2 beside the rows (ThreadCopies: its
+// pieces are the channel blocks).
 constexpr int64_t kMirrorBytes = 1 << 20;
-constexpr int kMirrorThreads = 64;
 bool mirrors_weights(const Shape &s, int threads) {
-    return threads > 1 && threads <= kMirrorThreads && s.groups * ceil_div(s.dvec, s.nv) <= 64 &&
-           s.packed <= kMirrorBytes;
+    return ThreadCopies::apply(threads, s.groups * ceil_div(s.dvec, s.nv)) && s.packed <= kMirrorBytes;
 }
 
 // Whether each thread pads the image its items read into a copy of its
@@ -1586,8 +1585,7 @@ bool mirrors_weights(const Shape &s, int threads) {
 // one image, up to kMirrorSourceBytes.
 constexpr int64_t kMirrorSourceBytes = 1 << 20;
 bool mirrors_source(const Shape &s, int threads) {
-    if (threads <= 1 || threads > kMirrorThreads || source_is_padded(s) || s.image_bytes > kMirrorSourceBytes)
-        return false;
+    if (!ThreadCopies::apply(threads, 1) || source_is_padded(s) || s.image_bytes > kMirrorSourceBytes) return false;
     return packs_per_item(s, threads) ? s.n == 1 : !takes_images(s, threads);
 }
 
@@ -2085,17 +2083,14 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // Block kb of group gi's packed vectors, as the thread in `slot` reads
     // them: the call's packed weights, or the thread's copy (mirrored),
     // packed at the block's first use.
-    std::array<uint64_t, kMirrorThreads> packed_blocks{};  // per slot: the blocks gi * kblocks + kb packed
+    ThreadCopies packed_blocks;  // pieces: the blocks gi * kblocks + kb
     auto weights = [&](int64_t gi, int64_t kb, int slot) -> const T * {
         const int64_t at = (gi * s.dvec + kb * s.nv) * s.wvec;
         if (!mirrored) return packed + at;
         T *own = slots + slot * (s.packed / (int64_t)sizeof(T)) + at;
-        const uint64_t bit = uint64_t(1) << (gi * kblocks + kb);
-        if (!(packed_blocks[(size_t)slot] & bit)) {
+        if (packed_blocks.first_use(slot, gi * kblocks + kb))
             pack(s, w_in, gi, kb * s.nv, std::min<int64_t>(s.nv, s.dvec - kb * s.nv), PackTarget{0, s.csg, s.wvec},
                  own);
-            packed_blocks[(size_t)slot] |= bit;
-        }
         return own;
     };
     // Fewer rows per item where the items would not keep every thread busy
@@ -2127,7 +2122,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                                                   weights_bytes(g, args.op, sizeof(T), threads),
                                                               64))
                                         : nullptr;
-    std::array<int64_t, kMirrorThreads> copied{};  // per slot: the image its copy holds, plus 1
+    std::array<int64_t, ThreadCopies::kMaxThreads> copied{};  // per slot: the image its copy holds, plus 1
     auto image_at = [&](int64_t n, int slot) -> const T * {
         if (!source_per_thread) return (in_place ? input : source) + n * image_source;
         T *own = copies + slot * (source_copy_bytes(s) / (int64_t)sizeof(T));

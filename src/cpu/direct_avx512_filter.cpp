@@ -32,8 +32,8 @@
 // With AVX2 one vector of filters x 6 columns in ymm halves (tile_avx2);
 // without either, or in float64, the same tiles through portable C++.
 #include <algorithm>
-#include <cstring>
 #include <array>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -50,6 +50,7 @@
 #include "cpu/isa.h"
 #include "cpu/jit/filter_tile.h"
 #include "cpu/jit/jit.h"
+#include "cpu/thread_copies.h"
 
 namespace conv::cpu {
 namespace {
@@ -65,7 +66,6 @@ constexpr int64_t kDyCopyBytes = 256 << 10; // laid-out dy of a block of images 
 // Rows split into kRowParts items where at most kRowPartBlocks filter blocks
 // meet planes of kRowPartRows rows or more (conv1 layers; make_shape).
 constexpr int64_t kRowParts = 4;
-constexpr int kMaxCopyThreads = 64;  // the most threads that lay out dy each for itself
 constexpr int64_t kRowPartBlocks = 2;
 constexpr int64_t kRowPartRows = 64;
 
@@ -231,8 +231,8 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     // digits' 16->32 8x8 1.02-1.10x, MNIST's 32->64 26x26 1.06x; ResNet-50's
     // 3x3 layers even (0.98-1.02x).
     const double dy_block_bytes = (double)s.block_images * (double)dy_image * (double)es;
-    s.dy_per_thread = threads > 1 && threads <= kMaxCopyThreads && !s.chunked && !s.dy_in_place &&
-                      dy_block_bytes <= kDyCopyBytes && blocks <= 64;
+    s.dy_per_thread = ThreadCopies::apply(threads, blocks) && !s.chunked && !s.dy_in_place &&
+                      dy_block_bytes <= kDyCopyBytes;
     const int64_t source = checked_mul(checked_mul(s.block_images, x_image, "workspace"),
                                        (int64_t)es, "workspace");
     s.source_at = (size_t)round_up(checked_mul(s.ck, 8, "workspace"), 64);
@@ -599,8 +599,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
         ConvGeometry block = g;
         block.n = images;
         direct_pad_source(block, x + n0 * g.c * g.in_size(), source, pool, threads);
-        // Per slot: the filter blocks (gi * kblocks + kb) whose dy its copy holds (dy_per_thread).
-        std::array<uint64_t, kMaxCopyThreads> laid_out{};
+        ThreadCopies laid_out;  // dy_per_thread; pieces: the filter blocks gi * kblocks + kb
         if (!s.chunked && !s.dy_in_place && !s.dy_per_thread)
             pool.parallel_for(
                 images * s.groups * s.dvec,
@@ -621,13 +620,11 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 T *sums = slots + (s.image_blocks > 1 || s.row_parts > 1 ? item : slot) * s.slot;
                 // The laid-out dy the item reads: all threads', or its thread's own copy.
                 T *own_dy = s.dy_per_thread ? dyv + slot * s.block_images * s.groups * s.dvec * vec_len : dyv;
-                const uint64_t block_bit = uint64_t(1) << (gi * kblocks + kb);
-                if (s.dy_per_thread && !(laid_out[(size_t)slot] & block_bit)) {
+                if (s.dy_per_thread && laid_out.first_use(slot, gi * kblocks + kb)) {
                     for (int64_t n = 0; n < images; ++n)
                         for (int v = 0; v < nv; ++v)
                             lay_out_vector(s, dy, n0 + n, gi, kb * s.nv + v, 0, s.positions,
                                            own_dy + ((n * s.groups + gi) * s.dvec + kb * s.nv + v) * vec_len);
-                    laid_out[(size_t)slot] |= block_bit;
                 }
                 const T *group_x = source + gi * s.csg * s.src.plane;
                 // dw's rows of the item, far apart and cold on large filters:

@@ -66,6 +66,7 @@
 #include "cpu/avx2.h"
 #include "cpu/avx512.h"
 #include "cpu/epilogue.h"
+#include "cpu/thread_copies.h"
 
 namespace conv::cpu {
 namespace {
@@ -221,7 +222,6 @@ bool row_conv(const ConvGeometry &g) {
 // Rows in a strip of A (strip_w): a 64-byte line of each of W's rows. AVX2:
 // kRowsAvx2, a row tile's.
 constexpr int64_t kStrip = 16;
-constexpr int kMaxStripThreads = 64;  // the most threads that make W's strips each for itself
 int64_t strip_height() { return cpu_isa() == Isa::avx2 ? kRowsAvx2 : kStrip; }
 
 // Where row i0 of A starts, its strips (if any) Height rows each.
@@ -526,8 +526,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // thread's share is a range of rows): all threads making all strips
         // together, each item read strips the other core had written (~30
         // ns a line on Zen 4).
-        p.strips_per_thread = p.w_transposed && cpu_isa() == Isa::avx512 && threads > 1 &&
-                              threads <= kMaxStripThreads && p.row_blocks <= 64;
+        p.strips_per_thread = p.w_transposed && cpu_isa() == Isa::avx512 && ThreadCopies::apply(threads, p.row_blocks);
         if (p.strips_per_thread) p.shared_bytes = checked_mul(p.shared_bytes, (size_t)threads, "workspace");
         p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() && R <= kInPlaceReduction && outc <= kInPlaceOutputs;
         if (!p.b_in_place)
@@ -2055,7 +2054,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     }
     float *slots = scratch + p.shared_bytes / sizeof(float);
     const size_t strips_floats = p.shared_bytes / (size_t)threads / sizeof(float);  // a thread's (own_strips)
-    std::array<uint64_t, kMaxStripThreads> made{};  // per slot: the row blocks whose strips its copy holds
+    ThreadCopies made;  // own_strips; pieces: the row blocks
     pool.parallel_for(
         p.items,
         [&](int64_t item, int s) {
@@ -2066,11 +2065,10 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             const float *strips = wt;
             if (own_strips) {
                 float *own = scratch + (size_t)s * strips_floats;
-                if (!(made[(size_t)s] >> rb & 1)) {
+                if (made.first_use(s, rb)) {
                     const int64_t r0 = rb * p.rows, r1 = std::min(g.c, r0 + p.rows);
                     strip_rows_avx512(static_cast<const float *>(args.w), g.k, g.c, g.kernel[2], 0, g.k, own,
                                       r0 / kStrip, ceil_div(r1, kStrip));
-                    made[(size_t)s] |= uint64_t(1) << rb;
                 }
                 strips = own;
             }
