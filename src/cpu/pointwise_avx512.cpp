@@ -813,10 +813,11 @@ struct CoPack {
 // for the hardware prefetcher).
 constexpr int64_t kCopyAhead = 8;
 
+template <int64_t Ahead = kCopyAhead>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void copy_row(CoPack &c) {
-    if (c.ahead > kCopyAhead)
+    if (c.ahead > Ahead)
         for (int v = 0; v < kVecs; ++v)
-            if (c.lanes[v]) _mm_prefetch((const char *)(c.b + kCopyAhead * c.b_red + 16 * v), _MM_HINT_T0);
+            if (c.lanes[v]) _mm_prefetch((const char *)(c.b + Ahead * c.b_red + 16 * v), _MM_HINT_T0);
     for (int v = 0; v < kVecs; ++v) _mm512_store_ps(c.dst + 16 * v, _mm512_maskz_loadu_ps(c.lanes[v], c.b + 16 * v));
     c.b += c.b_red, c.dst += kPanel, --c.left, --c.ahead;
 }
@@ -945,6 +946,39 @@ constexpr std::array<std::array<TileFn, kVecs>, kRows> tile_table(std::integer_s
 }
 constexpr auto kTiles = tile_table<false>(std::make_integer_sequence<int, kRows>{});
 constexpr auto kInPlaceTiles = tile_table<true>(std::make_integer_sequence<int, kRows>{});
+
+// A tile that also copies the next panel from B (a CoPack), a row each
+// reduction step, under its FMAs (run_block_avx512's `make`): the copy's
+// loads wait on x in L2 or L3 while the FMAs run, where a copy ahead of the
+// tiles waited alone (7% of 64->64 56x56's forward). Rows are asked for
+// kAhead on, as pack_panels_avx512 does. Not for Gemm::a_seg or ahead_lines.
+template <int MR, int NV>
+CONV_TARGET_AVX512 void packing_tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel, __mmask16 tail,
+                                     CoPack &cp) {
+    __m512 acc[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    const float *a = a_rows(m, i0);
+    const int64_t a_row = m.a_row, a_red = m.a_red;
+    int64_t r = 0;
+#pragma GCC unroll 2
+    for (; r < m.R && cp.left > 0; ++r) {
+        tile_step<MR, NV>(acc, a, a_row, a_red, panel);
+        copy_row<kAhead>(cp);
+    }
+#pragma GCC unroll 4
+    for (; r < m.R; ++r) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
+    put_tile<MR, NV>(m, i0, j0, acc, tail);
+}
+
+using PackingTileFn = void (*)(const Gemm &, int64_t, int64_t, const float *, __mmask16, CoPack &);
+template <int... Rows>
+constexpr std::array<std::array<PackingTileFn, kVecs>, kRows> packing_tile_table(std::integer_sequence<int, Rows...>) {
+    return {{{packing_tile<Rows + 1, 1>, packing_tile<Rows + 1, 2>, packing_tile<Rows + 1, 3>}...}};
+}
+constexpr auto kPackingTiles = packing_tile_table(std::make_integer_sequence<int, kRows>{});
 
 // The sums of one dot-product tile's output (row, col) written with its
 // bias, ReLU and accumulation.
@@ -1128,24 +1162,51 @@ PanelAhead panel_source(const Gemm &m, int64_t q0, int64_t q1, int64_t tiles) {
     return a;
 }
 
+// Rows [k0, k0 + steps) of W's columns [q0, q0 + width) (b: W, b_red apart)
+// as one panel's steps at dst, a CoPack to run under tiles.
+CoPack block_copy(const Gemm &w, int64_t k0, int64_t steps, int64_t q0, int64_t width, float *dst) {
+    CoPack c{w.b + k0 * w.b_red + q0, w.b_red, dst, steps, w.R - k0, {}};
+    for (int v = 0; v < kVecs; ++v) c.lanes[v] = first_lanes(std::clamp<int64_t>(width - 16 * v, 0, 16));
+    return c;
+}
+
+// Whether run_block_avx512 can make this GEMM's panels under its tiles
+// (`make`): B's rows read as they lie (b_col == 1), whole panels of them.
+bool packs_under_tiles(const Gemm &m) {
+    return m.b_col == 1 && m.unfold == Gemm::Unfold::none && !m.a_seg && !m.ahead_lines && !m.panel_rows;
+}
+
 // panels null: B read in place (b_col == 1), a last panel of few columns
 // too (no dot products: its columns are not contiguous). ahead: lines to
-// ask for, a share before each tile.
+// ask for, a share before each tile. make (= panels, packs_under_tiles,
+// rows outermost): the panels are made here, a dot-product tail and the
+// first panel first, each further one by the first row tile as it runs on
+// the panel before it (packing_tile).
 CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                                         const float *panels, bool rows_inner, PanelAhead *ahead = nullptr) {
+                                         const float *panels, bool rows_inner, PanelAhead *ahead = nullptr,
+                                         float *make = nullptr) {
     const auto &tiles = !panels ? kInPlaceTiles : kTiles;
     const int64_t panel_rows = m.panel_rows ? m.panel_rows : m.R;
-    if (panels && m.a_strip) {  // A in strips: a last few columns down the rows (strip_tail_tile)
-        const int64_t rest = (j1 - j0) % kPanel;
-        if (rest && dot_tail(m, rest)) {
-            run_strip_tail(m, i0, i1, j1 - rest, rest, panels + (j1 - rest - j0) * panel_rows);
-            j1 -= rest;
-        }
+    const int64_t rest = (j1 - j0) % kPanel;
+    const int64_t whole = rest && panels && dot_tail(m, rest) ? j1 - rest : j1;  // before a dot-product tail
+    if (make) {
+        if (whole < j1) pack_panels_avx512(m, whole, j1, make + (whole - j0) * panel_rows);
+        if (j0 < whole) pack_panels_avx512(m, j0, std::min(whole, j0 + kPanel), make);
+    }
+    if (panels && m.a_strip && whole < j1) {  // A in strips: a last few columns down the rows (strip_tail_tile)
+        run_strip_tail(m, i0, i1, whole, rest, panels + (whole - j0) * panel_rows);
+        j1 = whole;
     }
     walk_block(i0, i1, j0, j1, rows_inner, kRows, kPanel, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
         const float *panel = panels ? panels + (q0 - j0) * panel_rows : m.b + q0;
         if (panels && dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
         const int64_t vecs = ceil_div(cols, 16);
+        if (make && i == i0 && q0 + kPanel < whole) {
+            const int64_t next = q0 + kPanel;
+            CoPack copy = block_copy(m, 0, m.R, next, std::min(kPanel, whole - next), make + (next - j0) * panel_rows);
+            kPackingTiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)), copy);
+            return finish_copy(copy);
+        }
         Gemm asking;  // m with the tile's share of lines to ask for
         if (ahead) asking = m, ahead->give(asking);
         tiles[rows - 1][vecs - 1](ahead ? asking : m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)));
@@ -1196,14 +1257,6 @@ constexpr std::array<std::array<BlockTileFn, kVecs>, kRows> block_tile_table(std
 }
 constexpr auto kBlockTiles = block_tile_table<false>(std::make_integer_sequence<int, kRows>{});
 constexpr auto kBlockCopyTiles = block_tile_table<true>(std::make_integer_sequence<int, kRows>{});
-
-// Rows [k0, k0 + steps) of W's columns [q0, q0 + width) (b: W, b_red apart)
-// as one panel's steps at dst, a CoPack to run under tiles.
-CoPack block_copy(const Gemm &w, int64_t k0, int64_t steps, int64_t q0, int64_t width, float *dst) {
-    CoPack c{w.b + k0 * w.b_red + q0, w.b_red, dst, steps, w.R - k0, {}};
-    for (int v = 0; v < kVecs; ++v) c.lanes[v] = first_lanes(std::clamp<int64_t>(width - 16 * v, 0, 16));
-    return c;
-}
 
 // ---- AVX2: the same passes in 6 x 16 tiles over 16-column panels. Partial
 // vectors load and store through buffers (avx2.h), never past a tensor.
@@ -2077,6 +2130,8 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
             if (p.b_in_place) return run_block_avx512(m, i0, i1, j0, j1, nullptr, true);
             float *panels = slots + (size_t)s * slot_floats;
+            if (cpu_isa() == Isa::avx512 && packs_under_tiles(m))
+                return run_block_avx512(m, i0, i1, j0, j1, panels, false, nullptr, panels);
             pack_panels(m, j0, j1, panels);
             run_block(m, i0, i1, j0, j1, panels, false);
         },
