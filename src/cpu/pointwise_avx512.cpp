@@ -963,7 +963,6 @@ CONV_TARGET_AVX512 void packing_tile(const Gemm &m, int64_t i0, int64_t j0, cons
     const float *a = a_rows(m, i0);
     const int64_t a_row = m.a_row, a_red = m.a_red;
     int64_t r = 0;
-#pragma GCC unroll 2
     for (; r < m.R && cp.left > 0; ++r) {
         tile_step<MR, NV>(acc, a, a_row, a_red, panel);
         copy_row<kAhead>(cp);
@@ -1012,7 +1011,11 @@ CONV_TARGET_AVX512 void dot_tile_avx512(const Gemm &m, int64_t i0, int64_t j0, c
             for (int t = 0; t < T; ++t) acc[i * T + t] = _mm512_fmadd_ps(ai, b[t], acc[i * T + t]);
         }
     }
+    // Unrolled, as the loops above: an indexed acc[] would live on the
+    // stack, stored there every step (a third of these tiles' time).
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) put_dot(m, i0 + i, j0 + t, _mm512_reduce_add_ps(acc[i * T + t]));
 }
 
