@@ -259,6 +259,38 @@ static void test_strips_backward_data(void **state)
     }
 }
 
+/* Channels-first backward-data makes W's strips (16 dx channels each) under
+ * its tiles, a strip while the row tile before the first that reads it
+ * runs, and the rest after the tiles where no whole panel ran: dx channels
+ * 17-250 (several strips, a last partial one), planes of 4 positions (a
+ * dot-product tail alone), 15-47 (one partial panel), 49-52 (a panel and a
+ * tail) and 60-120 (several panels), batch 1-3, and filters enough (65 and
+ * up) that these planes take the strips rather than the GEMM (2^21
+ * multiply-adds under 100 positions, pw_avx512_covers). */
+static void test_strips_made_under_tiles(void **state)
+{
+    (void)state;
+    static const int64_t sides[][2] = {{2, 2}, {1, 4}, {3, 5}, {5, 9}, {7, 7}, {7, 8}, {4, 13}, {6, 11}, {9, 9}, {10, 12}};
+    uint64_t first = tu_env_seed(9500);
+    int n = tu_env_count(24);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        const int64_t *side = sides[tu_range(&r, 0, (int64_t)(sizeof sides / sizeof sides[0]) - 1)];
+        int64_t in[2] = {side[0], side[1]}, kernel[2] = {1, 1};
+        int64_t batch = tu_range(&r, 1, 3), c = tu_range(&r, 17, 250), k = tu_range(&r, 65, 300);
+        int64_t macs = batch * c * side[0] * side[1];
+        if (k * macs < ((int64_t)1 << 21))
+            k = ((int64_t)1 << 21) / macs + 1;
+        tu_problem tp;
+        tu_problem_init(&tp, 2, batch, c, k, in, kernel);
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_DATA, &r, tu_chance(&r, 30));
+    }
+}
+
 /* Channels-first backward-data on planes of 1024+ positions (where the
  * AVX2 tiles take it) reads W in strips of 6 of its columns (a row
  * tile's): dx channel counts off the strips' and tiles' edges (1-13, 64, up
@@ -475,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_streamed_filter),
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
+        cmocka_unit_test(test_strips_made_under_tiles),
         cmocka_unit_test(test_strips_backward_data_avx2),
         cmocka_unit_test(test_last_few_positions),
         cmocka_unit_test(test_unfolded_1d),

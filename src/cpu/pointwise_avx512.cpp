@@ -526,7 +526,10 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // thread's share is a range of rows): all threads making all strips
         // together, each item read strips the other core had written (~30
         // ns a line on Zen 4).
-        p.strips_per_thread = p.w_transposed && cpu_isa() == Isa::avx512 && ThreadCopies::apply(threads, p.row_blocks);
+        // One thread too: its strips are then made under its first item's tiles.
+        p.strips_per_thread = p.w_transposed && cpu_isa() == Isa::avx512 &&
+                              ((threads == 1 && p.row_blocks <= ThreadCopies::kMaxPieces) ||
+                               ThreadCopies::apply(threads, p.row_blocks));
         if (p.strips_per_thread) p.shared_bytes = checked_mul(p.shared_bytes, (size_t)threads, "workspace");
         p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() && R <= kInPlaceReduction && outc <= kInPlaceOutputs;
         if (!p.b_in_place)
@@ -807,23 +810,26 @@ struct CoPack {
     int64_t left;          // rows still to copy
     int64_t ahead;         // rows of B from the next one on that may be prefetched
     __mmask16 lanes[kVecs];  // the panel's columns
+    int64_t step = kPanel;   // floats from one row's place to the next's
+    int vecs = kVecs;        // vectors a row: kVecs, or 1 (a strip of W)
 };
 
 // Rows the copy prefetches ahead of itself (they lie b_red apart: too far
 // for the hardware prefetcher).
 constexpr int64_t kCopyAhead = 8;
 
-template <int64_t Ahead = kCopyAhead>
+// Vecs: c.vecs, known when compiled.
+template <int64_t Ahead = kCopyAhead, int Vecs = kVecs>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void copy_row(CoPack &c) {
     if (c.ahead > Ahead)
-        for (int v = 0; v < kVecs; ++v)
+        for (int v = 0; v < Vecs; ++v)
             if (c.lanes[v]) _mm_prefetch((const char *)(c.b + Ahead * c.b_red + 16 * v), _MM_HINT_T0);
-    for (int v = 0; v < kVecs; ++v) _mm512_store_ps(c.dst + 16 * v, _mm512_maskz_loadu_ps(c.lanes[v], c.b + 16 * v));
-    c.b += c.b_red, c.dst += kPanel, --c.left, --c.ahead;
+    for (int v = 0; v < Vecs; ++v) _mm512_store_ps(c.dst + 16 * v, _mm512_maskz_loadu_ps(c.lanes[v], c.b + 16 * v));
+    c.b += c.b_red, c.dst += c.step, --c.left, --c.ahead;
 }
 
 CONV_TARGET_AVX512 void finish_copy(CoPack &c) {
-    while (c.left > 0) copy_row(c);
+    while (c.left > 0) c.vecs == 1 ? copy_row<kCopyAhead, 1>(c) : copy_row(c);
 }
 
 // One reduction step of a tile: a panel row times MR broadcasts of A.
@@ -947,14 +953,16 @@ constexpr std::array<std::array<TileFn, kVecs>, kRows> tile_table(std::integer_s
 constexpr auto kTiles = tile_table<false>(std::make_integer_sequence<int, kRows>{});
 constexpr auto kInPlaceTiles = tile_table<true>(std::make_integer_sequence<int, kRows>{});
 
-// A tile that also copies the next panel from B (a CoPack), a row each
-// reduction step, under its FMAs (run_block_avx512's `make`): the copy's
-// loads wait on x in L2 or L3 while the FMAs run, where a copy ahead of the
-// tiles waited alone (7% of 64->64 56x56's forward). Rows are asked for
-// kAhead on, as pack_panels_avx512 does. Not for Gemm::a_seg or ahead_lines.
+// A tile that also copies, a row of each every reduction step, under its
+// FMAs, the next panel from B and a strip of W (CoPacks, either empty;
+// run_block_avx512's `make` and `strips`): the copies' loads wait on L2 or
+// L3 while the FMAs run, where copies ahead of the tiles waited alone (7%
+// of 64->64 56x56's forward, 5% of 512->512 14x14's backward-data). Rows
+// are asked for kAhead on, as pack_panels_avx512 does. Not for Gemm::a_seg
+// or ahead_lines.
 template <int MR, int NV>
 CONV_TARGET_AVX512 void packing_tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel, __mmask16 tail,
-                                     CoPack &cp) {
+                                     CoPack &cp, CoPack &strip) {
     __m512 acc[MR][NV];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
@@ -963,16 +971,22 @@ CONV_TARGET_AVX512 void packing_tile(const Gemm &m, int64_t i0, int64_t j0, cons
     const float *a = a_rows(m, i0);
     const int64_t a_row = m.a_row, a_red = m.a_red;
     int64_t r = 0;
-    for (; r < m.R && cp.left > 0; ++r) {
+    if (strip.left == 0)  // the common case: a panel alone, one test a step
+        for (; r < m.R && cp.left > 0; ++r) {
+            tile_step<MR, NV>(acc, a, a_row, a_red, panel);
+            copy_row<kAhead>(cp);
+        }
+    for (; r < m.R && (cp.left > 0 || strip.left > 0); ++r) {
         tile_step<MR, NV>(acc, a, a_row, a_red, panel);
-        copy_row<kAhead>(cp);
+        if (cp.left > 0) copy_row<kAhead>(cp);
+        if (strip.left > 0) copy_row<kAhead, 1>(strip);
     }
 #pragma GCC unroll 4
     for (; r < m.R; ++r) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
     put_tile<MR, NV>(m, i0, j0, acc, tail);
 }
 
-using PackingTileFn = void (*)(const Gemm &, int64_t, int64_t, const float *, __mmask16, CoPack &);
+using PackingTileFn = void (*)(const Gemm &, int64_t, int64_t, const float *, __mmask16, CoPack &, CoPack &);
 template <int... Rows>
 constexpr std::array<std::array<PackingTileFn, kVecs>, kRows> packing_tile_table(std::integer_sequence<int, Rows...>) {
     return {{{packing_tile<Rows + 1, 1>, packing_tile<Rows + 1, 2>, packing_tile<Rows + 1, 3>}...}};
@@ -1179,15 +1193,34 @@ bool packs_under_tiles(const Gemm &m) {
     return m.b_col == 1 && m.unfold == Gemm::Unfold::none && !m.a_seg && !m.ahead_lines && !m.panel_rows;
 }
 
+// The strips of a pointwise W (K x C) that run_block_avx512 makes under its
+// tiles (backward-data's A, strip_rows_avx512's layout in `own`): strips
+// [next, end), in order, each while the row tile before its first runs on
+// the item's first panel.
+struct StripWork {
+    const float *w;
+    int64_t K, C;
+    float *own;
+    int64_t next, end;
+    CoPack copy_of_next() {
+        CoPack c{w + next * kStrip, C, own + next * K * kStrip, K, K, {}};
+        c.lanes[0] = first_lanes(std::min<int64_t>(kStrip, C - next * kStrip));
+        c.step = kStrip, c.vecs = 1;
+        ++next;
+        return c;
+    }
+};
+
 // panels null: B read in place (b_col == 1), a last panel of few columns
 // too (no dot products: its columns are not contiguous). ahead: lines to
 // ask for, a share before each tile. make (= panels, packs_under_tiles,
 // rows outermost): the panels are made here, a dot-product tail and the
 // first panel first, each further one by the first row tile as it runs on
-// the panel before it (packing_tile).
+// the panel before it (packing_tile). strips (with make; A in strips, the
+// one holding row i0 made): the others made here likewise.
 CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                                          const float *panels, bool rows_inner, PanelAhead *ahead = nullptr,
-                                         float *make = nullptr) {
+                                         float *make = nullptr, StripWork *strips = nullptr) {
     const auto &tiles = !panels ? kInPlaceTiles : kTiles;
     const int64_t panel_rows = m.panel_rows ? m.panel_rows : m.R;
     const int64_t rest = (j1 - j0) % kPanel;
@@ -1196,24 +1229,40 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
         if (whole < j1) pack_panels_avx512(m, whole, j1, make + (whole - j0) * panel_rows);
         if (j0 < whole) pack_panels_avx512(m, j0, std::min(whole, j0 + kPanel), make);
     }
-    if (panels && m.a_strip && whole < j1) {  // A in strips: a last few columns down the rows (strip_tail_tile)
-        run_strip_tail(m, i0, i1, whole, rest, panels + (whole - j0) * panel_rows);
-        j1 = whole;
-    }
-    walk_block(i0, i1, j0, j1, rows_inner, kRows, kPanel, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
+    // A in strips: a last few columns down the rows (strip_tail_tile), after
+    // the tiles where they make the strips.
+    const bool strip_tail = panels && m.a_strip && whole < j1;
+    if (strip_tail && !strips) run_strip_tail(m, i0, i1, whole, rest, panels + (whole - j0) * panel_rows);
+    const int64_t walk_end = strip_tail ? whole : j1;
+    walk_block(i0, i1, j0, walk_end, rows_inner, kRows, kPanel, [&](int64_t i, int64_t q0, int64_t rows, int64_t cols) {
         const float *panel = panels ? panels + (q0 - j0) * panel_rows : m.b + q0;
         if (panels && dot_tail(m, cols)) return run_dot_tail(m, i, rows, q0, cols, panel, kDotTilesAvx512, {8, 8, 8, 6});
         const int64_t vecs = ceil_div(cols, 16);
-        if (make && i == i0 && q0 + kPanel < whole) {
-            const int64_t next = q0 + kPanel;
-            CoPack copy = block_copy(m, 0, m.R, next, std::min(kPanel, whole - next), make + (next - j0) * panel_rows);
-            kPackingTiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)), copy);
-            return finish_copy(copy);
+        const bool copies_panel = make && i == i0 && q0 + kPanel < whole;
+        // The next row tile's strip, if it starts one not yet made.
+        const bool makes_strip = strips && q0 == j0 && i + rows < i1 && (i + rows) / kStrip == strips->next &&
+                                 strips->next < strips->end;
+        if (copies_panel || makes_strip) {
+            CoPack copy{}, strip{};
+            if (copies_panel) {
+                const int64_t next = q0 + kPanel;
+                copy = block_copy(m, 0, m.R, next, std::min(kPanel, whole - next), make + (next - j0) * panel_rows);
+            }
+            if (makes_strip) strip = strips->copy_of_next();
+            kPackingTiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)), copy, strip);
+            finish_copy(copy);
+            return finish_copy(strip);
         }
         Gemm asking;  // m with the tile's share of lines to ask for
         if (ahead) asking = m, ahead->give(asking);
         tiles[rows - 1][vecs - 1](ahead ? asking : m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)));
     }, m.a_strip != 0);
+    if (!strips) return;
+    while (strips->next < strips->end) {  // none left but where no whole panel ran
+        CoPack c = strips->copy_of_next();
+        finish_copy(c);
+    }
+    if (strip_tail) run_strip_tail(m, i0, i1, whole, rest, panels + (whole - j0) * panel_rows);
 }
 
 // The transposed backward-data on few images (Plan::w_blocks): W is not
@@ -2118,23 +2167,26 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             const int64_t rb = own_strips ? item / (g.n * p.col_blocks) : item % p.row_blocks;
             const int64_t cb = own_strips ? item % p.col_blocks : item / p.row_blocks % p.col_blocks;
             const int64_t n = own_strips ? item / p.col_blocks % g.n : item / p.row_blocks / p.col_blocks;
-            const float *strips = wt;
-            if (own_strips) {
-                float *own = scratch + (size_t)s * strips_floats;
-                if (made.first_use(s, rb)) {
-                    const int64_t r0 = rb * p.rows, r1 = std::min(g.c, r0 + p.rows);
-                    strip_rows_avx512(static_cast<const float *>(args.w), g.k, g.c, g.kernel[2], 0, g.k, own,
-                                      r0 / kStrip, ceil_div(r1, kStrip));
-                }
-                strips = own;
-            }
-            const Gemm m = pass_gemm(args, n, p, strips);
+            float *own = own_strips ? scratch + (size_t)s * strips_floats : nullptr;
+            const Gemm m = pass_gemm(args, n, p, own_strips ? own : wt);
             const auto [j0, j1] = block_columns(p, cb, m.N);
             const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
+            const bool under_tiles = !p.b_in_place && cpu_isa() == Isa::avx512 && packs_under_tiles(m);
+            // The thread's strips of the row block: made by its first item
+            // there, under its tiles where they make panels (a 1-D
+            // convolution's, gathered, ahead of them).
+            StripWork work{static_cast<const float *>(args.w), g.k, g.c, own, i0 / kStrip, ceil_div(i1, kStrip)};
+            const bool making = own_strips && made.first_use(s, rb);
+            const bool strips_under = making && under_tiles && g.kernel[2] == 1;
+            if (making)
+                strip_rows_avx512(work.w, g.k, g.c, g.kernel[2], 0, g.k, own, work.next,
+                                  strips_under ? work.next + 1 : work.end);
+            if (strips_under) ++work.next;
             if (p.b_in_place) return run_block_avx512(m, i0, i1, j0, j1, nullptr, true);
             float *panels = slots + (size_t)s * slot_floats;
-            if (cpu_isa() == Isa::avx512 && packs_under_tiles(m))
-                return run_block_avx512(m, i0, i1, j0, j1, panels, false, nullptr, panels);
+            if (under_tiles)
+                return run_block_avx512(m, i0, i1, j0, j1, panels, false, nullptr, panels,
+                                        strips_under ? &work : nullptr);
             pack_panels(m, j0, j1, panels);
             run_block(m, i0, i1, j0, j1, panels, false);
         },
