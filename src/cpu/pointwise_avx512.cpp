@@ -812,15 +812,44 @@ struct CoPack {
     __mmask16 lanes[kVecs];  // the panel's columns
     int64_t step = kPanel;   // floats from one row's place to the next's
     int vecs = kVecs;        // vectors a row: kVecs, or 1 (a strip of W)
+    // A 1-D convolution's unfolded rows (Gemm::Unfold::rows): row (c, t)
+    // is source row c (b, then b_red on per channel) from t * tap_step on,
+    // its lanes those of columns [lo - t * tap_step, hi - t * tap_step)
+    // below `width` (the padding zero); `tap` the next row's. Inside: no
+    // tap reads padding, every row's lanes are `lanes`.
+    bool unfolded = false, inside = false;
+    int64_t taps = 1, tap = 0, tap_step = 0, lo = 0, hi = 0, width = 0;
 };
 
 // Rows the copy prefetches ahead of itself (they lie b_red apart: too far
 // for the hardware prefetcher).
 constexpr int64_t kCopyAhead = 8;
 
+// One unfolded row (c.unfolded): its lanes worked out per tap; the
+// channel `ahead` rows on asked for at each channel's first tap.
+template <int64_t Ahead>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void copy_tap_row(CoPack &c) {
+    const int64_t s = c.tap * c.tap_step;
+    if (c.tap == 0 && c.ahead > Ahead) {
+        const float *next = c.b + ceil_div(Ahead, c.taps) * c.b_red;
+        for (int v = 0; v < kVecs; ++v) _mm_prefetch((const char *)(next + 16 * v), _MM_HINT_T0);
+        _mm_prefetch((const char *)(next + (c.taps - 1) * c.tap_step + c.width - 1), _MM_HINT_T0);
+    }
+    if (c.inside) {
+        for (int v = 0; v < kVecs; ++v) _mm512_store_ps(c.dst + 16 * v, _mm512_maskz_loadu_ps(c.lanes[v], c.b + s + 16 * v));
+    } else {
+        const int64_t lo = c.lo - s, hi = std::min(c.width, c.hi - s);
+        for (int v = 0; v < kVecs; ++v)
+            _mm512_store_ps(c.dst + 16 * v, _mm512_maskz_loadu_ps(lane_range(lo - 16 * v, hi - 16 * v), c.b + s + 16 * v));
+    }
+    c.dst += c.step, --c.left, --c.ahead;
+    if (++c.tap == c.taps) c.tap = 0, c.b += c.b_red;
+}
+
 // Vecs: c.vecs, known when compiled.
 template <int64_t Ahead = kCopyAhead, int Vecs = kVecs>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void copy_row(CoPack &c) {
+    if (Vecs == kVecs && c.unfolded) return copy_tap_row<Ahead>(c);
     if (c.ahead > Ahead)
         for (int v = 0; v < Vecs; ++v)
             if (c.lanes[v]) _mm_prefetch((const char *)(c.b + Ahead * c.b_red + 16 * v), _MM_HINT_T0);
@@ -1188,9 +1217,23 @@ CoPack block_copy(const Gemm &w, int64_t k0, int64_t steps, int64_t q0, int64_t 
 }
 
 // Whether run_block_avx512 can make this GEMM's panels under its tiles
-// (`make`): B's rows read as they lie (b_col == 1), whole panels of them.
+// (`make`): B's rows read as they lie (b_col == 1), whole panels of them,
+// or a 1-D convolution's rows unfolded from them.
 bool packs_under_tiles(const Gemm &m) {
-    return m.b_col == 1 && m.unfold == Gemm::Unfold::none && !m.a_seg && !m.ahead_lines && !m.panel_rows;
+    return m.b_col == 1 && m.unfold != Gemm::Unfold::cols && !m.a_seg && !m.ahead_lines && !m.panel_rows;
+}
+
+// The copy of B's columns [q0, q0 + width) into a panel at dst, a row at
+// a time under tiles (unfolded where the Gemm unfolds its rows).
+CoPack panel_copy(const Gemm &m, int64_t q0, int64_t width, float *dst) {
+    if (m.unfold != Gemm::Unfold::rows) return block_copy(m, 0, m.R, q0, width, dst);
+    const int64_t first = q0 + m.shift;  // tap 0's source column of the panel's first
+    CoPack c{m.b + first, m.b_red, dst, m.R, m.R, {}};
+    c.unfolded = true, c.taps = m.taps, c.tap_step = m.tap_step, c.lo = m.lo - first, c.hi = m.hi - first;
+    c.width = width;
+    c.inside = c.lo <= 0 && c.hi - (c.taps - 1) * c.tap_step >= width;
+    for (int v = 0; v < kVecs; ++v) c.lanes[v] = first_lanes(width - 16 * v);
+    return c;
 }
 
 // The strips of a pointwise W (K x C) that run_block_avx512 makes under its
@@ -1246,7 +1289,7 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
             CoPack copy{}, strip{};
             if (copies_panel) {
                 const int64_t next = q0 + kPanel;
-                copy = block_copy(m, 0, m.R, next, std::min(kPanel, whole - next), make + (next - j0) * panel_rows);
+                copy = panel_copy(m, next, std::min(kPanel, whole - next), make + (next - j0) * panel_rows);
             }
             if (makes_strip) strip = strips->copy_of_next();
             kPackingTiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)), copy, strip);
