@@ -1231,7 +1231,10 @@ CoPack panel_copy(const Gemm &m, int64_t q0, int64_t width, float *dst) {
     CoPack c{m.b + first, m.b_red, dst, m.R, m.R, {}};
     c.unfolded = true, c.taps = m.taps, c.tap_step = m.tap_step, c.lo = m.lo - first, c.hi = m.hi - first;
     c.width = width;
-    c.inside = c.lo <= 0 && c.hi - (c.taps - 1) * c.tap_step >= width;
+    // The taps' shifts span [0, (taps - 1) * tap_step], which backward-data
+    // (taps reversed) runs down from 0.
+    const int64_t span = (c.taps - 1) * c.tap_step;
+    c.inside = c.lo - std::min<int64_t>(0, span) <= 0 && c.hi - std::max<int64_t>(0, span) >= width;
     for (int v = 0; v < kVecs; ++v) c.lanes[v] = first_lanes(width - 16 * v);
     return c;
 }
