@@ -812,6 +812,10 @@ struct CoPack {
     __mmask16 lanes[kVecs];  // the panel's columns
     int64_t step = kPanel;   // floats from one row's place to the next's
     int vecs = kVecs;        // vectors a row: kVecs, or 1 (a strip of W)
+    // Nonzero: past its last rows the copy asks for the next panel's first,
+    // `next` floats on from where its own would lie (so that the next copy
+    // does not start on rows from memory).
+    int64_t next = 0;
     // A 1-D convolution's unfolded rows (Gemm::Unfold::rows): row (c, t)
     // is source row c (b, then b_red on per channel) from t * tap_step on,
     // its lanes those of columns [lo - t * tap_step, hi - t * tap_step)
@@ -850,9 +854,12 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void copy_tap_row(CoPac
 template <int64_t Ahead = kCopyAhead, int Vecs = kVecs>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void copy_row(CoPack &c) {
     if (Vecs == kVecs && c.unfolded) return copy_tap_row<Ahead>(c);
-    if (c.ahead > Ahead)
+    if (c.ahead > Ahead) {
         for (int v = 0; v < Vecs; ++v)
             if (c.lanes[v]) _mm_prefetch((const char *)(c.b + Ahead * c.b_red + 16 * v), _MM_HINT_T0);
+    } else if (c.next) {
+        for (int v = 0; v < Vecs; ++v) _mm_prefetch((const char *)(c.b + Ahead * c.b_red + c.next + 16 * v), _MM_HINT_T0);
+    }
     for (int v = 0; v < Vecs; ++v) _mm512_store_ps(c.dst + 16 * v, _mm512_maskz_loadu_ps(c.lanes[v], c.b + 16 * v));
     c.b += c.b_red, c.dst += c.step, --c.left, --c.ahead;
 }
@@ -1293,6 +1300,8 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
             if (copies_panel) {
                 const int64_t next = q0 + kPanel;
                 copy = panel_copy(m, next, std::min(kPanel, whole - next), make + (next - j0) * panel_rows);
+                // The panel after it, if any, asked for from the copy's last rows on.
+                if (!copy.unfolded && next + kPanel < whole) copy.next = kPanel - m.R * m.b_red;
             }
             if (makes_strip) strip = strips->copy_of_next();
             kPackingTiles[rows - 1][vecs - 1](m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)), copy, strip);
