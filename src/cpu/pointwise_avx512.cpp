@@ -868,6 +868,15 @@ CONV_TARGET_AVX512 void finish_copy(CoPack &c) {
     while (c.left > 0) c.vecs == 1 ? copy_row<kCopyAhead, 1>(c) : copy_row(c);
 }
 
+// A tile's sums set to zero (unrolled: the array stays in registers).
+template <int MR, int NV>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void zero_sums(__m512 (&acc)[MR][NV]) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+}
+
 // One reduction step of a tile: a panel row times MR broadcasts of A.
 // In place: `panel` is B itself, a step b_step floats on, its last vector
 // under `tail` (no load past B's end).
@@ -954,10 +963,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void put_tile(const Gem
 template <int MR, int NV, bool InPlace = false>
 CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel, __mmask16 tail) {
     __m512 acc[MR][NV];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    zero_sums(acc);
     const float *a = a_rows(m, i0);
     const int64_t a_row = m.a_row, a_red = m.a_red;
     int64_t r = 0;
@@ -1000,10 +1006,7 @@ template <int MR, int NV>
 CONV_TARGET_AVX512 void packing_tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel, __mmask16 tail,
                                      CoPack &cp, CoPack &strip) {
     __m512 acc[MR][NV];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    zero_sums(acc);
     const float *a = a_rows(m, i0);
     const int64_t a_row = m.a_row, a_red = m.a_red;
     int64_t r = 0;
