@@ -521,12 +521,12 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         p.rows = round_up(ceil_div(outc, parts), rows_tile);
         p.row_blocks = ceil_div(outc, p.rows);
         p.items = g.n * p.col_blocks * p.row_blocks;
-        // With several threads each makes the strips of its items' rows
-        // into a copy of its own (the items row block by row block, so a
-        // thread's share is a range of rows): all threads making all strips
-        // together, each item read strips the other core had written (~30
-        // ns a line on Zen 4).
-        // One thread too: its strips are then made under its first item's tiles.
+        // Each thread makes the strips of its items' rows into a copy of its
+        // own (the items row block by row block, so a thread's share is a
+        // range of rows): all threads making all strips together, each item
+        // read strips the other core had written (~30 ns a line on Zen 4).
+        // One thread so too, as its strips are then made under its first
+        // item's tiles (run_block_avx512).
         p.strips_per_thread = p.w_transposed && cpu_isa() == Isa::avx512 &&
                               ((threads == 1 && p.row_blocks <= ThreadCopies::kMaxPieces) ||
                                ThreadCopies::apply(threads, p.row_blocks));
@@ -1265,6 +1265,13 @@ struct StripWork {
         ++next;
         return c;
     }
+    // The strips before `until` not made yet, made now (no tiles to run under).
+    void make_before(int64_t until) {
+        while (next < until) {
+            CoPack c = copy_of_next();
+            finish_copy(c);
+        }
+    }
 };
 
 // panels null: B read in place (b_col == 1), a last panel of few columns
@@ -1316,10 +1323,7 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
         tiles[rows - 1][vecs - 1](ahead ? asking : m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)));
     }, m.a_strip != 0);
     if (!strips) return;
-    while (strips->next < strips->end) {  // none left but where no whole panel ran
-        CoPack c = strips->copy_of_next();
-        finish_copy(c);
-    }
+    strips->make_before(strips->end);  // none left but where no whole panel ran
     if (strip_tail) run_strip_tail(m, i0, i1, whole, rest, panels + (whole - j0) * panel_rows);
 }
 
@@ -2236,10 +2240,10 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             StripWork work{static_cast<const float *>(args.w), g.k, g.c, own, i0 / kStrip, ceil_div(i1, kStrip)};
             const bool making = own_strips && made.first_use(s, rb);
             const bool strips_under = making && under_tiles && g.kernel[2] == 1;
-            if (making)
-                strip_rows_avx512(work.w, g.k, g.c, g.kernel[2], 0, g.k, own, work.next,
-                                  strips_under ? work.next + 1 : work.end);
-            if (strips_under) ++work.next;
+            if (strips_under)
+                work.make_before(work.next + 1);  // the first row tile's
+            else if (making)
+                strip_rows_avx512(work.w, g.k, g.c, g.kernel[2], 0, g.k, own, work.next, work.end);
             if (p.b_in_place) return run_block_avx512(m, i0, i1, j0, j1, nullptr, true);
             float *panels = slots + (size_t)s * slot_floats;
             if (under_tiles)
