@@ -596,6 +596,36 @@ static void test_narrow_few_sources(void **state)
     }
 }
 
+/* Forward from 2-4 source channels through a 3x3 window onto destination
+ * rows of whole vectors (3-6), the planes past L2 that the kernel takes
+ * there too (VGG-16's 3->64 224x224 in small): the blocks of 8 channels on
+ * the window's unrolled taps, with and without rows that overhang the
+ * source (asymmetric padding 0-2), the last blocks of 1-2 rows, 9-64
+ * destination channels, bias and ReLU, threads 1-3 and guard pages. */
+static void test_narrow_few_sources_3x3(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(5450);
+    int n = tu_env_count(16);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        int64_t pad[2][2], kernel[2] = {3, 3}, in[2];
+        for (int a = 0; a < 2; a++) pad[a][0] = tu_range(&r, 0, 2), pad[a][1] = tu_range(&r, 0, 2);
+        in[0] = tu_range(&r, 20, 70);
+        in[1] = 16 * tu_range(&r, 3, 6) + 2 - pad[1][0] - pad[1][1]; /* the destination's rows: whole vectors */
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 2), tu_range(&r, 2, 4), tu_range(&r, 9, 64), in, kernel);
+        for (int a = 0; a < 2; a++) tp.desc_pad_begin[a] = pad[a][0], tp.desc_pad_end[a] = pad[a][1];
+        tp.bias = tu_chance(&r, 50);
+        tp.p.relu = tu_chance(&r, 30);
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_FORWARD, &r, i % 4 < 2);
+    }
+}
+
 /* The same kernel on source images whose padded copy outgrows a band
  * (1 MiB on AVX2: each work item then pads and computes a band of the
  * destination's rows, one image at a time too) and at batch 1-2 with 2-3
@@ -679,7 +709,8 @@ int main(void)
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
-        cmocka_unit_test(test_narrow_few_sources), cmocka_unit_test(test_narrow_bands),
+        cmocka_unit_test(test_narrow_few_sources), cmocka_unit_test(test_narrow_few_sources_3x3),
+        cmocka_unit_test(test_narrow_bands),
         cmocka_unit_test(test_few_sources_stride2),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns), cmocka_unit_test(test_filter_balanced_columns),

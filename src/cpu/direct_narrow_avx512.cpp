@@ -33,6 +33,7 @@
 #include "cpu/avx2.h"
 #include "cpu/avx512.h"
 #include "cpu/direct_avx512.h"
+#include "cpu/trickle.h"
 
 namespace conv::cpu {
 namespace {
@@ -45,9 +46,12 @@ constexpr int kMaxTapColumns = 16;  // per-column masks a block keeps
 constexpr int64_t kBlock = 32;    // source channels summed from zero, then added
 constexpr int64_t kFewSources = 4;            // forward source channels that take any number of outputs
 constexpr int64_t kMaxFewSourceOutputs = 64;  // ... up to this many
-// ... onto an image of at most this: larger outputs go to memory, where the
-// channel-vector tiles ask their rows for ownership ahead (VGG-16's 3->64
-// 224x224 at batch 32: 0.84x this way).
+// ... onto an image of at most this, or onto rows of whole vectors: past
+// L2, rows that end in a part vector (a masked store that misses) lost to
+// the channel-vector tiles (batch 8, 1 thread: 4->64 56x56 0.67-0.70x,
+// 3->64 120x120 0.83-0.87x), rows of whole vectors won (VGG-16's 3->64
+// 224x224 1.15-1.27x, 3->64 112x112 1.07-1.21x, 64x64 1.01-1.19x, 96x96
+// 0.93-1.27x: the last the spread between runs on this host).
 constexpr int64_t kFewSourceImageBytes = 512 << 10;
 // With AVX2, destination channels a block takes whole (two rows of sums);
 // more are taken kSplitBlockAvx2 (three rows) a block.
@@ -95,44 +99,62 @@ void pack(const Narrow &s, const float *w, float *out) {
 }
 
 // R rows from i0 of one image's M destination planes (src: the image's
-// source planes, dst: its destination planes).
-template <int M, int R>
-CONV_TARGET_AVX512 void block_rows(const Narrow &s, const float *src, const float *packed, float *dst,
-                                   int64_t i0, const float *bias, bool relu) {
+// source planes, dst: its destination planes). RowsInside: every tap row of
+// every destination row lies in the source (most of a large plane), so the
+// taps run without row tests. Taps: a 3 x 3 window's size (0: the shape's),
+// its tap loops then unrolled, weights and source rows at constant offsets
+// (VGG-16's 3->64 224x224: 1.26x).
+template <int M, int R, bool RowsInside, int Taps>
+CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void block_rows_with(const Narrow &s, const float *src, const float *packed,
+                                                           float *dst, int64_t i0, const float *bias, bool relu) {
     static_assert(M * R <= kMaxSums, "the sums must stay in registers");
     const int64_t splane = s.hs * s.ws, dplane = s.hd * s.wd;
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t j0 = 0; j0 < s.wd; j0 += kLanes) {
         const __mmask16 store = first_lanes(s.wd - j0);
+        // The block's destination lines asked for ownership before its
+        // taps run: on a plane larger than L2 each of its M x R stores
+        // missed and stalled (VGG-16's 3->64 224x224 without: 0.90x; asked
+        // for one or two blocks ahead instead: 0.90-0.98x).
+        for (int m = 0; m < M; ++m)
+            for (int i = 0; i < R; ++i) __builtin_prefetch(dst + m * dplane + (i0 + i) * s.wd + j0, 1, 3);
         __mmask16 column[kMaxTapColumns];  // tap column q: lanes whose source column lies in the row
         for (int64_t q = 0; q < s.ks; ++q) {
             const int64_t col = j0 + q - s.pl;
             column[q] = store & lane_range(-col, s.ws - col);
         }
-        alignas(64) float partial[M * R * kLanes];
+        alignas(64) float partial[M * R * kLanes];  // the channel blocks' sums so far
         for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
             __m512 acc[M][R];
             for (int m = 0; m < M; ++m)
                 for (int i = 0; i < R; ++i) acc[m][i] = zero;
             // The shape's fields as locals: read through `s` in the loops
             // below, GCC reloaded them from memory at every tap.
-            const int64_t ws = s.ws, cd = s.cd, ks = s.ks, kr = s.kr, hs = s.hs;
-            for (int64_t c = c0; c < std::min(s.cs, c0 + kBlock); ++c) {
+            const int64_t ws = s.ws, cd = s.cd, hs = s.hs;
+            const int64_t kr = Taps ? Taps : s.kr, ks = Taps ? Taps : s.ks;
+            const int64_t c1 = std::min(s.cs, c0 + kBlock);
+            for (int64_t c = c0; c < c1; ++c) {
                 const float *plane = src + c * splane;
                 const float *wc = packed + c * kr * ks * cd;
+#pragma GCC unroll 4
                 for (int64_t r = 0; r < kr; ++r) {
                     const int64_t row0 = i0 + r - s.pt;  // source row of destination row i0
-                    unsigned rows = 0;                   // destination rows whose source row exists
-                    for (int i = 0; i < R; ++i)
-                        if (row0 + i >= 0 && row0 + i < hs) rows |= 1u << i;
-                    if (!rows) continue;
+                    unsigned rows = (1u << R) - 1;       // destination rows whose source row exists
+                    if (!RowsInside) {
+                        rows = 0;
+                        for (int i = 0; i < R; ++i)
+                            if (row0 + i >= 0 && row0 + i < hs) rows |= 1u << i;
+                        if (!rows) continue;
+                    }
                     const float *at = plane + row0 * ws + j0 - s.pl;  // (row0, column of lane 0, tap 0)
                     const float *wr = wc + r * ks * cd;
+#pragma GCC unroll 4
                     for (int64_t q = 0; q < ks; ++q) {
                         __m512 v[R];
 #pragma GCC unroll 8
                         for (int i = 0; i < R; ++i)
-                            v[i] = rows >> i & 1 ? _mm512_maskz_loadu_ps(column[q], at + i * ws + q) : zero;
+                            v[i] = RowsInside || rows >> i & 1 ? _mm512_maskz_loadu_ps(column[q], at + i * ws + q)
+                                                               : zero;
                         const float *wq = wr + q * cd;
 #pragma GCC unroll 8
                         for (int m = 0; m < M; ++m) {
@@ -154,9 +176,25 @@ CONV_TARGET_AVX512 void block_rows(const Narrow &s, const float *src, const floa
                 __m512 x = _mm512_load_ps(partial + (m * R + i) * kLanes);
                 if (bias) x = _mm512_add_ps(x, _mm512_set1_ps(bias[m]));
                 if (relu) x = _mm512_max_ps(zero, x);  // NaN stays NaN (the second operand)
-                _mm512_mask_storeu_ps(dst + m * dplane + (i0 + i) * s.wd + j0, store, x);
+                // Whole vectors stored unmasked: a masked store that misses
+                // costs more (the same layer 1.10x).
+                float *to = dst + m * dplane + (i0 + i) * s.wd + j0;
+                if (store == 0xffff)
+                    _mm512_storeu_ps(to, x);
+                else
+                    _mm512_mask_storeu_ps(to, store, x);
             }
     }
+}
+
+template <int M, int R>
+void block_rows(const Narrow &s, const float *src, const float *packed, float *dst, int64_t i0,
+                const float *bias, bool relu) {
+    const bool inside = i0 - s.pt >= 0 && i0 + R - 1 + s.kr - 1 - s.pt < s.hs;
+    if (M == kMaxChannels && s.kr == 3 && s.ks == 3)
+        (inside ? block_rows_with<M, R, true, 3> : block_rows_with<M, R, false, 3>)(s, src, packed, dst, i0, bias, relu);
+    else
+        (inside ? block_rows_with<M, R, true, 0> : block_rows_with<M, R, false, 0>)(s, src, packed, dst, i0, bias, relu);
 }
 
 using BlockFn = void (*)(const Narrow &, const float *, const float *, float *, int64_t, const float *, bool);
@@ -314,7 +352,8 @@ bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dty
     // lanes: 0.85x).
     const bool few_sources = op == CONV_OP_FORWARD && isa == Isa::avx512 && g.c >= 2 && g.c <= kFewSources &&
                              g.k <= kMaxFewSourceOutputs &&
-                             g.k * g.out_size() * (int64_t)sizeof(float) <= kFewSourceImageBytes;
+                             (g.k * g.out_size() * (int64_t)sizeof(float) <= kFewSourceImageBytes ||
+                              g.out[2] % kLanes == 0);
     if ((op == CONV_OP_FORWARD ? g.k : g.c) > kMaxChannels && !few_sources) return false;
     // Forward against the channel-vector tiles (batch 32, 1 thread, strict,
     // 6 interleaved rounds): 1.58-1.72x on LeNet-5's 1->6 5x5, 3->8 32x32,
