@@ -27,12 +27,14 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "core/checked.h"
 #include "cpu/avx2.h"
 #include "cpu/avx512.h"
 #include "cpu/direct_avx512.h"
+#include "cpu/jit/narrow_tile.h"
 #include "cpu/trickle.h"
 
 namespace conv::cpu {
@@ -103,10 +105,13 @@ void pack(const Narrow &s, const float *w, float *out) {
 // every destination row lies in the source (most of a large plane), so the
 // taps run without row tests. Taps: a 3 x 3 window's size (0: the shape's),
 // its tap loops then unrolled, weights and source rows at constant offsets
-// (VGG-16's 3->64 224x224: 1.26x).
+// (VGG-16's 3->64 224x224: 1.26x). `tile`: the block's generated code
+// (cpu/jit/narrow_tile.h), which then sums in place of the compiled taps
+// (RowsInside only).
 template <int M, int R, bool RowsInside, int Taps>
 CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void block_rows_with(const Narrow &s, const float *src, const float *packed,
-                                                           float *dst, int64_t i0, const float *bias, bool relu) {
+                                                           float *dst, int64_t i0, const float *bias, bool relu,
+                                                           jit::NarrowTileFn tile) {
     static_assert(M * R <= kMaxSums, "the sums must stay in registers");
     const int64_t splane = s.hs * s.ws, dplane = s.hd * s.wd;
     const __m512 zero = _mm512_setzero_ps();
@@ -116,14 +121,35 @@ CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void block_rows_with(const Narrow &s, cons
         // taps run: on a plane larger than L2 each of its M x R stores
         // missed and stalled (VGG-16's 3->64 224x224 without: 0.90x; asked
         // for one or two blocks ahead instead: 0.90-0.98x).
-        for (int m = 0; m < M; ++m)
-            for (int i = 0; i < R; ++i) __builtin_prefetch(dst + m * dplane + (i0 + i) * s.wd + j0, 1, 3);
+        if (!(RowsInside && tile))  // (the generated block asks for them itself)
+            for (int m = 0; m < M; ++m)
+                for (int i = 0; i < R; ++i) __builtin_prefetch(dst + m * dplane + (i0 + i) * s.wd + j0, 1, 3);
         __mmask16 column[kMaxTapColumns];  // tap column q: lanes whose source column lies in the row
         for (int64_t q = 0; q < s.ks; ++q) {
             const int64_t col = j0 + q - s.pl;
             column[q] = store & lane_range(-col, s.ws - col);
         }
         alignas(64) float partial[M * R * kLanes];  // the channel blocks' sums so far
+        if (RowsInside && tile) {
+            jit::NarrowTileCall call;
+            call.sums = partial, call.dst = dst + i0 * s.wd + j0, call.bias = bias;
+            // A fixed count (the generated blocks take at most 7 tap
+            // columns): a loop to ks became a call of memmove per block.
+            for (int q = 0; q < 7; ++q) call.masks[q] = q < s.ks ? column[q] : 0;
+            call.masks[7] = store;
+            for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
+                const int64_t c1 = std::min(s.cs, c0 + kBlock);
+                call.x = src + c0 * splane + (i0 - s.pt) * s.ws + j0 - s.pl;
+                call.w = packed + c0 * s.kr * s.ks * s.cd;
+                call.channels = c1 - c0;
+                call.mode = (c0 > 0 ? jit::kNarrowAddSums : 0) |
+                            (c1 == s.cs ? jit::kNarrowFinal | (relu ? jit::kNarrowRelu : 0) |
+                                              (store != 0xffff ? jit::kNarrowPartVector : 0)
+                                        : 0);
+                tile(&call);
+            }
+            continue;
+        }
         for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
             __m512 acc[M][R];
             for (int m = 0; m < M; ++m)
@@ -187,17 +213,21 @@ CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void block_rows_with(const Narrow &s, cons
     }
 }
 
+// `tile`: the generated code of an M x R block whose rows lie inside, or null.
 template <int M, int R>
 void block_rows(const Narrow &s, const float *src, const float *packed, float *dst, int64_t i0,
-                const float *bias, bool relu) {
+                const float *bias, bool relu, jit::NarrowTileFn tile) {
     const bool inside = i0 - s.pt >= 0 && i0 + R - 1 + s.kr - 1 - s.pt < s.hs;
     if (M == kMaxChannels && s.kr == 3 && s.ks == 3)
-        (inside ? block_rows_with<M, R, true, 3> : block_rows_with<M, R, false, 3>)(s, src, packed, dst, i0, bias, relu);
+        (inside ? block_rows_with<M, R, true, 3> : block_rows_with<M, R, false, 3>)(s, src, packed, dst, i0, bias,
+                                                                                     relu, tile);
     else
-        (inside ? block_rows_with<M, R, true, 0> : block_rows_with<M, R, false, 0>)(s, src, packed, dst, i0, bias, relu);
+        (inside ? block_rows_with<M, R, true, 0> : block_rows_with<M, R, false, 0>)(s, src, packed, dst, i0, bias,
+                                                                                     relu, tile);
 }
 
-using BlockFn = void (*)(const Narrow &, const float *, const float *, float *, int64_t, const float *, bool);
+using BlockFn = void (*)(const Narrow &, const float *, const float *, float *, int64_t, const float *, bool,
+                         jit::NarrowTileFn);
 
 // kBlocks[m - 1][r - 1]: the block of m channels and r rows (null past rows_for(m)).
 template <int M, int... I>
@@ -432,16 +462,32 @@ void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
     // block's first), each of an item's rows.
     const int rows = rows_for((int)std::min<int64_t>(s.cd, kMaxChannels));
     const int64_t row_blocks = ceil_div(s.hd, rows);
+    // The generated code of each block shape the pass meets (a plan's or
+    // the context's cached plan's calls find them in jit's cache): whole
+    // and last blocks of channels, of rows.
+    std::shared_ptr<const jit::NarrowTileKernel> kept[2][2];
+    jit::NarrowTileFn tiles[kMaxChannels][kMaxRows] = {};
+    const int channel_blocks[2] = {(int)std::min<int64_t>(s.cd, kMaxChannels), (int)(s.cd % kMaxChannels)};
+    const int row_counts[2] = {rows, (int)(s.hd % rows)};
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            const int m = channel_blocks[a], r = std::min(row_counts[b], m ? rows_for(m) : 0);
+            if (m == 0 || r == 0 || tiles[m - 1][r - 1]) continue;
+            jit::NarrowTileSpec spec;
+            spec.m = m, spec.r = r, spec.kr = (int)s.kr, spec.ks = (int)s.ks;
+            spec.row = s.ws, spec.channel_x = s.hs * s.ws, spec.tap_w = s.cd;
+            spec.dst_row = s.wd, spec.dst_channel = dplane;
+            if ((kept[a][b] = jit::narrow_tile(spec))) tiles[m - 1][r - 1] = kept[a][b]->fn();
+        }
     pool.parallel_for(
         s.n * row_blocks,
         [&](int64_t item, int) {
             const int64_t n = item / row_blocks, i0 = item % row_blocks * rows;
             const int r = (int)std::min<int64_t>(rows, s.hd - i0);
             for (int64_t m0 = 0; m0 < s.cd; m0 += kMaxChannels) {
-                const int m = (int)std::min<int64_t>(kMaxChannels, s.cd - m0);
-                kBlocks[m - 1][std::min(r, rows_for(m)) - 1](s, src + n * s.cs * s.hs * s.ws, packed + m0,
-                                                             dst + (n * s.cd + m0) * dplane, i0,
-                                                             bias ? bias + m0 : nullptr, relu);
+                const int m = (int)std::min<int64_t>(kMaxChannels, s.cd - m0), rm = std::min(r, rows_for(m));
+                kBlocks[m - 1][rm - 1](s, src + n * s.cs * s.hs * s.ws, packed + m0, dst + (n * s.cd + m0) * dplane,
+                                       i0, bias ? bias + m0 : nullptr, relu, tiles[m - 1][rm - 1]);
             }
         },
         threads);
