@@ -81,14 +81,6 @@ private:
         mov(mode, field(offsetof(NarrowTileCall, mode)));
         mov(dst, field(offsetof(NarrowTileCall, dst)));
         auto out = [&](int mm, int i) { return zword[dst + (int)((mm * s.dst_channel + i * s.dst_row) * 4)]; };
-        // The destination's lines asked for ownership before the taps run
-        // (each store would miss on a plane past L2; see direct_narrow).
-        Label owned;
-        test(mode, kNarrowFinal);
-        jz(owned, T_NEAR);
-        for (int mm = 0; mm < m; ++mm)
-            for (int i = 0; i < r; ++i) prefetchw(out(mm, i));
-        L(owned);
         for (int q = 0; q < s.ks; ++q) kmovw(Opmask(q + 1), ptr[call + (int)(offsetof(NarrowTileCall, masks) + q * 2)]);
         for (int mm = 0; mm < m; ++mm)
             for (int i = 0; i < r; ++i) vpxord(acc(mm, i), acc(mm, i), acc(mm, i));
@@ -99,6 +91,12 @@ private:
         L(loop);
         for (int tr = 0; tr < s.kr; ++tr)
             for (int q = 0; q < s.ks; ++q) {
+                // The destination's lines asked for ownership among the
+                // taps, a few a tap (the same again from the second channel
+                // on: then hits): on a plane past L2 each store missed, and
+                // all M x R asked for before the taps left 1.17x of this.
+                const int t = tr * s.ks + q;
+                for (int p = t; p < m * r; p += s.kr * s.ks) prefetchw(out(p / r, p % r));
                 for (int i = 0; i < r; ++i)
                     vmovups(src(i) | Opmask(q + 1) | T_z, ptr[x + (int)(((tr + i) * s.row + q) * 4)]);
                 const int64_t wt = (tr * s.ks + q) * s.tap_w;
