@@ -48,12 +48,14 @@ constexpr int kMaxTapColumns = 16;  // per-column masks a block keeps
 constexpr int64_t kBlock = 32;    // source channels summed from zero, then added
 constexpr int64_t kFewSources = 4;            // forward source channels that take any number of outputs
 constexpr int64_t kMaxFewSourceOutputs = 64;  // ... up to this many
-// ... onto an image of at most this, or onto rows of whole vectors: past
-// L2, rows that end in a part vector (a masked store that misses) lost to
-// the channel-vector tiles (batch 8, 1 thread: 4->64 56x56 0.67-0.70x,
-// 3->64 120x120 0.83-0.87x), rows of whole vectors won (VGG-16's 3->64
-// 224x224 1.15-1.27x, 3->64 112x112 1.07-1.21x, 64x64 1.01-1.19x, 96x96
-// 0.93-1.27x: the last the spread between runs on this host).
+// ... onto an image of at most this, or onto rows of whole vectors. Past
+// L2, with the compiled blocks, rows that end in a part vector (a masked
+// store that misses) lost to the channel-vector tiles (batch 8, 1 thread:
+// 4->64 56x56 0.67-0.70x, 3->64 120x120 0.83-0.87x), rows of whole vectors
+// won (VGG-16's 3->64 224x224 1.15-1.27x, 112x112 1.07-1.21x). With the
+// generated blocks (cpu/jit/narrow_tile.h) the part vectors came out even
+// (0.98-1.06x) and whole vectors won more (224x224 1.30x, 96x96 1.35x), so
+// the rule stays as the compiled blocks need it.
 constexpr int64_t kFewSourceImageBytes = 512 << 10;
 // With AVX2, destination channels a block takes whole (two rows of sums);
 // more are taken kSplitBlockAvx2 (three rows) a block.
