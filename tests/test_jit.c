@@ -1,5 +1,5 @@
 /* Kernels generated at run time (src/cpu/jit): direct_avx512's tiles, of
- * every pass.
+ * every pass, and direct_narrow's blocks (positions in the vector).
  *
  * - The generated tiles give the compiled tiles' bits: every output of
  *   random forward, backward-data and backward-filter problems (strides,
@@ -25,7 +25,7 @@
 
 #include "test_util.h"
 
-enum { kProblems = 180 };
+enum { kProblems = 180, kNarrowProblems = 40, kAllProblems = kProblems + kNarrowProblems };
 
 static int generating(void)
 {
@@ -73,15 +73,51 @@ static void draw(tu_rng *r, tu_problem *tp, conv_op_t *op)
     } while (!tu_resolve(tp));
 }
 
+/* direct_narrow's passes (src/cpu/jit/narrow_tile.h): forward onto 1-8
+ * channels or from 2-4 onto 9-64, backward-data onto 1-8, channels-first
+ * at stride 1, windows of 1-7 columns (what the generator takes) and 1-5
+ * rows, 1-40 source channels (past 32: two blocks summed apart), rows of
+ * 16-80 columns, so blocks whose rows lie in the source and blocks that
+ * overhang it. */
+static void draw_narrow(tu_rng *r, tu_problem *tp, conv_op_t *op)
+{
+    conv_algo_t algo;
+    assert_int_equal(conv_algo_from_name("direct_avx512", &algo), CONV_STATUS_SUCCESS);
+    do {
+        *op = tu_chance(r, 70) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        int64_t in[2] = {tu_range(r, 4, 30), tu_range(r, 16, 80)}, kernel[2] = {tu_range(r, 1, 5), tu_range(r, 1, 7)};
+        const int64_t few = tu_range(r, 1, 8), many = tu_range(r, 1, 40);
+        int64_t c = *op == CONV_OP_FORWARD ? many : few, k = *op == CONV_OP_FORWARD ? few : many;
+        if (*op == CONV_OP_FORWARD && tu_chance(r, 40)) c = tu_range(r, 2, 4), k = tu_range(r, 9, 64);
+        tu_problem_init(tp, 2, tu_range(r, 1, 2), c, k, in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp->desc_pad_begin[a] = tu_range(r, 0, kernel[a] - 1);
+            tp->desc_pad_end[a] = tu_range(r, 0, kernel[a] - 1);
+        }
+        tp->bias = *op == CONV_OP_FORWARD && tu_chance(r, 50);
+        tp->p.relu = *op == CONV_OP_FORWARD && tu_chance(r, 30);
+        tp->algo = algo;
+    } while (!tu_resolve(tp));
+}
+
+/* Problem i of the fixed sequence: direct_avx512's, then direct_narrow's. */
+static void draw_problem(int i, tu_rng *r, tu_problem *tp, conv_op_t *op)
+{
+    tu_seed(r, 0x717 + (uint64_t)i);
+    if (i < kProblems)
+        draw(r, tp, op);
+    else
+        draw_narrow(r, tp, op);
+}
+
 /* Runs problem i of the fixed sequence and returns its output's bytes
  * (malloc'd, *bytes long). */
 static void *run_problem(conv_context_t ctxs[3], int i, size_t *bytes)
 {
     tu_rng r;
-    tu_seed(&r, 0x717 + (uint64_t)i);
     tu_problem tp;
     conv_op_t op;
-    draw(&r, &tp, &op);
+    draw_problem(i, &r, &tp, &op);
     conv_context_t ctx = ctxs[i % 3];
     assert_ok(conv_context_set_math(ctx, i % 2 ? CONV_MATH_STRICT : CONV_MATH_DEFAULT));
     tu_case c;
@@ -116,7 +152,7 @@ static int emit(const char *path)
     contexts(ctxs);
     FILE *f = fopen(path, "wb");
     if (!f) return 2;
-    for (int i = 0; i < kProblems; i++) {
+    for (int i = 0; i < kAllProblems; i++) {
         size_t bytes;
         void *out = run_problem(ctxs, i, &bytes);
         if (fwrite(out, 1, bytes, f) != bytes) return 2;
@@ -150,17 +186,16 @@ static void test_same_bits_as_compiled(void **state)
     assert_non_null(f);
     conv_context_t ctxs[3];
     contexts(ctxs);
-    for (int i = 0; i < kProblems; i++) {
+    for (int i = 0; i < kAllProblems; i++) {
         size_t bytes;
         unsigned char *out = run_problem(ctxs, i, &bytes);
         unsigned char *compiled = malloc(bytes ? bytes : 1);
         assert_int_equal(fread(compiled, 1, bytes, f), bytes);
         if (memcmp(out, compiled, bytes) != 0) {
             tu_rng r;
-            tu_seed(&r, 0x717 + (uint64_t)i);
             tu_problem tp;
             conv_op_t op;
-            draw(&r, &tp, &op);
+            draw_problem(i, &r, &tp, &op);
             char what[512];
             tu_describe(&tp, what, sizeof what);
             fail_msg("problem %d (%s %s): generated and compiled tiles differ", i, tu_op_name(op), what);
