@@ -220,12 +220,12 @@ template <int M, int R>
 void block_rows(const Narrow &s, const float *src, const float *packed, float *dst, int64_t i0,
                 const float *bias, bool relu, jit::NarrowTileFn tile) {
     const bool inside = i0 - s.pt >= 0 && i0 + R - 1 + s.kr - 1 - s.pt < s.hs;
-    if (M == kMaxChannels && s.kr == 3 && s.ks == 3)
-        (inside ? block_rows_with<M, R, true, 3> : block_rows_with<M, R, false, 3>)(s, src, packed, dst, i0, bias,
-                                                                                     relu, tile);
-    else
-        (inside ? block_rows_with<M, R, true, 0> : block_rows_with<M, R, false, 0>)(s, src, packed, dst, i0, bias,
-                                                                                     relu, tile);
+    if constexpr (M == kMaxChannels)  // (the unrolled 3x3 blocks of 8 channels only: compile time)
+        if (s.kr == 3 && s.ks == 3)
+            return (inside ? block_rows_with<M, R, true, 3> : block_rows_with<M, R, false, 3>)(s, src, packed, dst,
+                                                                                                i0, bias, relu, tile);
+    (inside ? block_rows_with<M, R, true, 0> : block_rows_with<M, R, false, 0>)(s, src, packed, dst, i0, bias, relu,
+                                                                                 tile);
 }
 
 using BlockFn = void (*)(const Narrow &, const float *, const float *, float *, int64_t, const float *, bool,
