@@ -504,7 +504,7 @@ static void test_filter_x_infinity(void **state)
  * that column at kw = 0, and unless x's lane is cleared too, 0 * inf
  * makes tap 0 NaN. Then an infinity in dy at row 1's first column, which
  * row 0's last vector reads past the row's end: every tap +inf, none NaN
- * (from a cleared x lane). Every ISA. */
+ * (from a cleared x lane). Then padding 1 on a row of 80. Every ISA. */
 static void test_filter_stride2_infinity(void **state)
 {
     (void)state;
@@ -521,6 +521,17 @@ static void test_filter_stride2_infinity(void **state)
     for (int64_t plane = 0; plane < 5; plane++)
         tu_set(&c.y, plane * oh * ow + ow, INFINITY);
     check_rows_infinity(&c, d, "dy, stride 2", 0x1ff);
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+    /* Padding 1, dy rows of 40 (the last vector's 8 lanes): x's column 79
+     * is kw = 2 of dy column 39 only, and row 1 kh = 2 of dy row 0 and
+     * kh = 0 of dy row 1, so taps 2 and 8 are +inf. The AVX-512 plane
+     * kernel makes tap 0 by moving the odd columns one lane up, which
+     * carries column 79 into the lane past the row's last output. */
+    make_rows_case(&c, &d, 7, 80, 2, 1);
+    for (int64_t plane = 0; plane < 5; plane++)
+        tu_set(&c.x, plane * 7 * 80 + 1 * 80 + 79, INFINITY);
+    check_rows_infinity(&c, d, "x, stride 2, padding 1", 1 << 2 | 1 << 8);
     conv_desc_destroy(d);
     tu_case_free(&c);
 }
