@@ -339,7 +339,7 @@ static void test_filter_infinity_in_dy(void **state)
  * columns (depthwise_avx512_filter_rows.cpp: backward-filter;
  * depthwise_avx512_forward_rows.cpp: forward, and backward-data at stride
  * 1; depthwise_avx512_backward_rows.cpp: backward-data at stride 2, dx rows
- * without any dy row below them zeroed): both strides, padding after 0-2, planes of 1-20 rows, rows of 1-31
+ * without any dy row below them zeroed): both strides, padding after 0-2, planes of 1-20 rows (32 at stride 2), rows of 1-31
  * columns (one or two vectors; up to 7 two channels a vector, so odd
  * channel counts leave a channel without its pair), channel counts around
  * the 16-channel blocks, batch 1-3, bias and ReLU; exact on integers and
@@ -358,7 +358,10 @@ static void test_rows(void **state)
         int64_t pad_end = tu_chance(&r, 15) ? 2 : tu_range(&r, 0, 1);
         /* x as wide as that many dy columns with the padding: out = (in + 1 + pad_end - 3) / s + 1. */
         int64_t in_w = (out_w - 1) * stride + 2 - pad_end + (stride == 2 ? tu_range(&r, 0, 1) : 0);
-        int64_t in[2] = {tu_range(&r, 1, 20), in_w < 1 ? 1 : in_w}, kernel[2] = {3, 3};
+        /* Up to 32 rows at stride 2 (16 dy rows: backward-filter reads a
+         * batch image by image from 14). */
+        int64_t rows = tu_range(&r, 1, stride == 2 && tu_chance(&r, 30) ? 32 : 20);
+        int64_t in[2] = {rows, in_w < 1 ? 1 : in_w}, kernel[2] = {3, 3};
         int64_t c = tu_chance(&r, 30) ? tu_range(&r, 15, 40) : tu_range(&r, 1, 9);
         tu_problem tp;
         tu_problem_init(&tp, 2, tu_range(&r, 1, 3), c, c, in, kernel);
