@@ -780,6 +780,20 @@ CONV_TARGET_AVX512 void backward_data_s2_plane(const PlaneShape &p, int64_t m, c
     }
 }
 
+// Backward-filter's products of input row t of a block: acc[kh][kw] +=
+// dy row r * the row's tap column kw, for the block's dy rows r whose
+// window row kh = t - S r it is.
+template <int S, int R>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void add_row_products(
+    int t, const __m512 (&g)[R], const __m512 (&v)[kK], __m512 (&acc)[kK * kK]) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+        const int kh = t - S * r;
+        if (kh < 0 || kh >= kK) continue;
+        for (int kw = 0; kw < kK; ++kw) acc[kh * kK + kw] = _mm512_fmadd_ps(g[r], v[kw], acc[kh * kK + kw]);
+    }
+}
+
 // dw[kh][kw] of one (image, channel) pair added into sums[9 vectors]: the
 // products of dy (out-shaped, `dy`) with the input under each tap. Stride 2
 // splits the input rows' columns in registers as the forward pass does.
@@ -827,13 +841,7 @@ CONV_TARGET_AVX512 void filter_block(const PlaneShape &p, const float *dy, const
             }
             __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2));  // loaded once, see forward_vectors
             const __m512 v[kK] = {v0, v1, v2};
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                const int kh = t - S * r;
-                if (kh < 0 || kh >= kK) continue;
-                for (int kw = 0; kw < kK; ++kw)
-                    acc[kh * kK + kw] = _mm512_fmadd_ps(g[r], v[kw], acc[kh * kK + kw]);
-            }
+            add_row_products<S, R>(t, g, v, acc);
         }
     }
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
@@ -879,13 +887,7 @@ CONV_TARGET_AVX512 void filter_block_s2_pad1(const PlaneShape &p, const float *d
             __m512 v2 = o;
             __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2));  // computed once, see forward_vectors
             const __m512 v[kK] = {v0, v1, v2};
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                const int kh = t - 2 * r;
-                if (kh < 0 || kh >= kK) continue;
-                for (int kw = 0; kw < kK; ++kw)
-                    acc[kh * kK + kw] = _mm512_fmadd_ps(g[r], v[kw], acc[kh * kK + kw]);
-            }
+            add_row_products<2, R>(t, g, v, acc);
         }
     }
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
