@@ -608,6 +608,16 @@ public:
         if (op == CONV_OP_BACKWARD_FILTER) {
             const int64_t plane = g.out_size();
             const bool unit_stride = g.stride[1] == 1 && g.stride[2] == 1;
+            // Onto fewer than 16 filters (direct_avx512's tiles leave them
+            // to others) any plane: against im2col, Zen 4, 1 thread, 5
+            // rounds, batch 1 / 4: LeNet-5's 1->6 5x5 1.7x / -, 1->8 28x28
+            // 2.6x, 1->6 14x14 1.7x / 2.9x, 1->8 8x8 1.2x / 2.5x, 3->8 16x16
+            // 2.0x / 3.4x, 12->8 12x12 2.4x, 2->4 20x20 3.5x / 2.9x, 1->6 5x5
+            // stride 2 2.0x; 6->12 5x5 16x16 0.93x / 1.9x. Channels-last
+            // from 1-3 sources 2.9-10x (im2col's unfold of one channel is
+            // all gathers), but from 6-12 0.6-0.8x at batch 1: left there.
+            if (g.groups == 1 && g.kg() < 16 && (g.cg() <= 4 || g.layout == CONV_LAYOUT_CHANNELS_FIRST))
+                return true;
             return plane >= 2048 || (unit_stride && plane >= 784 && g.n * plane >= 2048);
         }
         return op != CONV_OP_BACKWARD_DATA || g.k * g.reduction() * 4 <= (4 << 20);
