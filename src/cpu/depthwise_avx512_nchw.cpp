@@ -1152,7 +1152,8 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         // batch 1: 4 MiB of x and dy), but 0.69-0.80x on planes read from
         // memory (the same at batch 8, 32 MiB), in image order or not and
         // with software prefetches one or two blocks ahead: left there to
-        // the general block, whose four loads a row reach a line further.
+        // the general block (why, not measured: its loads reach a line
+        // further along each row).
         constexpr int64_t kPad1SplitBytes = int64_t(16) << 20;
         const bool pad1_split = (N * C * in_plane + N * K * out_plane) * 4 <= kPad1SplitBytes;
         // Items of up to kFilterGroup channels, at least 4 a thread.
