@@ -25,6 +25,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "core/checked.h"
 #include "cpu/avx512.h"
@@ -52,6 +54,22 @@ constexpr int kMaxRows = 8;
 constexpr int kNarrowRows = 16;    // narrow planes: output rows kept in registers
 constexpr int kNarrowRowsS2 = 14;  // at stride 2 (4 more registers for the split)
 constexpr int kMaxInRows = (kMaxRows - 1) * 2 + kK;  // input rows one block reads
+
+// fn(std::integral_constant<int, R>()) for R = rows, 1 <= rows <= Max: a
+// block kernel's row count made a compile-time constant, only the counts a
+// caller can ask for instantiated. The lambdas handed in must carry
+// CONV_TARGET_AVX512 too (GCC does not pass a function's target on to its
+// lambdas): without it the blocks could not be inlined, and out of line
+// filter_block kept its 9 sums on the stack -- filter_plane ran 2x slower.
+template <int Max, int R = 1, class F>
+CONV_TARGET_AVX512 inline void with_rows(int rows, F &&fn) {
+    if constexpr (R == Max)
+        fn(std::integral_constant<int, R>());
+    else if (rows == R)
+        fn(std::integral_constant<int, R>());
+    else
+        with_rows<Max, R + 1>(rows, std::forward<F>(fn));
+}
 
 // A 2-D plane convolution out[oh][ow] = init + sum over kh, kw of
 // w[kh][kw] * in[oh * s - pt + kh][ow * s - pl + kw] (zero outside `in`).
@@ -321,32 +339,7 @@ CONV_TARGET_AVX512 void forward_block_s2(const PlaneShape &p, const PlaneJob &jo
     for (; ow0 < p.ow; ow0 += kVec) forward_vectors_s2<R, 1, true>(p, job, src, out, ow0);
 }
 
-CONV_TARGET_AVX512 void forward_block_s2_any(int rows, const PlaneShape &p, const PlaneJob &job,
-                                             const BlockSource &src, int64_t oh0) {
-    switch (rows) {
-    case 1: forward_block_s2<1>(p, job, src, oh0); break;
-    case 2: forward_block_s2<2>(p, job, src, oh0); break;
-    case 3: forward_block_s2<3>(p, job, src, oh0); break;
-    case 4: forward_block_s2<4>(p, job, src, oh0); break;
-    case 5: forward_block_s2<5>(p, job, src, oh0); break;
-    default: forward_block_s2<6>(p, job, src, oh0); break;
-    }
-}
 
-template <int S>
-CONV_TARGET_AVX512 void forward_block_any(int rows, const PlaneShape &p, const PlaneJob &job,
-                                          const BlockSource &src, int64_t oh0) {
-    switch (rows) {
-    case 1: forward_block<S, 1>(p, job, src, oh0); break;
-    case 2: forward_block<S, 2>(p, job, src, oh0); break;
-    case 3: forward_block<S, 3>(p, job, src, oh0); break;
-    case 4: forward_block<S, 4>(p, job, src, oh0); break;
-    case 5: forward_block<S, 5>(p, job, src, oh0); break;
-    case 6: forward_block<S, 6>(p, job, src, oh0); break;
-    case 7: forward_block<S, 7>(p, job, src, oh0); break;
-    default: forward_block<S, 8>(p, job, src, oh0); break;
-    }
-}
 
 // ---- Narrow planes: stride 1, output at most 16 x 16 (MobileNet's 14x14
 // and 7x7). One call computes a whole plane with every output row's sum in
@@ -493,29 +486,9 @@ CONV_TARGET_AVX512 void narrow_run(const PlaneShape &p, const NarrowPlan &n, int
 template <int S, class Job>
 CONV_TARGET_AVX512 void narrow_rows(const PlaneShape &p, const NarrowPlan &n, int64_t b, int64_t e,
                                     Job &job) {
-    static_assert(kNarrowRows == 16 && kNarrowRowsS2 == 14, "the cases below");
-    switch (p.oh) {
-    case 1: narrow_run<1, S>(p, n, b, e, job); break;
-    case 2: narrow_run<2, S>(p, n, b, e, job); break;
-    case 3: narrow_run<3, S>(p, n, b, e, job); break;
-    case 4: narrow_run<4, S>(p, n, b, e, job); break;
-    case 5: narrow_run<5, S>(p, n, b, e, job); break;
-    case 6: narrow_run<6, S>(p, n, b, e, job); break;
-    case 7: narrow_run<7, S>(p, n, b, e, job); break;
-    case 8: narrow_run<8, S>(p, n, b, e, job); break;
-    case 9: narrow_run<9, S>(p, n, b, e, job); break;
-    case 10: narrow_run<10, S>(p, n, b, e, job); break;
-    case 11: narrow_run<11, S>(p, n, b, e, job); break;
-    case 12: narrow_run<12, S>(p, n, b, e, job); break;
-    case 13: narrow_run<13, S>(p, n, b, e, job); break;
-    case 14: narrow_run<14, S>(p, n, b, e, job); break;
-    case 15:
-        if constexpr (S == 1) narrow_run<15, S>(p, n, b, e, job);
-        break;
-    default:
-        if constexpr (S == 1) narrow_run<16, S>(p, n, b, e, job);
-        break;
-    }
+    // narrow_plan keeps p.oh within the rows.
+    with_rows<S == 1 ? kNarrowRows : kNarrowRowsS2>(
+        (int)p.oh, [&](auto r) CONV_TARGET_AVX512 { narrow_run<decltype(r)::value, S>(p, n, b, e, job); });
 }
 
 template <class Job>
@@ -611,9 +584,9 @@ CONV_TARGET_AVX512 void forward_plane(const PlaneShape &p, const PlaneJob &job) 
         block_source(p, job.in, oh0, rows, &src);
         prefetch_rows(p, job.in, (oh0 + rows) * p.s - p.pt + kK - p.s, rows * p.s);
         if (p.s == 1)
-            forward_block_any<1>(rows, p, job, src, oh0);
+            with_rows<kMaxRows>(rows, [&](auto r) CONV_TARGET_AVX512 { forward_block<1, decltype(r)::value>(p, job, src, oh0); });
         else
-            forward_block_s2_any(rows, p, job, src, oh0);
+            with_rows<kRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 { forward_block_s2<decltype(r)::value>(p, job, src, oh0); });
     }
 }
 
@@ -690,8 +663,6 @@ CONV_TARGET_AVX512 void multi_block(const PlaneShape &p, const MultiJob &job, co
     for (; ow0 < p.ow; ow0 += kVec) multi_vectors<R, true>(p, job, src, oh0, ow0);
 }
 
-static_assert(kMultiRows == 5, "multi_plane instantiates up to 5 rows");
-
 // kMulti whole output planes of one input plane (stride 1): output
 // channels k0.. (their taps from w, bias from bias), planes out_plane apart
 // from out.
@@ -710,13 +681,7 @@ CONV_TARGET_AVX512 void multi_plane(const PlaneShape &p, const float *in, const 
     for (int64_t oh0 = 0; oh0 < p.oh; oh0 += kMultiRows) {
         const int rows = (int)std::min<int64_t>(kMultiRows, p.oh - oh0);
         block_source(p, job.in, oh0, rows, &src);
-        switch (rows) {
-        case 1: multi_block<1>(p, job, src, oh0); break;
-        case 2: multi_block<2>(p, job, src, oh0); break;
-        case 3: multi_block<3>(p, job, src, oh0); break;
-        case 4: multi_block<4>(p, job, src, oh0); break;
-        default: multi_block<5>(p, job, src, oh0); break;
-        }
+        with_rows<kMultiRows>(rows, [&](auto r) CONV_TARGET_AVX512 { multi_block<decltype(r)::value>(p, job, src, oh0); });
     }
 }
 
@@ -895,32 +860,7 @@ CONV_TARGET_AVX512 void filter_block_s2_pad1(const PlaneShape &p, const float *d
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
 }
 
-CONV_TARGET_AVX512 void filter_block_s2_pad1_any(int rows, const PlaneShape &p, const float *dy,
-                                                 const BlockSource &src, int64_t oh0, __m512 *sums) {
-    switch (rows) {
-    case 1: filter_block_s2_pad1<1>(p, dy, src, oh0, sums); break;
-    case 2: filter_block_s2_pad1<2>(p, dy, src, oh0, sums); break;
-    case 3: filter_block_s2_pad1<3>(p, dy, src, oh0, sums); break;
-    case 4: filter_block_s2_pad1<4>(p, dy, src, oh0, sums); break;
-    case 5: filter_block_s2_pad1<5>(p, dy, src, oh0, sums); break;
-    default: filter_block_s2_pad1<6>(p, dy, src, oh0, sums); break;
-    }
-}
 
-static_assert(kFilterRowsS1 <= 6 && kFilterRowsS2 <= 6, "filter_block_any instantiates up to 6 rows");
-
-template <int S>
-CONV_TARGET_AVX512 void filter_block_any(int rows, const PlaneShape &p, const float *dy,
-                                         const BlockSource &src, int64_t oh0, __m512 *sums) {
-    switch (rows) {
-    case 1: filter_block<S, 1>(p, dy, src, oh0, sums); break;
-    case 2: filter_block<S, 2>(p, dy, src, oh0, sums); break;
-    case 3: filter_block<S, 3>(p, dy, src, oh0, sums); break;
-    case 4: filter_block<S, 4>(p, dy, src, oh0, sums); break;
-    case 5: filter_block<S, 5>(p, dy, src, oh0, sums); break;
-    default: filter_block<S, 6>(p, dy, src, oh0, sums); break;
-    }
-}
 
 // pad1_split: stride 2's padding-1 block (filter_block_s2_pad1) where it
 // applies.
@@ -933,11 +873,11 @@ CONV_TARGET_AVX512 void filter_plane(const PlaneShape &p, bool pad1_split, const
         const int rows = (int)std::min<int64_t>(block, p.oh - oh0);
         block_source(p, x, oh0, rows, &src);
         if (p.s == 1)
-            filter_block_any<1>(rows, p, dy, src, oh0, sums);
+            with_rows<kFilterRowsS1>(rows, [&](auto r) CONV_TARGET_AVX512 { filter_block<1, decltype(r)::value>(p, dy, src, oh0, sums); });
         else if (pad1_split && p.pl == 1)
-            filter_block_s2_pad1_any(rows, p, dy, src, oh0, sums);
+            with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 { filter_block_s2_pad1<decltype(r)::value>(p, dy, src, oh0, sums); });
         else
-            filter_block_any<2>(rows, p, dy, src, oh0, sums);
+            with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 { filter_block<2, decltype(r)::value>(p, dy, src, oh0, sums); });
     }
 }
 
