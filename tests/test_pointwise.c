@@ -198,6 +198,46 @@ static void test_streamed_filter(void **state)
     }
 }
 
+/* Channels-first forward and backward-data whose output is 8 MiB or more
+ * (kStreamOutBytes) store their whole aligned vectors non-temporally: the
+ * tiles' plain path and, with bias and ReLU, their epilogue's; rows not 64
+ * bytes apart (127x125 planes), a last partial vector and a tensor that
+ * starts off a line store as before. 1-3 threads, the output against a
+ * guard page before (line-aligned) or after, exact workspaces, every
+ * element checked. */
+static void test_streamed_outputs(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t h, w, c, k, n;
+        int op, bias;
+    } cases[] = {{128, 128, 16, 64, 2, CONV_OP_FORWARD, 0},       {128, 128, 16, 64, 2, CONV_OP_FORWARD, 1},
+                 {127, 125, 24, 136, 1, CONV_OP_FORWARD, 1},      {112, 112, 32, 88, 2, CONV_OP_FORWARD, 0},
+                 {128, 128, 64, 16, 2, CONV_OP_BACKWARD_DATA, 0}, {127, 125, 136, 24, 1, CONV_OP_BACKWARD_DATA, 0}};
+    tu_rng r;
+    tu_seed(&r, 8080);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].h, cases[i].w}, kernel[2] = {1, 1};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+        tp.bias = cases[i].bias;
+        tp.p.relu = cases[i].bias;
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        for (int threads = 1; threads <= 3; threads++) {
+            char what[256], failure[2048];
+            snprintf(what, sizeof what, "%s %lldx%lld %lld->%lld batch %lld%s threads=%d",
+                     cases[i].op == CONV_OP_FORWARD ? "fwd" : "bwd_data", (long long)cases[i].h,
+                     (long long)cases[i].w, (long long)cases[i].c, (long long)cases[i].k, (long long)cases[i].n,
+                     cases[i].bias ? " bias relu" : "", threads);
+            const int flags = TU_RUN_EXACT_WORKSPACE | (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
+            if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, (conv_op_t)cases[i].op, &r, (int)(i % 2), flags,
+                               what, failure, sizeof failure))
+                fail_msg("%s", failure);
+        }
+    }
+}
+
 /* Channels-first backward-data on planes under 100 positions onto 256+
  * channels runs dx transposed (dy^T W, sums scattered into dx's rows):
  * channel counts around the panel edges past 256, planes of 1 to 99
@@ -505,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_dealt_panels),
         cmocka_unit_test(test_streamed_filter),
+        cmocka_unit_test(test_streamed_outputs),
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
         cmocka_unit_test(test_strips_made_under_tiles),
