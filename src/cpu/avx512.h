@@ -93,10 +93,14 @@ CONV_TARGET_AVX512 inline void load_transposed16(const float *rows, int64_t stri
 // out[j * 16 + l] = row l's element j (rows `stride` apart, zero past
 // `lanes`), j < len, 16 columns at a time through transpose16; `out` is
 // 64-byte aligned. Packs channels-first filters with a channel per lane,
-// and lays dy out position-major with 16 channels per position.
-CONV_TARGET_AVX512 inline void transpose_rows_avx512(const float *rows, int64_t stride,
-                                                     int64_t lanes, int64_t len, float *out) {
+// and lays dy out position-major with 16 channels per position. ahead > 0:
+// each row's line `ahead` elements on is asked for as its line is read
+// (the next chunk of rows read from memory a chunk at a time).
+CONV_TARGET_AVX512 inline void transpose_rows_ahead_avx512(const float *rows, int64_t stride, int64_t lanes,
+                                                           int64_t len, float *out, int64_t ahead) {
     for (int64_t j = 0; j < len; j += 16) {
+        if (ahead > 0)
+            for (int64_t l = 0; l < lanes; ++l) _mm_prefetch((const char *)(rows + l * stride + j + ahead), _MM_HINT_T0);
         __m512 v[16];
         load_transposed16(rows + j, stride, lanes, first_lanes(len - j), v);
         const int64_t cols = std::min<int64_t>(16, len - j);
@@ -104,6 +108,11 @@ CONV_TARGET_AVX512 inline void transpose_rows_avx512(const float *rows, int64_t 
         for (int c = 0; c < 16; ++c)
             if (c < cols) _mm512_store_ps(out + (j + c) * 16, v[c]);
     }
+}
+
+CONV_TARGET_AVX512 inline void transpose_rows_avx512(const float *rows, int64_t stride, int64_t lanes, int64_t len,
+                                                     float *out) {
+    transpose_rows_ahead_avx512(rows, stride, lanes, len, out, 0);
 }
 
 }  // namespace conv::cpu

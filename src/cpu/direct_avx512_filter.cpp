@@ -63,6 +63,12 @@ constexpr int64_t kChunkBytes = 24 << 10;  // dy an item reads per chunk of posi
 constexpr int64_t kBlockBytes = 512 << 10; // padded x and laid-out dy of a block of images
 constexpr int64_t kInPlaceDyBytes = 256;   // channels-last dy of a position read in place up to this
 constexpr int64_t kDyCopyBytes = 256 << 10; // laid-out dy of a block of images a thread copies for itself up to this
+// A chunked item asks for its next chunk's dy while it lays out the current
+// one where the pass's dy is at least this large (read from memory, not
+// L3). 1 thread, strict, 6 alternated rounds: MobileNet's conv1 (3->32
+// 224x224, stride 2) at batch 8 1.04-1.10x; at batch 1 (1.6 MB) it cost
+// 0.96x, so not there.
+constexpr double kDyAheadBytes = 8 << 20;
 // Rows split into kRowParts items where at most kRowPartBlocks filter blocks
 // meet planes of kRowPartRows rows or more (conv1 layers; make_shape).
 constexpr int64_t kRowParts = 4;
@@ -84,6 +90,7 @@ struct FilterShape {
     int64_t block_images, image_blocks;  // images laid out at a time, and how many times
     bool dy_in_place;       // channels-last dy read as it lies (few filters: kInPlaceDyBytes)
     bool chunked;           // dy laid out chunk by chunk by each item, into the thread's buffer
+    bool chunk_ahead;       // chunked: the next chunk's dy asked for under the current one's lay-out
     bool dy_per_thread;     // each thread lays out the filter blocks' dy its items read, for itself
     int64_t chunk_vec;      // chunked: elements from one filter vector's chunk to the next's
     // Workspace, bytes: each column's offset in its group's padded x (int64),
@@ -223,6 +230,7 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     const int64_t column_blocks = ceil_div(s.tiles, s.item_tiles);
     s.chunked = !s.dy_in_place && ((!blocked && column_blocks == 1) || (threads > 1 && column_blocks <= threads));
     s.chunk_vec = s.chunk_rows * s.wo * kLanes;
+    s.chunk_ahead = s.chunked && (double)s.n * (double)s.k * (double)s.positions * (double)es >= kDyAheadBytes;
     // Where neither, at 2+ threads, each thread lays out the filter blocks'
     // dy its items read into a copy of its own, at their first use in a
     // block of images: laid out once by all threads, half of every item's
@@ -277,12 +285,13 @@ CONV_TARGET_AVX2 void copy_positions_avx2(const float *from, int64_t stride, int
 // out[(p - p0) * 16 + l] = dy(filter v * 16 + l, p).
 template <class T>
 void lay_out_vector(const FilterShape &s, const T *dy, int64_t n, int64_t gi, int64_t v, int64_t p0,
-                    int64_t len, T *out) {
+                    int64_t len, T *out, int64_t ahead = 0) {
     const int64_t m0 = gi * s.cdg + v * kLanes, lanes = std::min<int64_t>(kLanes, s.cdg - v * kLanes);
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>)
         if (!s.last && cpu_isa() == Isa::avx512)
-            return transpose_rows_avx512(dy + (n * s.k + m0) * s.positions + p0, s.positions, lanes, len, out);
+            return transpose_rows_ahead_avx512(dy + (n * s.k + m0) * s.positions + p0, s.positions, lanes, len,
+                                               out, ahead);
     if constexpr (std::is_same_v<T, float>)
         if (!s.last && cpu_isa() == Isa::avx2)
             return transpose_rows_avx2(dy + (n * s.k + m0) * s.positions + p0, s.positions, lanes, len, out);
@@ -670,7 +679,8 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                 T *chunk = dyv + slot * s.nv * s.chunk_vec;
                                 for (int v = 0; v < nv; ++v)
                                     lay_out_vector(s, dy, n0 + n, gi, kb * s.nv + v, (oz * s.ho + r0) * s.wo,
-                                                   t.rows * s.wo, chunk + v * s.chunk_vec);
+                                                   t.rows * s.wo, chunk + v * s.chunk_vec,
+                                                   s.chunk_ahead ? t.rows * s.wo : 0);
                                 t.dy = chunk, t.dy_vec = s.chunk_vec;
                             } else {
                                 t.dy = own_dy + ((n * s.groups + gi) * s.dvec + kb * s.nv) * vec_len +
