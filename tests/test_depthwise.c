@@ -591,6 +591,51 @@ static void check_plane_problem(uint64_t seed, tu_rng *r, const int64_t in[2], i
     tu_check_random_pass(tu_contexts, seed, &tp, op, r, tu_chance(r, 30));
 }
 
+/* Channels-first forward and backward-data whose output is 8 MiB or more,
+ * rows whole lines: the AVX-512 kernels stream their whole vectors past
+ * the caches (the plane blocks at stride 1, stride 2's padding-1 vectors,
+ * with bias and ReLU), and the last plane's stores are fenced before the
+ * call returns. Rows of 120 columns (not whole lines) store as before.
+ * 1-3 threads, the output against a guard page before or after, exact
+ * workspaces, every element checked. */
+static void test_streamed_outputs(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t h, w, c, n, s;
+        int op, bias;
+    } cases[] = {{128, 128, 64, 2, 1, CONV_OP_FORWARD, 1},       {128, 128, 136, 1, 1, CONV_OP_FORWARD, 0},
+                 {256, 256, 64, 2, 2, CONV_OP_FORWARD, 1},       {128, 128, 64, 2, 1, CONV_OP_BACKWARD_DATA, 0},
+                 {128, 120, 72, 2, 1, CONV_OP_FORWARD, 0}};
+    tu_rng r;
+    tu_seed(&r, 8181);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].h, cases[i].w}, kernel[2] = {3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].c, in, kernel);
+        tp.p.groups = cases[i].c;
+        tp.bias = cases[i].bias;
+        tp.p.relu = cases[i].bias;
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = cases[i].s;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+        }
+        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        assert_true(tu_resolve(&tp));
+        for (int threads = 1; threads <= 3; threads++) {
+            char what[256], failure[2048];
+            snprintf(what, sizeof what, "%s %lldx%lld stride %lld %lld channels batch %lld%s threads=%d",
+                     cases[i].op == CONV_OP_FORWARD ? "fwd" : "bwd_data", (long long)cases[i].h,
+                     (long long)cases[i].w, (long long)cases[i].s, (long long)cases[i].c, (long long)cases[i].n,
+                     cases[i].bias ? " bias relu" : "", threads);
+            const int flags = TU_RUN_EXACT_WORKSPACE | (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
+            if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, (conv_op_t)cases[i].op, &r, (int)(i % 2), flags,
+                               what, failure, sizeof failure))
+                fail_msg("%s", failure);
+        }
+    }
+}
+
 /* Stride-1 backward-filter with padding 1 on rows of 11-32 columns
  * (depthwise_avx2_flat.cpp on AVX2: a plane swept as one run of positions,
  * column masks repeating every lcm(W, 8) / 8 vectors, the vectors near the
@@ -794,6 +839,7 @@ int main(void)
         cmocka_unit_test(test_filter_stride2_planes),
         cmocka_unit_test(test_filter_stride2_shifted_infinity),
         cmocka_unit_test(test_flat),
+        cmocka_unit_test(test_streamed_outputs),
         cmocka_unit_test(test_filter_dy_infinity_neighbours),
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_spread_infinity),

@@ -87,6 +87,7 @@ struct PlaneJob {
     float init;       // bias, or ignored when accumulating
     bool accumulate;  // out += the convolution (else out = init + it)
     bool relu;
+    bool stream = false;  // whole 64-byte-aligned vectors stored non-temporally (not with accumulate)
 };
 
 // Where a block's taps read: row t of the block's input rows at base[t]
@@ -114,6 +115,17 @@ struct FlatPlan {
 
 #if CONV_HAVE_AVX512_KERNELS
 
+// An output vector's lanes under `lanes`: a whole line streamed past the
+// caches where the job asks (its rows then are whole lines, see
+// dw_nchw_run).
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_vector(const PlaneJob &job, float *o, __m512 a,
+                                                                            __mmask16 lanes = 0xFFFF) {
+    if (job.stream && lanes == (__mmask16)0xFFFF)
+        _mm512_stream_ps(o, a);
+    else
+        _mm512_mask_storeu_ps(o, lanes, a);
+}
+
 // The R x V sums of a block into R output rows from column ow0, through the
 // ReLU when asked, masked at the row ends.
 template <int R, int V, bool Masked>
@@ -124,11 +136,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_rows(
     for (int r = 0; r < R; ++r)
         for (int u = 0; u < V; ++u) {
             const __m512 a = job.relu ? _mm512_max_ps(acc[r][u], _mm512_setzero_ps()) : acc[r][u];
-            float *o = out + r * p.ow + ow0 + u * kVec;
-            if (Masked)
-                _mm512_mask_storeu_ps(o, store[u], a);
-            else
-                _mm512_storeu_ps(o, a);
+            store_vector(job, out + r * p.ow + ow0 + u * kVec, a, Masked ? store[u] : (__mmask16)0xFFFF);
         }
 }
 
@@ -307,11 +315,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vector_s2_
     }
     for (int r = 0; r < R; ++r) {
         const __m512 a = job.relu ? _mm512_max_ps(acc[r], _mm512_setzero_ps()) : acc[r];
-        float *o = out + r * p.ow + ow0;
-        if (Masked)
-            _mm512_mask_storeu_ps(o, store, a);
-        else
-            _mm512_storeu_ps(o, a);
+        store_vector(job, out + r * p.ow + ow0, a, Masked ? store : (__mmask16)0xFFFF);
     }
 }
 
@@ -983,6 +987,24 @@ bool dw_nchw_covers(const ConvGeometry &g, conv_op_t op) {
 
 size_t dw_nchw_workspace_bytes(const ConvGeometry &, conv_op_t, int) { return 0; }
 
+namespace {
+// Whether a pass writes its output (`floats` of it from `out`, rows of
+// `row`) with non-temporal stores: where it is 8 MiB or more (a quarter of
+// this Zen 4's L3, as gemm_1x1's kStreamOutBytes) and its rows are whole
+// lines, so that no line is part streamed and part stored (MobileNet's
+// 128 channels of 56x56 at batch 8, rows of 3.5 lines, lost 0.81-0.95x
+// so). 1 thread, strict, MobileNet-v1 at batch 8 in the suite, 3
+// alternated runs: dw1 (32 channels of 112x112) forward 1.86-2.17x,
+// backward-data 1.56-1.92x (0.64 -> 1.31 and 0.82 -> 1.43 of oneDNN).
+// Those are repeated calls on the same tensors: the input then stays in
+// L3 where the output no longer pushes it out; in a network the next
+// layer reads the streamed output from memory.
+bool streams_output(int64_t floats, const float *out, int64_t row) {
+    constexpr double kStreamOutBytes = 8 << 20;
+    return (double)floats * 4 >= kStreamOutBytes && row % kVec == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
+}
+}  // namespace
+
 void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *a.g;
@@ -994,10 +1016,11 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     case CONV_OP_FORWARD: {
         const PlaneShape p = forward_shape(g);
         const bool relu = g.activation == CONV_ACTIVATION_RELU;
+        const bool stream = streams_output(N * K * out_plane, y, g.out[2]);
         auto job = [&](int64_t item) {
             const int64_t n = item / K, k = item % K;
             return PlaneJob{x + (n * C + k / M) * in_plane, y + item * out_plane, w + k * kK * kK,
-                            bias ? bias[k] : 0.0f, false, relu};
+                            bias ? bias[k] : 0.0f, false, relu, stream};
         };
         const NarrowPlan narrow = narrow_plan(p);
         const FlatPlan flat = flat_plan_unless(narrow, p);
@@ -1028,6 +1051,7 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
             }
             if (!flat.vectors) {
                 for (int64_t i = b; i < e; ++i) forward_plane(p, job(i));
+                if (stream) _mm_sfence();  // the streamed stores before the range counts as done
                 return;
             }
             int64_t i = b;
@@ -1066,6 +1090,7 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
                              [&](int64_t b, int64_t e) { narrow_range(p, flipped, b, e, job); });
             return;
         }
+        const bool stream = M == 1 && streams_output(N * C * in_plane, x, g.in[2]);
         for_planes(
             pool, threads, N * C, in_plane + M * out_plane, [&](int64_t item, int) {
                 const int64_t n = item / C, c = item % C;
@@ -1074,7 +1099,7 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
                     float flipped[kK * kK];
                     for (int i = 0; i < kK * kK; ++i) flipped[i] = w[k * kK * kK + kK * kK - 1 - i];
                     const PlaneJob job{y + (n * K + k) * out_plane, x + item * in_plane, flipped,
-                                       0.0f, m > 0, false};
+                                       0.0f, m > 0, false, stream};
                     if (narrow.ok)
                         narrow_range(p, narrow, 0, 1, [&](int64_t) { return job; });
                     else if (flat.vectors)
@@ -1082,6 +1107,7 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
                     else
                         forward_plane(p, job);
                 }
+                if (stream) _mm_sfence();
             });
         return;
     }
