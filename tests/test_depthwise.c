@@ -622,17 +622,11 @@ static void test_streamed_outputs(void **state)
         }
         tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
         assert_true(tu_resolve(&tp));
-        for (int threads = 1; threads <= 3; threads++) {
-            char what[256], failure[2048];
-            snprintf(what, sizeof what, "%s %lldx%lld stride %lld %lld channels batch %lld%s threads=%d",
-                     cases[i].op == CONV_OP_FORWARD ? "fwd" : "bwd_data", (long long)cases[i].h,
-                     (long long)cases[i].w, (long long)cases[i].s, (long long)cases[i].c, (long long)cases[i].n,
-                     cases[i].bias ? " bias relu" : "", threads);
-            const int flags = TU_RUN_EXACT_WORKSPACE | (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
-            if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, (conv_op_t)cases[i].op, &r, (int)(i % 2), flags,
-                               what, failure, sizeof failure))
-                fail_msg("%s", failure);
-        }
+        char what[256];
+        snprintf(what, sizeof what, "%s %lldx%lld stride %lld %lld channels batch %lld%s",
+                 cases[i].op == CONV_OP_FORWARD ? "fwd" : "bwd_data", (long long)cases[i].h, (long long)cases[i].w,
+                 (long long)cases[i].s, (long long)cases[i].c, (long long)cases[i].n, cases[i].bias ? " bias relu" : "");
+        tu_check_guarded_threads(&tp, (conv_op_t)cases[i].op, &r, (int)(i % 2), what);
     }
 }
 

@@ -185,16 +185,11 @@ static void test_streamed_filter(void **state)
         tp.p.channels_last = cases[i].last;
         tp.algo = CONV_ALGO_GEMM_1X1;
         assert_true(tu_resolve(&tp));
-        for (int threads = 1; threads <= 3; threads++) {
-            char what[256], failure[2048];
-            snprintf(what, sizeof what, "bwd_filter %lldx%lld %lld->%lld batch %lld %s threads=%d",
-                     (long long)cases[i].h, (long long)cases[i].w, (long long)cases[i].c, (long long)cases[i].k,
-                     (long long)cases[i].n, cases[i].last ? "nhwc" : "nchw", threads);
-            const int flags = TU_RUN_EXACT_WORKSPACE | (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
-            if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, CONV_OP_BACKWARD_FILTER, &r, (int)(i % 2), flags,
-                               what, failure, sizeof failure))
-                fail_msg("%s", failure);
-        }
+        char what[256];
+        snprintf(what, sizeof what, "bwd_filter %lldx%lld %lld->%lld batch %lld %s", (long long)cases[i].h,
+                 (long long)cases[i].w, (long long)cases[i].c, (long long)cases[i].k, (long long)cases[i].n,
+                 cases[i].last ? "nhwc" : "nchw");
+        tu_check_guarded_threads(&tp, CONV_OP_BACKWARD_FILTER, &r, (int)(i % 2), what);
     }
 }
 
@@ -224,17 +219,11 @@ static void test_streamed_outputs(void **state)
         tp.p.relu = cases[i].bias;
         tp.algo = CONV_ALGO_GEMM_1X1;
         assert_true(tu_resolve(&tp));
-        for (int threads = 1; threads <= 3; threads++) {
-            char what[256], failure[2048];
-            snprintf(what, sizeof what, "%s %lldx%lld %lld->%lld batch %lld%s threads=%d",
-                     cases[i].op == CONV_OP_FORWARD ? "fwd" : "bwd_data", (long long)cases[i].h,
-                     (long long)cases[i].w, (long long)cases[i].c, (long long)cases[i].k, (long long)cases[i].n,
-                     cases[i].bias ? " bias relu" : "", threads);
-            const int flags = TU_RUN_EXACT_WORKSPACE | (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
-            if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, (conv_op_t)cases[i].op, &r, (int)(i % 2), flags,
-                               what, failure, sizeof failure))
-                fail_msg("%s", failure);
-        }
+        char what[256];
+        snprintf(what, sizeof what, "%s %lldx%lld %lld->%lld batch %lld%s",
+                 cases[i].op == CONV_OP_FORWARD ? "fwd" : "bwd_data", (long long)cases[i].h, (long long)cases[i].w,
+                 (long long)cases[i].c, (long long)cases[i].k, (long long)cases[i].n, cases[i].bias ? " bias relu" : "");
+        tu_check_guarded_threads(&tp, (conv_op_t)cases[i].op, &r, (int)(i % 2), what);
     }
 }
 

@@ -874,6 +874,17 @@ void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_pr
         fail_msg("%s", failure);
 }
 
+void tu_check_guarded_threads(const tu_problem *tp, conv_op_t op, tu_rng *r, int real, const char *what)
+{
+    for (int threads = 1; threads <= 3; threads++) {
+        char named[512], failure[2048];
+        snprintf(named, sizeof named, "%s threads=%d", what, threads);
+        const int flags = TU_RUN_EXACT_WORKSPACE | (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
+        if (tu_run_checked(tu_contexts[threads - 1], NULL, tp, op, r, real, flags, named, failure, sizeof failure))
+            fail_msg("%s", failure);
+    }
+}
+
 conv_status_t tu_plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op, conv_plan_t *plan)
 {
     conv_desc_t d;

@@ -220,6 +220,12 @@ int tu_run_checked(conv_context_t ctx, conv_workspace_t ws, const tu_problem *tp
 void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_problem *tp,
                           conv_op_t op, tu_rng *r, int real);
 
+/* `op` of tp on 1, 2 and 3 threads (tu_contexts), exact workspaces, the
+ * output against a guard page before its start (2 threads: line-aligned)
+ * or after its end (1 and 3), every element checked (exactly unless
+ * `real`); fails the test naming `what` and the thread count. */
+void tu_check_guarded_threads(const tu_problem *tp, conv_op_t op, tu_rng *r, int real, const char *what);
+
 /* A plan of `op` for tp on ctx (its layout, dims and bias; the descriptor
  * from tu_make_desc). */
 conv_status_t tu_plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op, conv_plan_t *plan);
