@@ -151,8 +151,8 @@ constexpr int64_t kStreamBytes = 1 << 20;
 // this large, a quarter of the 32 MiB L3 of the Zen 4 it was measured on:
 // there the tiles' stores to 8 rows (an image's plane apart) waited on
 // reads for ownership from memory. 1 thread, strict, MobileNet-v1 at
-// batch 8, 3 alternated runs each: pw1 (32->64 112x112) forward 1.13-1.22x,
-// backward-data 1.30x, pw2 forward 1.02-1.16x, pw3 1.04-1.05x; outputs
+// batch 8, 3 alternated runs each: pw1 (32->64 112x112) forward 1.11-1.22x,
+// backward-data 1.30-1.31x, pw2 forward 1.02-1.16x, pw3 1.04-1.05x; outputs
 // under it (batch 1, or 7x7 and 14x14 planes) are left as they were.
 constexpr double kStreamOutBytes = 8 << 20;
 
