@@ -194,7 +194,7 @@ static void test_streamed_filter(void **state)
 }
 
 /* Channels-first forward and backward-data whose output is 8 MiB or more
- * (kStreamOutBytes) store their whole aligned vectors non-temporally: the
+ * (kPastCacheBytes) store their whole aligned vectors non-temporally: the
  * tiles' plain path and, with bias and ReLU, their epilogue's; rows not 64
  * bytes apart (127x125 planes), a last partial vector and a tensor that
  * starts off a line store as before. 1-3 threads, the output against a

@@ -100,7 +100,8 @@ CONV_TARGET_AVX512 inline void transpose_rows_ahead_avx512(const float *rows, in
                                                            int64_t len, float *out, int64_t ahead) {
     for (int64_t j = 0; j < len; j += 16) {
         if (ahead > 0)
-            for (int64_t l = 0; l < lanes; ++l) _mm_prefetch((const char *)(rows + l * stride + j + ahead), _MM_HINT_T0);
+            for (int64_t l = 0; l < lanes; ++l)
+                _mm_prefetch((const char *)(rows + l * stride + j + ahead), _MM_HINT_T0);
         __m512 v[16];
         load_transposed16(rows + j, stride, lanes, first_lanes(len - j), v);
         const int64_t cols = std::min<int64_t>(16, len - j);

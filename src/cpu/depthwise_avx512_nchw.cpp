@@ -32,6 +32,7 @@
 #include "cpu/avx512.h"
 #include "cpu/depthwise_avx512.h"
 #include "cpu/epilogue.h"
+#include "cpu/past_cache.h"
 
 namespace conv::cpu {
 namespace {
@@ -343,8 +344,6 @@ CONV_TARGET_AVX512 void forward_block_s2(const PlaneShape &p, const PlaneJob &jo
     for (; ow0 < p.ow; ow0 += kVec) forward_vectors_s2<R, 1, true>(p, job, src, out, ow0);
 }
 
-
-
 // ---- Narrow planes: stride 1, output at most 16 x 16 (MobileNet's 14x14
 // and 7x7). One call computes a whole plane with every output row's sum in
 // a register (16 rows + 9 weights + 3 inputs fit the 32), its row loop
@@ -588,9 +587,13 @@ CONV_TARGET_AVX512 void forward_plane(const PlaneShape &p, const PlaneJob &job) 
         block_source(p, job.in, oh0, rows, &src);
         prefetch_rows(p, job.in, (oh0 + rows) * p.s - p.pt + kK - p.s, rows * p.s);
         if (p.s == 1)
-            with_rows<kMaxRows>(rows, [&](auto r) CONV_TARGET_AVX512 { forward_block<1, decltype(r)::value>(p, job, src, oh0); });
+            with_rows<kMaxRows>(rows, [&](auto r) CONV_TARGET_AVX512 {
+                forward_block<1, decltype(r)::value>(p, job, src, oh0);
+            });
         else
-            with_rows<kRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 { forward_block_s2<decltype(r)::value>(p, job, src, oh0); });
+            with_rows<kRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 {
+                forward_block_s2<decltype(r)::value>(p, job, src, oh0);
+            });
     }
 }
 
@@ -685,7 +688,9 @@ CONV_TARGET_AVX512 void multi_plane(const PlaneShape &p, const float *in, const 
     for (int64_t oh0 = 0; oh0 < p.oh; oh0 += kMultiRows) {
         const int rows = (int)std::min<int64_t>(kMultiRows, p.oh - oh0);
         block_source(p, job.in, oh0, rows, &src);
-        with_rows<kMultiRows>(rows, [&](auto r) CONV_TARGET_AVX512 { multi_block<decltype(r)::value>(p, job, src, oh0); });
+        with_rows<kMultiRows>(rows, [&](auto r) CONV_TARGET_AVX512 {
+            multi_block<decltype(r)::value>(p, job, src, oh0);
+        });
     }
 }
 
@@ -864,8 +869,6 @@ CONV_TARGET_AVX512 void filter_block_s2_pad1(const PlaneShape &p, const float *d
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
 }
 
-
-
 // pad1_split: stride 2's padding-1 block (filter_block_s2_pad1) where it
 // applies.
 CONV_TARGET_AVX512 void filter_plane(const PlaneShape &p, bool pad1_split, const float *x,
@@ -877,11 +880,17 @@ CONV_TARGET_AVX512 void filter_plane(const PlaneShape &p, bool pad1_split, const
         const int rows = (int)std::min<int64_t>(block, p.oh - oh0);
         block_source(p, x, oh0, rows, &src);
         if (p.s == 1)
-            with_rows<kFilterRowsS1>(rows, [&](auto r) CONV_TARGET_AVX512 { filter_block<1, decltype(r)::value>(p, dy, src, oh0, sums); });
+            with_rows<kFilterRowsS1>(rows, [&](auto r) CONV_TARGET_AVX512 {
+                filter_block<1, decltype(r)::value>(p, dy, src, oh0, sums);
+            });
         else if (pad1_split && p.pl == 1)
-            with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 { filter_block_s2_pad1<decltype(r)::value>(p, dy, src, oh0, sums); });
+            with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 {
+                filter_block_s2_pad1<decltype(r)::value>(p, dy, src, oh0, sums);
+            });
         else
-            with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 { filter_block<2, decltype(r)::value>(p, dy, src, oh0, sums); });
+            with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 {
+                filter_block<2, decltype(r)::value>(p, dy, src, oh0, sums);
+            });
     }
 }
 
@@ -989,8 +998,8 @@ size_t dw_nchw_workspace_bytes(const ConvGeometry &, conv_op_t, int) { return 0;
 
 namespace {
 // Whether a pass writes its output (`floats` of it from `out`, rows of
-// `row`) with non-temporal stores: where it is 8 MiB or more (a quarter of
-// this Zen 4's L3, as gemm_1x1's kStreamOutBytes) and its rows are whole
+// `row`) with non-temporal stores: where it is kPastCacheBytes or more (as
+// gemm_1x1's channels-first outputs) and its rows are whole
 // lines, so that no line is part streamed and part stored (MobileNet's
 // 128 channels of 56x56 at batch 8, rows of 3.5 lines, lost 0.81-0.95x
 // so). 1 thread, strict, MobileNet-v1 at batch 8 in the suite, 3
@@ -1000,8 +1009,7 @@ namespace {
 // L3 where the output no longer pushes it out; in a network the next
 // layer reads the streamed output from memory.
 bool streams_output(int64_t floats, const float *out, int64_t row) {
-    constexpr double kStreamOutBytes = 8 << 20;
-    return (double)floats * 4 >= kStreamOutBytes && row % kVec == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
+    return (double)floats * 4 >= kPastCacheBytes && row % kVec == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
 }
 }  // namespace
 

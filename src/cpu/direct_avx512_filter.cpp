@@ -50,6 +50,7 @@
 #include "cpu/isa.h"
 #include "cpu/jit/filter_tile.h"
 #include "cpu/jit/jit.h"
+#include "cpu/past_cache.h"
 #include "cpu/thread_copies.h"
 
 namespace conv::cpu {
@@ -63,12 +64,6 @@ constexpr int64_t kChunkBytes = 24 << 10;  // dy an item reads per chunk of posi
 constexpr int64_t kBlockBytes = 512 << 10; // padded x and laid-out dy of a block of images
 constexpr int64_t kInPlaceDyBytes = 256;   // channels-last dy of a position read in place up to this
 constexpr int64_t kDyCopyBytes = 256 << 10; // laid-out dy of a block of images a thread copies for itself up to this
-// A chunked item asks for its next chunk's dy while it lays out the current
-// one where the pass's dy is at least this large (read from memory, not
-// L3). 1 thread, strict, 6 alternated rounds: MobileNet's conv1 (3->32
-// 224x224, stride 2) at batch 8 1.04-1.10x; at batch 1 (1.6 MB) it cost
-// 0.96x, so not there.
-constexpr double kDyAheadBytes = 8 << 20;
 // Rows split into kRowParts items where at most kRowPartBlocks filter blocks
 // meet planes of kRowPartRows rows or more (conv1 layers; make_shape).
 constexpr int64_t kRowParts = 4;
@@ -230,7 +225,12 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     const int64_t column_blocks = ceil_div(s.tiles, s.item_tiles);
     s.chunked = !s.dy_in_place && ((!blocked && column_blocks == 1) || (threads > 1 && column_blocks <= threads));
     s.chunk_vec = s.chunk_rows * s.wo * kLanes;
-    s.chunk_ahead = s.chunked && (double)s.n * (double)s.k * (double)s.positions * (double)es >= kDyAheadBytes;
+    // A chunked item asks for its next chunk's dy while it lays out the current
+    // one where the pass's dy is at least kPastCacheBytes (read from memory,
+    // not L3). 1 thread, strict, 6 alternated rounds: MobileNet's conv1 (3->32
+    // 224x224, stride 2) at batch 8 1.04-1.10x; at batch 1 (1.6 MB) it cost
+    // 0.96x, so not there.
+    s.chunk_ahead = s.chunked && (double)s.n * (double)s.k * (double)s.positions * (double)es >= kPastCacheBytes;
     // Where neither, at 2+ threads, each thread lays out the filter blocks'
     // dy its items read into a copy of its own, at their first use in a
     // block of images: laid out once by all threads, half of every item's

@@ -66,6 +66,7 @@
 #include "cpu/avx2.h"
 #include "cpu/avx512.h"
 #include "cpu/epilogue.h"
+#include "cpu/past_cache.h"
 #include "cpu/thread_copies.h"
 
 namespace conv::cpu {
@@ -148,13 +149,12 @@ constexpr int64_t kAhead = 16;
 constexpr int64_t kStreamBytes = 1 << 20;
 // Channels-first forward and backward-data write their output with
 // non-temporal stores (Gemm::stream) where a call's output is at least
-// this large, a quarter of the 32 MiB L3 of the Zen 4 it was measured on:
-// there the tiles' stores to 8 rows (an image's plane apart) waited on
-// reads for ownership from memory. 1 thread, strict, MobileNet-v1 at
-// batch 8, 3 alternated runs each: pw1 (32->64 112x112) forward 1.11-1.22x,
-// backward-data 1.30-1.31x, pw2 forward 1.02-1.16x, pw3 1.04-1.05x; outputs
-// under it (batch 1, or 7x7 and 14x14 planes) are left as they were.
-constexpr double kStreamOutBytes = 8 << 20;
+// kPastCacheBytes: there the tiles' stores to 8 rows (an image's plane
+// apart) waited on reads for ownership from memory. 1 thread, strict,
+// MobileNet-v1 at batch 8, 3 alternated runs each: pw1 (32->64 112x112)
+// forward 1.11-1.22x, backward-data 1.30-1.31x, pw2 forward 1.02-1.16x, pw3
+// 1.04-1.05x; outputs under it (batch 1, or 7x7 and 14x14 planes) are left
+// as they were.
 
 // AVX2: source rows this many floats apart or more (a plane of 32x32 or
 // more, channels-first) are packed row by row (pack_panels_avx2).
@@ -2239,7 +2239,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     ThreadCopies made;  // own_strips; pieces: the row blocks
     const bool fwd = args.op == CONV_OP_FORWARD;
     const bool stream = (double)g.n * (double)(fwd ? g.k : g.c) * (double)(fwd ? g.out_size() : g.in_size()) * 4 >=
-                        kStreamOutBytes;
+                        kPastCacheBytes;
     auto run_item = [&](int64_t item, int s) {
         // Own strips: row blocks outermost, so a thread's share is a range of rows.
         const int64_t rb = own_strips ? item / (g.n * p.col_blocks) : item % p.row_blocks;
