@@ -44,7 +44,9 @@ constexpr int kVec = 16;     // floats per zmm
 // share more input loads. 9 weights + R sums + the inputs must stay in the
 // 32 registers: GCC spills beyond about 24.
 constexpr int kRowsS1 = 8;      // forward, stride 1
-constexpr int kRowsS2 = 6;      // forward, stride 2
+// Stride 2 keeps a second sum a row for tap column 0 (forward_vector_s2_pad1)
+// and 6 rows spilled: 5 rows measured 1.04-1.10x on 112x112 -> 56x56.
+constexpr int kRowsS2 = 5;      // forward, stride 2
 // Backward-filter: its 9 sums take the weights' place. Stride 1 in blocks
 // of 6 rows, not 4, measured 5-10% faster (fewer blocks to set up: 1
 // thread, 28x28 0.089 -> 0.080 ms, 56x56 0.149 -> 0.142); at stride 2, 6
@@ -277,12 +279,20 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vectors_s2
 }
 
 // The same for padding 1 (MobileNet's): from column b = 2 * ow0, the even
-// columns are tap 1 and the odd ones tap 2; tap 0 is the odd ones shifted
-// one lane up with column b - 1 entering (valignd). Two loads, both
-// 64-byte aligned when the row is, instead of four that cross lines.
+// columns are tap 1 and the odd ones tap 2. Tap 0 reads the odd columns
+// one lane further on (column b - 1 entering lane 0): rather than shift
+// every input row, its products are summed unshifted in `left` and the
+// sums shifted once a row at the end, lane 15 of the vector before
+// entering lane 0 (`carry`, this row's left sums of the previous vector;
+// zero for the first). Two loads and two vpermt2ps a row, both loads
+// 64-byte aligned when the row is. On Zen 4 a zmm shuffle takes the FMAs'
+// issue slot: shifting each row (and broadcasting column b - 1) cost 2 of
+// the 5 shuffles and broadcasts a block's 3 FMAs a row paid for; now 1 x 64
+// MobileNet 112x112 -> 56x56 1.04-1.10x (1 thread, batch 1 and 8).
 template <int R, bool Masked>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vector_s2_pad1(
-    const PlaneShape &p, const PlaneJob &job, const BlockSource &src, float *out, int64_t ow0) {
+    const PlaneShape &p, const PlaneJob &job, const BlockSource &src, float *out, int64_t ow0,
+    __m512 (&carry)[R]) {
     __m512 w[kK * kK];
     for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
     constexpr int kInRows = (R - 1) * 2 + kK;
@@ -291,10 +301,9 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vector_s2_
     const int64_t b = 2 * ow0;
     const __mmask16 m0 = Masked ? lane_range(-b, p.iw - b) : 0xffff;
     const __mmask16 m1 = Masked ? lane_range(-b - kVec, p.iw - b - kVec) : 0xffff;
-    const bool left = !Masked || (b - 1 >= 0 && b - 1 < p.iw);  // column b - 1 exists
     const __mmask16 store = Masked ? lane_range(0, p.ow - ow0) : 0xffff;
-    __m512 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(job.init);
+    __m512 acc[R], left[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(job.init), left[r] = _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int t = 0; t < kInRows; ++t) {
         if (!src.base[t]) continue;
@@ -302,20 +311,23 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vector_s2_
         const __m512 x0 = Masked ? _mm512_maskz_loadu_ps(m0, row) : _mm512_loadu_ps(row);
         const __m512 x1 =
             Masked ? _mm512_maskz_loadu_ps(m1, row + kVec) : _mm512_loadu_ps(row + kVec);
+        const __m512 e = _mm512_permutex2var_ps(x0, even, x1);
         const __m512 o = _mm512_permutex2var_ps(x0, odd, x1);
-        const __m512 before = _mm512_set1_ps(left ? row[-1] : 0.0f);
-        const __m512 v[kK] = {_mm512_castsi512_ps(_mm512_alignr_epi32(
-                                  _mm512_castps_si512(o), _mm512_castps_si512(before), 15)),
-                              _mm512_permutex2var_ps(x0, even, x1), o};
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const int kh = t - 2 * r;
             if (kh < 0 || kh >= kK) continue;
-            for (int kw = 0; kw < kK; ++kw) acc[r] = _mm512_fmadd_ps(w[kh * kK + kw], v[kw], acc[r]);
+            left[r] = _mm512_fmadd_ps(w[kh * kK], o, left[r]);
+            acc[r] = _mm512_fmadd_ps(w[kh * kK + 1], e, acc[r]);
+            acc[r] = _mm512_fmadd_ps(w[kh * kK + 2], o, acc[r]);
         }
     }
     for (int r = 0; r < R; ++r) {
-        const __m512 a = job.relu ? _mm512_max_ps(acc[r], _mm512_setzero_ps()) : acc[r];
+        const __m512 shifted = _mm512_castsi512_ps(
+            _mm512_alignr_epi32(_mm512_castps_si512(left[r]), _mm512_castps_si512(carry[r]), 15));
+        carry[r] = left[r];
+        const __m512 sum = _mm512_add_ps(acc[r], shifted);
+        const __m512 a = job.relu ? _mm512_max_ps(sum, _mm512_setzero_ps()) : sum;
         store_vector(job, out + r * p.ow + ow0, a, Masked ? store : (__mmask16)0xFFFF);
     }
 }
@@ -327,11 +339,13 @@ CONV_TARGET_AVX512 void forward_block_s2(const PlaneShape &p, const PlaneJob &jo
     if (p.pl == 1) {
         // Unmasked from the second vector while its 32 columns are inside.
         int64_t ow0 = 0;
+        __m512 carry[R];  // column -1: padding
+        for (auto &c : carry) c = _mm512_setzero_ps();
         for (; ow0 < std::min<int64_t>(kVec, p.ow); ow0 += kVec)
-            forward_vector_s2_pad1<R, true>(p, job, src, out, ow0);
+            forward_vector_s2_pad1<R, true>(p, job, src, out, ow0, carry);
         for (; ow0 + kVec <= p.ow && 2 * ow0 + 2 * kVec <= p.iw; ow0 += kVec)
-            forward_vector_s2_pad1<R, false>(p, job, src, out, ow0);
-        for (; ow0 < p.ow; ow0 += kVec) forward_vector_s2_pad1<R, true>(p, job, src, out, ow0);
+            forward_vector_s2_pad1<R, false>(p, job, src, out, ow0, carry);
+        for (; ow0 < p.ow; ow0 += kVec) forward_vector_s2_pad1<R, true>(p, job, src, out, ow0, carry);
         return;
     }
     // Unmasked from the first vector whose columns start inside the row
