@@ -193,6 +193,40 @@ static void test_streamed_filter(void **state)
     }
 }
 
+/* Channels-first backward-filter onto at most 32 filters over planes of
+ * 1024+ positions runs as dot products along the positions
+ * (src/cpu/pointwise_dot_filter.cpp): 6 x 4 tiles and every smaller edge
+ * tile (filters and channels 1-7, 13, 31, 32, 33, 64, 70), positions in
+ * chunks of 2048 with a last partial vector (1089, 1100, 2070, 2209
+ * positions) or none (1024, 4096), 1-8 images, db alongside. 1-3 threads
+ * (split by filters or by channels), dW against a guard page, every
+ * element checked, one case on real data. */
+static void test_dot_filter(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t h, w, c, k, n;
+        int bias, real;
+    } cases[] = {{32, 32, 5, 7, 1, 0, 0},   {33, 33, 33, 13, 2, 1, 0}, {47, 47, 4, 31, 3, 0, 0},
+                 {45, 46, 9, 6, 1, 1, 0},   {1, 1100, 3, 2, 1, 0, 0},  {64, 64, 1, 1, 2, 1, 0},
+                 {32, 32, 64, 32, 2, 0, 0}, {40, 40, 70, 3, 1, 0, 1},  {4, 1100, 40, 32, 8, 1, 0}};
+    tu_rng r;
+    tu_seed(&r, 6464);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].h, cases[i].w}, kernel[2] = {1, 1};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+        tp.bias = cases[i].bias;
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        char what[256];
+        snprintf(what, sizeof what, "bwd_filter %lldx%lld %lld->%lld batch %lld%s", (long long)cases[i].h,
+                 (long long)cases[i].w, (long long)cases[i].c, (long long)cases[i].k, (long long)cases[i].n,
+                 cases[i].bias ? " bias" : "");
+        tu_check_guarded_threads(&tp, CONV_OP_BACKWARD_FILTER, &r, cases[i].real, what);
+    }
+}
+
 /* Channels-first forward and backward-data whose output is 8 MiB or more
  * (kPastCacheBytes) store their whole aligned vectors non-temporally: the
  * tiles' plain path and, with bias and ReLU, their epilogue's; rows not 64
@@ -535,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_dealt_panels),
         cmocka_unit_test(test_streamed_filter),
         cmocka_unit_test(test_streamed_outputs),
+        cmocka_unit_test(test_dot_filter),
         cmocka_unit_test(test_transposed_backward_data),
         cmocka_unit_test(test_strips_backward_data),
         cmocka_unit_test(test_strips_made_under_tiles),

@@ -67,6 +67,7 @@
 #include "cpu/avx512.h"
 #include "cpu/epilogue.h"
 #include "cpu/past_cache.h"
+#include "cpu/pointwise_dot_filter.h"
 #include "cpu/thread_copies.h"
 
 namespace conv::cpu {
@@ -2105,6 +2106,7 @@ void pw_avx512_prepare_weights(const ConvGeometry &g, conv_op_t op, const float 
 }
 
 size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
+    if (pw_dot_filter_covers(g, op)) return 0;
     const Plan p = make_plan(g, op, threads);
     size_t bytes = p.shared_bytes + p.slot_bytes * (size_t)std::max(threads, 1);
     return (bytes + 63) / 64 * 64;
@@ -2113,6 +2115,7 @@ size_t pw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thread
 void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
 #if CONV_HAVE_AVX512_KERNELS
     const ConvGeometry &g = *args.g;
+    if (pw_dot_filter_covers(g, args.op)) return pw_dot_filter_run(args, pool, threads);
     const Plan p = make_plan(g, args.op, threads);
     if (p.items == 0) return;  // an empty batch: nothing to write, no workspace
     float *scratch = static_cast<float *>(ws);

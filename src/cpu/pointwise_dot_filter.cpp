@@ -1,0 +1,170 @@
+// Channels-first pointwise backward-filter onto few filters as dot products.
+//
+// dW[k][c] = sum over images n and positions p of dy[n][k][p] * x[n][c][p]:
+// both operands run along p in memory, so a tile of 6 filters x 4 channels
+// keeps 24 vectors of partial sums, each step (16 positions) loading 6
+// vectors of dy and 4 of x for 24 FMAs, no broadcast and no copy; the
+// lanes are added once a chunk of positions. pointwise_avx512.cpp's GEMM
+// instead copies x^T into panels per chunk (16 x 16 transposes, which on
+// Zen 4 take the FMAs' issue slots) and broadcasts dy into tiles of 8
+// filters: onto few filters its tiles run short (64->1: one filter of 8)
+// and the copy is a large share of the pass.
+//
+// Positions go in chunks of kChunk of one image: a chunk's dy rows stay in
+// L2 (32 filters: 256 KiB) while 4 rows of x at a time pass through L1, a
+// tile of filters after another. Each output's sum is its chunks' partial
+// sums added in order, each of those its lanes' sums along p: the same
+// bits at any thread count (threads split dW, never the positions).
+#include "cpu/pointwise_dot_filter.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "core/checked.h"
+#include "cpu/avx512.h"
+#include "cpu/epilogue.h"
+#include "cpu/isa.h"
+
+namespace conv::cpu {
+namespace {
+
+constexpr int kTileRows = 6;      // filters a tile
+constexpr int kTileCols = 4;      // channels a tile
+constexpr int64_t kChunk = 2048;  // positions a chunk (16 x 128 steps)
+// Filters it takes at most (pw_dot_filter_covers says why).
+constexpr int64_t kMostFilters = 32;
+
+// One item of work: dW's rows [i0, i1) x columns [j0, j1).
+struct Block {
+    int64_t i0, i1, j0, j1;
+};
+
+#if CONV_HAVE_AVX512_KERNELS
+
+// Where a tile reads and writes: MR rows of dy and T rows of x, `ld`
+// floats apart, over positions [q0, q1); dW's MR x T block at dw (ldw
+// floats a row), written (first chunk) or added to.
+struct TileArgs {
+    const float *dy, *x;
+    int64_t ld, q0, q1;
+    float *dw;
+    int64_t ldw;
+    bool first;
+};
+
+template <int MR, int T>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void step(const TileArgs &a, int64_t p, __mmask16 lanes,
+                                                                   __m512 (&acc)[MR * T]) {
+    __m512 b[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) b[t] = _mm512_maskz_loadu_ps(lanes, a.x + t * a.ld + p);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+        const __m512 d = _mm512_maskz_loadu_ps(lanes, a.dy + i * a.ld + p);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) acc[i * T + t] = _mm512_fmadd_ps(d, b[t], acc[i * T + t]);
+    }
+}
+
+template <int MR, int T>
+CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
+    __m512 acc[MR * T];
+#pragma GCC unroll 24
+    for (int i = 0; i < MR * T; ++i) acc[i] = _mm512_setzero_ps();
+    int64_t p = a.q0;
+    for (; p + 16 <= a.q1; p += 16) step<MR, T>(a, p, 0xFFFF, acc);
+    if (p < a.q1) step<MR, T>(a, p, first_lanes(a.q1 - p), acc);
+    // Unrolled: an indexed acc[] would live on the stack.
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+            float &o = a.dw[i * a.ldw + t];
+            const float sum = _mm512_reduce_add_ps(acc[i * T + t]);
+            o = a.first ? sum : o + sum;
+        }
+}
+
+using TileFn = void (*)(const TileArgs &);
+template <int T, int... Rows>
+constexpr std::array<TileFn, kTileRows> tile_row(std::integer_sequence<int, Rows...>) {
+    return {{dot_tile<Rows + 1, T>...}};
+}
+// kTiles[T - 1][MR - 1]: the full tile and the edges' smaller ones.
+const std::array<TileFn, kTileRows> kTiles[kTileCols] = {
+    tile_row<1>(std::make_integer_sequence<int, kTileRows>{}), tile_row<2>(std::make_integer_sequence<int, kTileRows>{}),
+    tile_row<3>(std::make_integer_sequence<int, kTileRows>{}), tile_row<4>(std::make_integer_sequence<int, kTileRows>{})};
+
+// dW's block b over all images, chunk by chunk.
+CONV_TARGET_AVX512 void run_block(const ConvGeometry &g, const float *x, const float *dy, float *dw,
+                                  const Block &b) {
+    const int64_t P = g.out_size(), C = g.c, K = g.k;
+    for (int64_t n = 0; n < g.n; ++n)
+        for (int64_t q0 = 0; q0 < P; q0 += kChunk) {
+            const int64_t q1 = std::min(P, q0 + kChunk);
+            const bool first = n == 0 && q0 == 0;
+            for (int64_t c0 = b.j0; c0 < b.j1; c0 += kTileCols) {
+                const int T = (int)std::min<int64_t>(kTileCols, b.j1 - c0);
+                for (int64_t k0 = b.i0; k0 < b.i1; k0 += kTileRows) {
+                    const int MR = (int)std::min<int64_t>(kTileRows, b.i1 - k0);
+                    const TileArgs a{dy + (n * K + k0) * P, x + (n * C + c0) * P, P, q0, q1, dw + k0 * C + c0, C,
+                                     first};
+                    kTiles[T - 1][MR - 1](a);
+                }
+            }
+        }
+}
+
+#endif  // CONV_HAVE_AVX512_KERNELS
+
+// Part t of `parts` of [0, n), its bounds multiples of `unit` (but the end).
+int64_t part_edge(int64_t n, int64_t t, int64_t parts, int64_t unit) {
+    return t >= parts ? n : std::min(n, n * t / parts / unit * unit);
+}
+
+}  // namespace
+
+// Against the GEMM, AMD EPYC Zen 4, 5 alternated rounds, batch 1, 1 / 2
+// threads (docs/performance.md): onto 1-32 filters 1.06-3.8x (64->1
+// 128x128 3.2x / 3.8x, 512->16 32x32 1.30x / 1.39x, 128->16 55x55 1.20x /
+// 1.37x, 64->32 56x56 1.06x / 1.11x; batch 8, from memory, 1.07-2.0x).
+// Onto 64 filters even where x and dy stay in L3 (0.98-1.04x: the GEMM's
+// 8 x 48 tiles are as fast there) and 0.81x from memory (32->64 112x112 at
+// batch 8: a chunk's first tiles wait on dy); onto 96-256 0.88-0.98x; on
+// planes under 1024 positions 0.73-0.98x (short chunks).
+bool pw_dot_filter_covers(const ConvGeometry &g, conv_op_t op) {
+    if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
+    if (op != CONV_OP_BACKWARD_FILTER || g.layout != CONV_LAYOUT_CHANNELS_FIRST) return false;
+    if (!g.is_pointwise() || g.groups != 1 || g.n <= 0 || g.c <= 0 || g.k <= 0) return false;
+    // Long rows: a chunk's steps outweigh its 24 lane sums a tile.
+    return g.k <= kMostFilters && g.out_size() >= 1024;
+}
+
+void pw_dot_filter_run(const ConvArgs &args, ThreadPool &pool, int threads) {
+#if CONV_HAVE_AVX512_KERNELS
+    const ConvGeometry &g = *args.g;
+    const float *x = static_cast<const float *>(args.x), *dy = static_cast<const float *>(args.y);
+    float *dw = static_cast<float *>(args.w);
+    // Threads split the side whose operand is the smaller to read twice:
+    // by filters each reads all of x, by channels all of dy.
+    const int64_t parts = std::max(1, threads);
+    const bool by_rows = g.c <= g.k;
+    pool.parallel_for(
+        parts,
+        [&](int64_t t, int) {
+            Block b{0, g.k, 0, g.c};
+            if (by_rows)
+                b.i0 = part_edge(g.k, t, parts, kTileRows), b.i1 = part_edge(g.k, t + 1, parts, kTileRows);
+            else
+                b.j0 = part_edge(g.c, t, parts, kTileCols), b.j1 = part_edge(g.c, t + 1, parts, kTileCols);
+            if (b.i0 < b.i1 && b.j0 < b.j1) run_block(g, x, dy, dw, b);
+        },
+        threads);
+    if (args.bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool, threads);
+#else
+    (void)args, (void)pool, (void)threads;
+#endif
+}
+
+}  // namespace conv::cpu
