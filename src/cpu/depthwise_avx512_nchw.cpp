@@ -44,8 +44,8 @@ constexpr int kVec = 16;     // floats per zmm
 // share more input loads. 9 weights + R sums + the inputs must stay in the
 // 32 registers: GCC spills beyond about 24.
 constexpr int kRowsS1 = 8;      // forward, stride 1
-// Stride 2 keeps a second sum a row for tap column 0 (forward_vector_s2_pad1)
-// and 6 rows spilled: 5 rows measured 1.04-1.10x on 112x112 -> 56x56.
+// Stride 2 keeps a second sum a row for tap column 0 (forward_vector_s2_pad1),
+// with which 6 rows spilled; 4 rows measured 0.88-0.91x of 5.
 constexpr int kRowsS2 = 5;      // forward, stride 2
 // Backward-filter: its 9 sums take the weights' place. Stride 1 in blocks
 // of 6 rows, not 4, measured 5-10% faster (fewer blocks to set up: 1
@@ -285,10 +285,10 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vectors_s2
 // sums shifted once a row at the end, lane 15 of the vector before
 // entering lane 0 (`carry`, this row's left sums of the previous vector;
 // zero for the first). Two loads and two vpermt2ps a row, both loads
-// 64-byte aligned when the row is. On Zen 4 a zmm shuffle takes the FMAs'
-// issue slot: shifting each row (and broadcasting column b - 1) cost 2 of
-// the 5 shuffles and broadcasts a block's 3 FMAs a row paid for; now 1 x 64
-// MobileNet 112x112 -> 56x56 1.04-1.10x (1 thread, batch 1 and 8).
+// 64-byte aligned when the row is. On Zen 4 a zmm shuffle takes an FMA's
+// issue slot, and shifting every input row (a valignd and a broadcast of
+// column b - 1) held the block to ~40 GFLOP/s: summed apart, 64 x 112x112
+// -> 56x56 runs 1.04-1.10x faster (1 thread, batch 1 and 8).
 template <int R, bool Masked>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vector_s2_pad1(
     const PlaneShape &p, const PlaneJob &job, const BlockSource &src, float *out, int64_t ow0,
