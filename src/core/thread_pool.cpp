@@ -162,11 +162,15 @@ bool ThreadPool::join(uint64_t generation) {
 void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
     if (count <= 0) return;
     int slots = static_cast<int>(std::min<int64_t>({(int64_t)threads_, (int64_t)max_slots, count}));
-    std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);
-    if (slots <= 1 || !region.owns_lock()) {
+    auto inline_run = [&] {
         for (int64_t i = 0; i < count; ++i) task(i, 0);
-        return;
-    }
+    };
+    // One slot runs inline before the region lock is tried: a task may run
+    // a one-slot loop of its own, and the thread that opened the region
+    // holds that lock (a second try_lock by its owner is undefined).
+    if (slots <= 1) return inline_run();
+    std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);
+    if (!region.owns_lock()) return inline_run();
     {
         std::lock_guard<std::mutex> lock(mutex_);
         task_ = &task;
