@@ -183,40 +183,6 @@ static void test_channel_multiplier(void **state)
     }
 }
 
-/* Runs `op` of `tp` with 1, 2 and 3 threads on the same real data: each
- * result matches the reference, and all three have the same bits. */
-static void check_bits_by_threads(const tu_problem *tp, conv_op_t op, size_t layer)
-{
-    void *first = NULL;
-    size_t bytes = 0;
-    for (int t = 0; t < 3; t++) {
-        tu_rng r;
-        tu_seed(&r, 77 + layer); /* the same data for every thread count */
-        tu_case c;
-        conv_desc_t d;
-        char msg[512];
-        assert_ok(tu_case_make(&c, tu_contexts[t], tp, 0));
-        assert_ok(tu_make_desc(tp, op, &d));
-        tu_case_fill(&c, op, &r, 1);
-        if (tu_case_run(&c, tu_contexts[t], d, op, NULL) != CONV_STATUS_SUCCESS)
-            fail_msg("layer %zu, op %d, %d threads: %s", layer, (int)op, t + 1, conv_last_error());
-        if (tu_case_check(&c, op, 0, msg, sizeof msg))
-            fail_msg("layer %zu, op %d, %d threads: %s", layer, (int)op, t + 1, msg);
-        const tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : op == CONV_OP_BACKWARD_DATA ? &c.x : &c.w;
-        if (!first) {
-            bytes = out->bytes;
-            first = malloc(bytes);
-            assert_non_null(first);
-            tu_copy(first, out->data, bytes);
-        } else if (!tu_same(first, out->data, bytes)) {
-            fail_msg("layer %zu, op %d: %d threads differ from 1 thread", layer, (int)op, t + 1);
-        }
-        conv_desc_destroy(d);
-        tu_case_free(&c);
-    }
-    free(first);
-}
-
 /* Backward-filter on small planes (channels-first: the 16-channel-block
  * kernel of depthwise_avx512_blocked.cpp or the row kernel of
  * depthwise_avx512_filter_rows.cpp; channels-last, while x and y fit L2,
@@ -256,10 +222,10 @@ static void test_sums_by_threads(void **state)
         tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
         assert_true(tu_resolve(&tp));
         if (layers[i].c >= 256 || !layers[i].last)
-            check_bits_by_threads(&tp, CONV_OP_BACKWARD_FILTER, i);
+            tu_check_bits_by_threads(&tp, CONV_OP_BACKWARD_FILTER, 77 + i, "depthwise");
         if (layers[i].last) {
-            check_bits_by_threads(&tp, CONV_OP_FORWARD, i);
-            check_bits_by_threads(&tp, CONV_OP_BACKWARD_DATA, i);
+            tu_check_bits_by_threads(&tp, CONV_OP_FORWARD, 77 + i, "depthwise");
+            tu_check_bits_by_threads(&tp, CONV_OP_BACKWARD_DATA, 77 + i, "depthwise");
         }
     }
 }

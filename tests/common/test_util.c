@@ -885,6 +885,40 @@ void tu_check_guarded_threads(const tu_problem *tp, conv_op_t op, tu_rng *r, int
     }
 }
 
+void tu_check_bits_by_threads(const tu_problem *tp, conv_op_t op, uint64_t seed, const char *what)
+{
+    void *first = NULL;
+    size_t bytes = 0;
+    for (int t = 0; t < 3; t++) {
+        tu_rng r;
+        tu_seed(&r, seed); /* the same data for every thread count */
+        tu_case c;
+        conv_desc_t d;
+        char msg[512];
+        assert_ok(tu_case_make(&c, tu_contexts[t], tp, 0));
+        assert_ok(tu_make_desc(tp, op, &d));
+        tu_case_fill(&c, op, &r, 1);
+        if (tu_case_run(&c, tu_contexts[t], d, op, NULL) != CONV_STATUS_SUCCESS)
+            fail_msg("%s (seed %" PRIu64 "), %s, %d threads: %s", what, seed, tu_op_name(op), t + 1,
+                     conv_last_error());
+        if (tu_case_check(&c, op, 0, msg, sizeof msg))
+            fail_msg("%s (seed %" PRIu64 "), %s, %d threads: %s", what, seed, tu_op_name(op), t + 1, msg);
+        const tu_tensor *out = op == CONV_OP_FORWARD ? &c.y : op == CONV_OP_BACKWARD_DATA ? &c.x : &c.w;
+        if (!first) {
+            bytes = out->bytes;
+            first = malloc(bytes);
+            assert_non_null(first);
+            tu_copy(first, out->data, bytes);
+        } else if (!tu_same(first, out->data, bytes)) {
+            fail_msg("%s (seed %" PRIu64 "), %s: %d threads differ from 1 thread", what, seed, tu_op_name(op),
+                     t + 1);
+        }
+        conv_desc_destroy(d);
+        tu_case_free(&c);
+    }
+    free(first);
+}
+
 conv_status_t tu_plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op, conv_plan_t *plan)
 {
     conv_desc_t d;

@@ -226,6 +226,11 @@ void tu_check_random_pass(conv_context_t contexts[3], uint64_t seed, const tu_pr
  * `real`); fails the test naming `what` and the thread count. */
 void tu_check_guarded_threads(const tu_problem *tp, conv_op_t op, tu_rng *r, int real, const char *what);
 
+/* `op` of tp on 1, 2 and 3 threads (tu_contexts) on the same real data
+ * (from `seed`): each result matches the reference and all three have the
+ * same bits; fails the test naming `what`, the seed and the thread count. */
+void tu_check_bits_by_threads(const tu_problem *tp, conv_op_t op, uint64_t seed, const char *what);
+
 /* A plan of `op` for tp on ctx (its layout, dims and bias; the descriptor
  * from tu_make_desc). */
 conv_status_t tu_plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op, conv_plan_t *plan);
