@@ -701,6 +701,54 @@ static void test_few_sources_stride2(void **state)
     }
 }
 
+/* Backward-filter onto small filters over a batch (dw up to 256 KiB): the
+ * batch split into 2 or 4 parts of images, each part's sums into its own
+ * copy of dw, the copies added up a tree of pairs. Batches 2-9 (parts of
+ * unequal sizes), both layouts, either math mode, bias; images that fill a
+ * block alone (a part of several blocks) and conv1-like rows split into
+ * parts within a part. Each on 1-3 threads against the reference on an
+ * exact workspace with a guard page, and with the same bits on 1, 2 and 3
+ * threads (the parts depend on the geometry only). */
+static void test_filter_image_parts(void **state)
+{
+    (void)state;
+    const struct {
+        int64_t n, c, k, h, w, kernel, stride, pad;
+        int last;
+        conv_math_t math;
+    } cases[] = {
+        {2, 1, 16, 8, 8, 3, 1, 1, 0, CONV_MATH_STRICT},     {3, 16, 32, 6, 7, 3, 1, 1, 0, CONV_MATH_DEFAULT},
+        {5, 3, 16, 9, 9, 3, 2, 1, 0, CONV_MATH_STRICT},     {7, 6, 16, 10, 10, 5, 1, 0, 1, CONV_MATH_DEFAULT},
+        {9, 20, 40, 5, 6, 3, 1, 1, 1, CONV_MATH_STRICT},    {4, 32, 70, 7, 5, 3, 1, 1, 0, CONV_MATH_DEFAULT},
+        {5, 16, 16, 64, 64, 3, 1, 1, 0, CONV_MATH_STRICT},  {2, 3, 16, 66, 64, 3, 1, 1, 0, CONV_MATH_STRICT},
+        {6, 1, 32, 28, 28, 3, 1, 0, 1, CONV_MATH_STRICT},
+    };
+    tu_rng r;
+    tu_seed(&r, 0xd1ec99);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].h, cases[i].w}, kernel[2] = {cases[i].kernel, cases[i].kernel};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = cases[i].stride;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = cases[i].pad;
+        }
+        tp.p.channels_last = cases[i].last;
+        tp.bias = i % 2 == 0;
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        char what[640];
+        int len = snprintf(what, sizeof what, "case %zu ", i);
+        tu_describe(&tp, what + len, sizeof what - (size_t)len);
+        for (int t = 0; t < 3; t++)
+            assert_ok(conv_context_set_math(tu_contexts[t], cases[i].math));
+        tu_check_guarded_threads(&tp, CONV_OP_BACKWARD_FILTER, &r, 1, what);
+        tu_check_bits_by_threads(&tp, CONV_OP_BACKWARD_FILTER, 0xd1ec99 + i, what);
+    }
+    for (int t = 0; t < 3; t++)
+        assert_ok(conv_context_set_math(tu_contexts[t], CONV_MATH_DEFAULT));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -715,7 +763,7 @@ int main(void)
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns), cmocka_unit_test(test_filter_balanced_columns),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
-        cmocka_unit_test(test_thread_copies),
+        cmocka_unit_test(test_thread_copies), cmocka_unit_test(test_filter_image_parts),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

@@ -33,6 +33,7 @@
 // without either, or in float64, the same tiles through portable C++.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -69,6 +70,10 @@ constexpr int64_t kDyCopyBytes = 256 << 10; // laid-out dy of a block of images 
 constexpr int64_t kRowParts = 4;
 constexpr int64_t kRowPartBlocks = 2;
 constexpr int64_t kRowPartRows = 64;
+// The batch split into up to kImageParts parts of images where dw is at
+// most kPartSumsBytes (make_split).
+constexpr int64_t kImageParts = 4;
+constexpr int64_t kPartSumsBytes = 256 << 10;
 
 struct FilterShape {
     bool last;
@@ -258,6 +263,55 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
                                               "workspace"),
                                   "workspace");
     return s;
+}
+
+// Small filters meeting a batch (the small suite's layers: dw of 0.2-147
+// KiB, batch 32) split the batch into parts of consecutive images (a power
+// of two, up to kImageParts), each swept whole by one thread -- x padded
+// and dy laid out into the thread's own buffers, every filter block and
+// column tile, into its own copy of dw -- and the copies added up a tree
+// of pairs, the second of a pair to finish adding the right half into the
+// left. Split by filters and columns instead (make_shape), a thread's
+// items read x and dy the other had padded and laid out and waited on it
+// at every block of images: 2 threads ran ResNet-20's 16->16 32x32 at
+// 1.30x one thread's speed and MNIST's 1->32 28x28 slower than one. The
+// parts depend on the geometry alone, so the sums' order does not depend
+// on the threads. More parts let more threads in but cost, at 2 threads,
+// 0-2% (4 parts) and 3-4% (8) against 2 on these layers; adding the
+// copies in a second parallel loop instead of up the tree, 1-2% more.
+struct Split {
+    int64_t parts;       // parts of the batch (1: not split)
+    FilterShape s;       // the shape of a part (of the largest: ceil(n / parts) images)
+    size_t region;       // workspace bytes a thread sweeping a part uses (a shape's total)
+    size_t partials_at;  // parts 1 ... parts - 1's copies of dw (part 0's is dw)
+    size_t total;
+};
+
+Split make_split(const ConvGeometry &g, size_t es, int threads) {
+    Split p;
+    const double dw_bytes = (double)g.k * (double)g.cg() * (double)g.kernel_size() * (double)es;
+    p.parts = 1;
+    while (2 * p.parts <= std::min<int64_t>(g.n, kImageParts) && dw_bytes <= kPartSumsBytes) p.parts *= 2;
+    if (p.parts == 1) {
+        p.s = make_shape(g, es, threads);
+        p.region = p.partials_at = p.total = p.s.total;
+        return p;
+    }
+    ConvGeometry part = g;
+    part.n = ceil_div(g.n, p.parts);
+    p.s = make_shape(part, es, 1);
+    p.region = (size_t)round_up((int64_t)p.s.total, 64);
+    const int64_t regions = std::clamp<int64_t>(threads, 1, p.parts);
+    p.partials_at = (size_t)checked_mul((int64_t)p.region, regions, "workspace");
+    p.total = (size_t)checked_add((int64_t)p.partials_at,
+                                  checked_mul(p.parts - 1, (int64_t)dw_bytes, "workspace"), "workspace");
+    return p;
+}
+
+// to[e] += from[e] for e in [0, len).
+template <class T>
+void add_into(T *__restrict to, const T *__restrict from, int64_t len) {
+    for (int64_t e = 0; e < len; ++e) to[e] += from[e];
 }
 
 // ---- dy, position-major with 16 filters a position
@@ -561,7 +615,8 @@ uint64_t depth_taps_inside(const ConvGeometry &g, int64_t oz, int64_t kz) {
 template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
-    const FilterShape s = make_shape(g, sizeof(T), threads);
+    const Split split = make_split(g, sizeof(T), threads);
+    const FilterShape &s = split.s;
     char *base = static_cast<char *>(ws);
     // Each column's offset in its group's padded x: channel c, tap (z, r, q),
     // in dw's order of a row. A tap's offset is worked out once and each
@@ -575,24 +630,21 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                            s.src.tap_offset(plane_tap / s.ks * s.dh, plane_tap % s.ks * s.dw);
         for (int64_t c = 0; c < s.csg; ++c) columns[c * channel_step + tap * tap_step] = c * s.src.plane + at;
     }
-    T *source = reinterpret_cast<T *>(base + s.source_at);
-    T *dyv = reinterpret_cast<T *>(base + s.dy_at);
     const T *x = static_cast<const T *>(args.x), *dy = static_cast<const T *>(args.y);
     const int64_t vec_len = s.positions * kLanes, x_image = g.c * s.src.plane;
     T *dw = static_cast<T *>(args.w);
     const int64_t kblocks = s.kblocks, item_cols = s.nc * s.item_tiles;
     const int64_t cblocks = ceil_div(s.tiles, s.item_tiles);
-    T *slots = reinterpret_cast<T *>(base + s.slots_at);
     const GeneratedFilterTiles generated = std::is_same_v<T, float>
                                                ? GeneratedFilterTiles(s, columns, item_cols, cblocks)
                                                : GeneratedFilterTiles(s, columns, 0, 0);
     // The item (kb, gi, cb)'s sums into dw's rows, 16 columns at a time.
     // Channels-last with columns (channel, tap): each tap's run of the
     // item's channels.
-    auto store_item = [&](int64_t kb, int64_t gi, int64_t cb, const T *sums) {
+    auto store_item = [&](int64_t kb, int64_t gi, int64_t cb, const T *sums, T *out) {
         const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
         const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
-        T *rows = dw + (gi * s.cdg + kb * s.nv * kLanes) * s.ck;
+        T *rows = out + (gi * s.cdg + kb * s.nv * kLanes) * s.ck;
         const bool by_tap = s.last && !s.tap_major;
         const int64_t runs = by_tap ? s.taps : 1, run = by_tap ? (j1 - j0) / s.taps : j1 - j0;
         const int64_t run_at = by_tap ? j0 / s.taps : j0, run_step = by_tap ? s.csg : 0;
@@ -602,136 +654,173 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 store(sums, nv, by_tap ? c0 * s.taps + r : c0, by_tap ? s.taps : 1,
                       (int)std::min<int64_t>(kLanes, run - c0), filters, rows + run_at + r * run_step + c0, s.ck);
     };
-    for (int64_t ib = 0; ib < s.image_blocks; ++ib) {
-        const int64_t n0 = ib * s.block_images, images = std::min(s.block_images, s.n - n0);
-        const bool last_block = ib + 1 == s.image_blocks;
-        ConvGeometry block = g;
-        block.n = images;
-        direct_pad_source(block, x + n0 * g.c * g.in_size(), source, pool, threads);
-        ThreadCopies laid_out;  // dy_per_thread; pieces: the filter blocks gi * kblocks + kb
-        if (!s.chunked && !s.dy_in_place && !s.dy_per_thread)
+    // Images [n_first, n_first + count) into `out` (dw, or a part's copy),
+    // with the buffers at `region`.
+    auto sweep = [&](int64_t n_first, int64_t count, char *region, T *out, int sweep_threads) {
+        T *source = reinterpret_cast<T *>(region + s.source_at);
+        T *dyv = reinterpret_cast<T *>(region + s.dy_at);
+        T *slots = reinterpret_cast<T *>(region + s.slots_at);
+        const int64_t image_blocks = ceil_div(count, s.block_images);
+        for (int64_t ib = 0; ib < image_blocks; ++ib) {
+            const int64_t n0 = n_first + ib * s.block_images, images = std::min(s.block_images, n_first + count - n0);
+            const bool last_block = ib + 1 == image_blocks;
+            ConvGeometry block = g;
+            block.n = images;
+            direct_pad_source(block, x + n0 * g.c * g.in_size(), source, pool, sweep_threads);
+            ThreadCopies laid_out;  // dy_per_thread; pieces: the filter blocks gi * kblocks + kb
+            if (!s.chunked && !s.dy_in_place && !s.dy_per_thread)
+                pool.parallel_for(
+                    images * s.groups * s.dvec,
+                    [&](int64_t i, int) {
+                        lay_out_vector(s, dy, n0 + i / (s.groups * s.dvec), i / s.dvec % s.groups, i % s.dvec, 0,
+                                       s.positions, dyv + i * vec_len);
+                    },
+                    sweep_threads);
             pool.parallel_for(
-                images * s.groups * s.dvec,
-                [&](int64_t i, int) {
-                    lay_out_vector(s, dy, n0 + i / (s.groups * s.dvec), i / s.dvec % s.groups, i % s.dvec, 0,
-                                   s.positions, dyv + i * vec_len);
-                },
-                threads);
-        pool.parallel_for(
-            s.items,
-            [&](int64_t item, int slot) {
-                const int64_t cb = item % cblocks, kb = item / cblocks % kblocks;
-                const int64_t gi = item / cblocks / kblocks % s.groups, part = item / cblocks / kblocks / s.groups;
-                const int64_t row0 = part * s.ho / s.row_parts, row1 = (part + 1) * s.ho / s.row_parts;
-                const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
-                const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
-                const int64_t tiles = ceil_div(j1 - j0, (int64_t)s.nc);
-                T *sums = slots + (s.image_blocks > 1 || s.row_parts > 1 ? item : slot) * s.slot;
-                // The laid-out dy the item reads: all threads', or its thread's own copy.
-                T *own_dy = s.dy_per_thread ? dyv + slot * s.block_images * s.groups * s.dvec * vec_len : dyv;
-                if (s.dy_per_thread && laid_out.first_use(slot, gi * kblocks + kb)) {
-                    for (int64_t n = 0; n < images; ++n)
-                        for (int v = 0; v < nv; ++v)
-                            lay_out_vector(s, dy, n0 + n, gi, kb * s.nv + v, 0, s.positions,
-                                           own_dy + ((n * s.groups + gi) * s.dvec + kb * s.nv + v) * vec_len);
-                }
-                const T *group_x = source + gi * s.csg * s.src.plane;
-                // dw's rows of the item, far apart and cold on large filters:
-                // asked for now (into L2) so that their misses overlap the
-                // tiles instead of stalling the copy at the end.
-                // Channels-last with columns (channel, tap): each tap's run
-                // of the item's channels.
-                T *rows = dw + (gi * s.cdg + kb * s.nv * kLanes) * s.ck;
-                const bool by_tap = s.last && !s.tap_major;
-                const int64_t runs = by_tap ? s.taps : 1, run = by_tap ? (j1 - j0) / s.taps : j1 - j0;
-                const int64_t run_at = by_tap ? j0 / s.taps : j0, run_step = by_tap ? s.csg : 0;
-                const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
-                if (last_block && s.row_parts == 1)
-                    for (int64_t f = 0; f < filters; ++f)
-                        for (int64_t r = 0; r < runs; ++r)
-                            for (int64_t b = 0; b < run * (int64_t)sizeof(T); b += 64)
-                                __builtin_prefetch(
-                                    reinterpret_cast<char *>(rows + f * s.ck + run_at + r * run_step) + b, 1, 2);
-                // The depth taps (bits) each of the item's tiles reads.
-                uint64_t tile_depths[kMaxTilesPerItem];
-                const bool skips = s.kz > 1 && s.kz <= 64;
-                for (int64_t ti = 0; skips && ti < tiles; ++ti) {
-                    tile_depths[ti] = 0;
-                    for (int j = 0; j < s.nc; ++j) {
-                        const int64_t col = std::min(j0 + ti * s.nc + j, j1 - 1);
-                        const int64_t tap = s.tap_major ? col / s.csg : col % s.taps;
-                        tile_depths[ti] |= uint64_t(1) << (tap / (s.kr * s.ks));
+                s.items,
+                [&](int64_t item, int slot) {
+                    const int64_t cb = item % cblocks, kb = item / cblocks % kblocks;
+                    const int64_t gi = item / cblocks / kblocks % s.groups;
+                    const int64_t part = item / cblocks / kblocks / s.groups;
+                    const int64_t row0 = part * s.ho / s.row_parts, row1 = (part + 1) * s.ho / s.row_parts;
+                    const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+                    const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
+                    const int64_t tiles = ceil_div(j1 - j0, (int64_t)s.nc);
+                    T *sums = slots + (s.image_blocks > 1 || s.row_parts > 1 ? item : slot) * s.slot;
+                    // The laid-out dy the item reads: all threads', or its thread's own copy.
+                    T *own_dy = s.dy_per_thread ? dyv + slot * s.block_images * s.groups * s.dvec * vec_len : dyv;
+                    if (s.dy_per_thread && laid_out.first_use(slot, gi * kblocks + kb)) {
+                        for (int64_t n = 0; n < images; ++n)
+                            for (int v = 0; v < nv; ++v)
+                                lay_out_vector(s, dy, n0 + n, gi, kb * s.nv + v, 0, s.positions,
+                                               own_dy + ((n * s.groups + gi) * s.dvec + kb * s.nv + v) * vec_len);
                     }
-                }
-                // Chunks of rows of one output slice (oz) at a time: the
-                // source's next slice is not a row on.
-                for (int64_t n = 0; n < images; ++n)
-                    for (int64_t oz = 0; oz < s.dout; ++oz) {
-                        const uint64_t inside = skips ? depth_taps_inside(g, oz, s.kz) : ~uint64_t(0);
-                        for (int64_t r0 = row0; r0 < row1; r0 += s.chunk_rows) {
-                            Tile t;
-                            t.rows = std::min(s.chunk_rows, row1 - r0), t.wo = s.wo, t.rstep = s.src.rstep;
-                            if (s.dy_in_place) {
-                                t.dy = dy + ((n0 + n) * s.positions + (oz * s.ho + r0) * s.wo) * s.k + gi * s.cdg +
-                                       kb * s.nv * kLanes;
-                                t.dy_vec = kLanes, t.dy_pos = s.k;
-                            } else if (s.chunked) {  // the chunk's rows of the item's filter vectors
-                                T *chunk = dyv + slot * s.nv * s.chunk_vec;
-                                for (int v = 0; v < nv; ++v)
-                                    lay_out_vector(s, dy, n0 + n, gi, kb * s.nv + v, (oz * s.ho + r0) * s.wo,
-                                                   t.rows * s.wo, chunk + v * s.chunk_vec,
-                                                   s.chunk_ahead ? t.rows * s.wo : 0);
-                                t.dy = chunk, t.dy_vec = s.chunk_vec;
-                            } else {
-                                t.dy = own_dy + ((n * s.groups + gi) * s.dvec + kb * s.nv) * vec_len +
-                                       (oz * s.ho + r0) * s.wo * kLanes;
-                                t.dy_vec = vec_len;
-                            }
-                            t.mode = n0 + n == 0 && oz == 0 && r0 == row0 ? Mode::fresh
-                                     : args.strict                     ? Mode::partial
-                                                                       : Mode::running;
-                            const int64_t at = n * x_image + oz * s.src.sz * s.src.slice + r0 * s.src.rstep;
-                            for (int64_t ti = 0; ti < tiles; ++ti) {
-                                for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
-                                    t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
-                                T *tile_sums = sums + ti * nv * s.nc * kLanes;
-                                t.sums = tile_sums;
-                                if (skips && !(tile_depths[ti] & inside)) {  // every tap in the depth padding
-                                    if (t.mode == Mode::fresh) std::fill(tile_sums, tile_sums + nv * s.nc * kLanes, T(0));
-                                    continue;
-                                }
-                                if (jit::FilterTileFn fn = nv == s.nv ? generated.get(cb * s.item_tiles + ti) : nullptr)
-                                    fn(reinterpret_cast<const float *>(t.dy),
-                                       reinterpret_cast<const float *>(t.x[0]), t.rows, t.rstep,
-                                       reinterpret_cast<float *>(t.sums), (int64_t)t.mode);
-                                else
-                                    run_tile<T>(t, nv, s.nc);
-                            }
+                    const T *group_x = source + gi * s.csg * s.src.plane;
+                    // dw's rows of the item, far apart and cold on large filters:
+                    // asked for now (into L2) so that their misses overlap the
+                    // tiles instead of stalling the copy at the end.
+                    // Channels-last with columns (channel, tap): each tap's run
+                    // of the item's channels.
+                    T *rows = out + (gi * s.cdg + kb * s.nv * kLanes) * s.ck;
+                    const bool by_tap = s.last && !s.tap_major;
+                    const int64_t runs = by_tap ? s.taps : 1, run = by_tap ? (j1 - j0) / s.taps : j1 - j0;
+                    const int64_t run_at = by_tap ? j0 / s.taps : j0, run_step = by_tap ? s.csg : 0;
+                    const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
+                    if (last_block && s.row_parts == 1)
+                        for (int64_t f = 0; f < filters; ++f)
+                            for (int64_t r = 0; r < runs; ++r)
+                                for (int64_t b = 0; b < run * (int64_t)sizeof(T); b += 64)
+                                    __builtin_prefetch(
+                                        reinterpret_cast<char *>(rows + f * s.ck + run_at + r * run_step) + b, 1, 2);
+                    // The depth taps (bits) each of the item's tiles reads.
+                    uint64_t tile_depths[kMaxTilesPerItem];
+                    const bool skips = s.kz > 1 && s.kz <= 64;
+                    for (int64_t ti = 0; skips && ti < tiles; ++ti) {
+                        tile_depths[ti] = 0;
+                        for (int j = 0; j < s.nc; ++j) {
+                            const int64_t col = std::min(j0 + ti * s.nc + j, j1 - 1);
+                            const int64_t tap = s.tap_major ? col / s.csg : col % s.taps;
+                            tile_depths[ti] |= uint64_t(1) << (tap / (s.kr * s.ks));
                         }
                     }
-                // Then into dw 16 columns at a time (row parts: below).
-                if (last_block && s.row_parts == 1)
-                    store_item(kb, gi, cb, sums);
+                    // Chunks of rows of one output slice (oz) at a time: the
+                    // source's next slice is not a row on.
+                    for (int64_t n = 0; n < images; ++n)
+                        for (int64_t oz = 0; oz < s.dout; ++oz) {
+                            const uint64_t inside = skips ? depth_taps_inside(g, oz, s.kz) : ~uint64_t(0);
+                            for (int64_t r0 = row0; r0 < row1; r0 += s.chunk_rows) {
+                                Tile t;
+                                t.rows = std::min(s.chunk_rows, row1 - r0), t.wo = s.wo, t.rstep = s.src.rstep;
+                                if (s.dy_in_place) {
+                                    t.dy = dy + ((n0 + n) * s.positions + (oz * s.ho + r0) * s.wo) * s.k +
+                                           gi * s.cdg + kb * s.nv * kLanes;
+                                    t.dy_vec = kLanes, t.dy_pos = s.k;
+                                } else if (s.chunked) {  // the chunk's rows of the item's filter vectors
+                                    T *chunk = dyv + slot * s.nv * s.chunk_vec;
+                                    for (int v = 0; v < nv; ++v)
+                                        lay_out_vector(s, dy, n0 + n, gi, kb * s.nv + v, (oz * s.ho + r0) * s.wo,
+                                                       t.rows * s.wo, chunk + v * s.chunk_vec,
+                                                       s.chunk_ahead ? t.rows * s.wo : 0);
+                                    t.dy = chunk, t.dy_vec = s.chunk_vec;
+                                } else {
+                                    t.dy = own_dy + ((n * s.groups + gi) * s.dvec + kb * s.nv) * vec_len +
+                                           (oz * s.ho + r0) * s.wo * kLanes;
+                                    t.dy_vec = vec_len;
+                                }
+                                t.mode = n0 + n == n_first && oz == 0 && r0 == row0 ? Mode::fresh
+                                         : args.strict                     ? Mode::partial
+                                                                           : Mode::running;
+                                const int64_t at = n * x_image + oz * s.src.sz * s.src.slice + r0 * s.src.rstep;
+                                for (int64_t ti = 0; ti < tiles; ++ti) {
+                                    for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
+                                        t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
+                                    T *tile_sums = sums + ti * nv * s.nc * kLanes;
+                                    t.sums = tile_sums;
+                                    if (skips && !(tile_depths[ti] & inside)) {  // every tap in the depth padding
+                                        if (t.mode == Mode::fresh)
+                                            std::fill(tile_sums, tile_sums + nv * s.nc * kLanes, T(0));
+                                        continue;
+                                    }
+                                    jit::FilterTileFn fn = nv == s.nv ? generated.get(cb * s.item_tiles + ti) : nullptr;
+                                    if (fn)
+                                        fn(reinterpret_cast<const float *>(t.dy),
+                                           reinterpret_cast<const float *>(t.x[0]), t.rows, t.rstep,
+                                           reinterpret_cast<float *>(t.sums), (int64_t)t.mode);
+                                    else
+                                        run_tile<T>(t, nv, s.nc);
+                                }
+                            }
+                        }
+                    // Then into dw 16 columns at a time (row parts: below).
+                    if (last_block && s.row_parts == 1)
+                        store_item(kb, gi, cb, sums, out);
+                },
+                sweep_threads);
+        }
+        // Row parts: each block's parts' sums added in order into the first's, then stored.
+        if (s.row_parts > 1)
+            pool.parallel_for(
+                s.items / s.row_parts,
+                [&](int64_t item, int) {
+                    const int64_t cb = item % cblocks, kb = item / cblocks % kblocks, gi = item / cblocks / kblocks;
+                    const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
+                    const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
+                    const int64_t used = ceil_div(j1 - j0, (int64_t)s.nc) * nv * s.nc * kLanes;
+                    T *first = slots + item * s.slot;
+                    for (int64_t part = 1; part < s.row_parts; ++part) {
+                        const T *other = slots + (part * (s.items / s.row_parts) + item) * s.slot;
+                        for (int64_t e = 0; e < used; ++e) first[e] += other[e];
+                    }
+                    store_item(kb, gi, cb, first, out);
+                },
+                sweep_threads);
+    };
+    if (split.parts == 1) {
+        sweep(0, g.n, base, dw, threads);
+    } else {
+        // Part p's images into its own copy of dw (part 0's is dw), each
+        // part on one thread, in that thread's region of the workspace.
+        T *partials = reinterpret_cast<T *>(base + split.partials_at);
+        const int64_t dw_len = g.k * s.ck;
+        auto sums_of = [&](int64_t part) { return part == 0 ? dw : partials + (part - 1) * dw_len; };
+        std::atomic<int> arrived[kImageParts];  // halves of a pair done, at [left + width - 1]
+        for (auto &a : arrived) a.store(0, std::memory_order_relaxed);
+        pool.parallel_for(
+            split.parts,
+            [&](int64_t part, int slot) {
+                const int64_t n0 = part * g.n / split.parts, n1 = (part + 1) * g.n / split.parts;
+                sweep(n0, n1 - n0, base + slot * split.region, sums_of(part), 1);
+                // Up the pairs' tree: the second of a pair to finish adds
+                // the right half's sums into the left's.
+                for (int64_t width = 1; width < split.parts; width *= 2) {
+                    const int64_t left = part & ~(2 * width - 1);
+                    if (arrived[left + width - 1].fetch_add(1, std::memory_order_acq_rel) == 0) return;
+                    add_into(sums_of(left), sums_of(left + width), dw_len);
+                    part = left;
+                }
             },
             threads);
     }
-    // Row parts: each block's parts' sums added in order into the first's, then stored.
-    if (s.row_parts > 1)
-        pool.parallel_for(
-            s.items / s.row_parts,
-            [&](int64_t item, int) {
-                const int64_t cb = item % cblocks, kb = item / cblocks % kblocks, gi = item / cblocks / kblocks;
-                const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
-                const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
-                const int64_t used = ceil_div(j1 - j0, (int64_t)s.nc) * nv * s.nc * kLanes;
-                T *first = slots + item * s.slot;
-                for (int64_t part = 1; part < s.row_parts; ++part) {
-                    const T *other = slots + (part * (s.items / s.row_parts) + item) * s.slot;
-                    for (int64_t e = 0; e < used; ++e) first[e] += other[e];
-                }
-                store_item(kb, gi, cb, first);
-            },
-            threads);
     if (args.bias)
         channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool,
                      threads);
@@ -740,7 +829,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
 }  // namespace
 
 size_t direct_filter_workspace(const ConvGeometry &g, conv_dtype_t dtype, int threads) {
-    return make_shape(g, dtype_size(dtype), threads).total;
+    return make_split(g, dtype_size(dtype), threads).total;
 }
 
 void direct_filter_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
