@@ -33,7 +33,6 @@
 // without either, or in float64, the same tiles through portable C++.
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -46,6 +45,7 @@
 #include "core/dtype.h"
 #include "cpu/avx2.h"
 #include "cpu/avx512.h"
+#include "cpu/batch_parts.h"
 #include "cpu/direct_avx512.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
@@ -70,10 +70,6 @@ constexpr int64_t kDyCopyBytes = 256 << 10; // laid-out dy of a block of images 
 constexpr int64_t kRowParts = 4;
 constexpr int64_t kRowPartBlocks = 2;
 constexpr int64_t kRowPartRows = 64;
-// The batch split into up to kImageParts parts of images where dw is at
-// most kPartSumsBytes (make_split).
-constexpr int64_t kImageParts = 4;
-constexpr int64_t kPartSumsBytes = 256 << 10;
 
 struct FilterShape {
     bool last;
@@ -265,20 +261,11 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     return s;
 }
 
-// Small filters meeting a batch (the small suite's layers: dw of 0.2-147
-// KiB, batch 32) split the batch into parts of consecutive images (a power
-// of two, up to kImageParts), each swept whole by one thread -- x padded
-// and dy laid out into the thread's own buffers, every filter block and
-// column tile, into its own copy of dw -- and the copies added up a tree
-// of pairs, the second of a pair to finish adding the right half into the
-// left. Split by filters and columns instead (make_shape), a thread's
-// items read x and dy the other had padded and laid out and waited on it
-// at every block of images: 2 threads ran ResNet-20's 16->16 32x32 at
-// 1.30x one thread's speed and MNIST's 1->32 28x28 slower than one. The
-// parts depend on the geometry alone, so the sums' order does not depend
-// on the threads. More parts let more threads in but cost, at 2 threads,
-// 0-2% (4 parts) and 3-4% (8) against 2 on these layers; adding the
-// copies in a second parallel loop instead of up the tree, 1-2% more.
+// Small filters over a batch split the batch (cpu/batch_parts.h): each
+// part swept whole by one thread, x padded and dy laid out into that
+// thread's region of the workspace. Split by filters and columns instead
+// (make_shape), 2 threads ran ResNet-20's 16->16 32x32 at 1.30x one
+// thread's speed and MNIST's 1->32 28x28 slower than one.
 struct Split {
     int64_t parts;       // parts of the batch (1: not split)
     FilterShape s;       // the shape of a part (of the largest: ceil(n / parts) images)
@@ -290,8 +277,7 @@ struct Split {
 Split make_split(const ConvGeometry &g, size_t es, int threads) {
     Split p;
     const double dw_bytes = (double)g.k * (double)g.cg() * (double)g.kernel_size() * (double)es;
-    p.parts = 1;
-    while (2 * p.parts <= std::min<int64_t>(g.n, kImageParts) && dw_bytes <= kPartSumsBytes) p.parts *= 2;
+    p.parts = batch_parts(g.n, dw_bytes);
     if (p.parts == 1) {
         p.s = make_shape(g, es, threads);
         p.region = p.partials_at = p.total = p.s.total;
@@ -306,12 +292,6 @@ Split make_split(const ConvGeometry &g, size_t es, int threads) {
     p.total = (size_t)checked_add((int64_t)p.partials_at,
                                   checked_mul(p.parts - 1, (int64_t)dw_bytes, "workspace"), "workspace");
     return p;
-}
-
-// to[e] += from[e] for e in [0, len).
-template <class T>
-void add_into(T *__restrict to, const T *__restrict from, int64_t len) {
-    for (int64_t e = 0; e < len; ++e) to[e] += from[e];
 }
 
 // ---- dy, position-major with 16 filters a position
@@ -798,28 +778,13 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     if (split.parts == 1) {
         sweep(0, g.n, base, dw, threads);
     } else {
-        // Part p's images into its own copy of dw (part 0's is dw), each
-        // part on one thread, in that thread's region of the workspace.
+        // Each part on one thread, in that thread's region of the workspace.
         T *partials = reinterpret_cast<T *>(base + split.partials_at);
-        const int64_t dw_len = g.k * s.ck;
-        auto sums_of = [&](int64_t part) { return part == 0 ? dw : partials + (part - 1) * dw_len; };
-        std::atomic<int> arrived[kImageParts];  // halves of a pair done, at [left + width - 1]
-        for (auto &a : arrived) a.store(0, std::memory_order_relaxed);
-        pool.parallel_for(
-            split.parts,
-            [&](int64_t part, int slot) {
-                const int64_t n0 = part * g.n / split.parts, n1 = (part + 1) * g.n / split.parts;
-                sweep(n0, n1 - n0, base + slot * split.region, sums_of(part), 1);
-                // Up the pairs' tree: the second of a pair to finish adds
-                // the right half's sums into the left's.
-                for (int64_t width = 1; width < split.parts; width *= 2) {
-                    const int64_t left = part & ~(2 * width - 1);
-                    if (arrived[left + width - 1].fetch_add(1, std::memory_order_acq_rel) == 0) return;
-                    add_into(sums_of(left), sums_of(left + width), dw_len);
-                    part = left;
-                }
-            },
-            threads);
+        run_batch_parts(pool, threads, split.parts, dw, partials, g.k * s.ck, [&](int64_t part, int slot, T *out) {
+            int64_t first, count;
+            part_images(g.n, part, split.parts, &first, &count);
+            sweep(first, count, base + slot * split.region, out, 1);
+        });
     }
     if (args.bias)
         channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool,
