@@ -180,6 +180,50 @@ static void test_declines(void **state)
     conv_context_destroy(ctx);
 }
 
+/* Backward-filter onto few filters over a batch: the batch split into 2
+ * or 4 parts of images, each part's sums into its own copy of dw, the
+ * copies added up a tree of pairs (cpu/batch_parts.h). Batches 2-9 (parts
+ * of unequal sizes), both layouts, strides 1 and 2, either math mode,
+ * bias; each on 1-3 threads against the reference on an exact workspace
+ * with a guard page, and with the same bits on 1, 2 and 3 threads. */
+static void test_filter_batch_parts(void **state)
+{
+    (void)state;
+    const struct {
+        int64_t n, c, k, hw, kernel, stride, pad;
+        int last;
+        conv_math_t math;
+    } cases[] = {
+        {2, 1, 6, 32, 5, 1, 0, 0, CONV_MATH_STRICT},  {3, 3, 8, 16, 3, 1, 1, 1, CONV_MATH_DEFAULT},
+        {5, 1, 8, 28, 3, 1, 0, 0, CONV_MATH_DEFAULT}, {7, 12, 8, 12, 3, 1, 1, 0, CONV_MATH_STRICT},
+        {4, 2, 4, 20, 3, 2, 1, 1, CONV_MATH_STRICT},  {9, 6, 12, 15, 5, 1, 2, 0, CONV_MATH_DEFAULT},
+    };
+    tu_rng r;
+    tu_seed(&r, 0x1a9a);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].hw, cases[i].hw + 1}, kernel[2] = {cases[i].kernel, cases[i].kernel};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = cases[i].stride;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = cases[i].pad;
+        }
+        tp.p.channels_last = cases[i].last;
+        tp.bias = i % 2 == 0;
+        tp.algo = CONV_ALGO_IMPLICIT_GEMM;
+        assert_true(tu_resolve(&tp));
+        char what[640];
+        int len = snprintf(what, sizeof what, "case %zu ", i);
+        tu_describe(&tp, what + len, sizeof what - (size_t)len);
+        for (int t = 0; t < 3; t++)
+            assert_ok(conv_context_set_math(tu_contexts[t], cases[i].math));
+        tu_check_guarded_threads(&tp, CONV_OP_BACKWARD_FILTER, &r, 1, what);
+        tu_check_bits_by_threads(&tp, CONV_OP_BACKWARD_FILTER, 0x1a9a + i, what);
+    }
+    for (int t = 0; t < 3; t++)
+        assert_ok(conv_context_set_math(tu_contexts[t], CONV_MATH_DEFAULT));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_strict),
         cmocka_unit_test(test_strided_layers),
         cmocka_unit_test(test_declines),
+        cmocka_unit_test(test_filter_batch_parts),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

@@ -47,6 +47,45 @@ CONV_TARGET_AVX512 inline __m512i lanes_apart(int64_t k) {
                               _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
 }
 
+// The sums' reduction across lanes, a level at a time: in-lane unpacks and
+// shuffles halve each 128-bit chunk twice, then 128-bit shuffles add the
+// chunks. Two levels of 2 -> 1 vectors: out = lo(p, q) + hi(p, q).
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums_level1(__m512 p, __m512 q) {
+    return _mm512_add_ps(_mm512_unpacklo_ps(p, q), _mm512_unpackhi_ps(p, q));
+}
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums_level2(__m512 p, __m512 q) {
+    return _mm512_add_ps(_mm512_shuffle_ps(p, q, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(p, q, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+// Chunks 0 + 1 and 2 + 3 of p, then of q.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums_chunks(__m512 p, __m512 q) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// The sums of 16 vectors' lanes, one lane each, from `v` (16 / G vectors,
+// 64 B apart: sum ch is vector ch's, or with G = 2 sums 2 i and 2 i + 1 are
+// lanes 0-7 and 8-15 of vector i): sum ch in lane lane_of_sum(ch, G). 45
+// instructions for 16 vectors (21 for 8 of two halves), where 16 separate
+// reductions take 128.
+template <int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums16(const float *v) {
+    constexpr int n = 16 / G;
+    __m512 a[n / 2], b[n / 4];
+    for (int i = 0; i < n / 2; ++i)
+        a[i] = lane_sums_level1(_mm512_load_ps(v + 2 * i * 16), _mm512_load_ps(v + (2 * i + 1) * 16));
+    for (int i = 0; i < n / 4; ++i) b[i] = lane_sums_level2(a[2 * i], a[2 * i + 1]);
+    // b[i] chunk k: [vector 4 i's chunk k sum, 4 i + 1's, 4 i + 2's, 4 i + 3's].
+    if (G == 2) return lane_sums_chunks(b[0], b[1]);  // halves kept apart
+    return lane_sums_chunks(lane_sums_chunks(b[0], b[1]), lane_sums_chunks(b[2], b[3]));
+}
+
+// The lane of sum ch in lane_sums16<G>'s result.
+constexpr int lane_of_sum(int ch, int G) {
+    // G = 2: vector i = ch / 2's half h in chunk 2 (i / 4) + h, place i % 4.
+    return G == 1 ? ch : (ch / 8) * 8 + (ch % 2) * 4 + (ch / 2) % 4;
+}
+
 // Transposes 16 rows of 16 floats in registers: v[u] lane t <- v[t] lane u.
 // (Unrolled: the arrays must stay in registers.)
 CONV_TARGET_AVX512 inline void transpose16(__m512 v[16]) {

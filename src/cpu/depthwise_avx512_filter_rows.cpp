@@ -126,43 +126,6 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums(const R
         walk_rows_s2<V>(p, rows);
 }
 
-// The sums' reduction across lanes, a level at a time: in-lane unpacks and
-// shuffles halve each 128-bit chunk twice, then 128-bit shuffles add the
-// chunks. Two levels of 2 -> 1 vectors: out = lo(p, q) + hi(p, q).
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 level1(__m512 p, __m512 q) {
-    return _mm512_add_ps(_mm512_unpacklo_ps(p, q), _mm512_unpackhi_ps(p, q));
-}
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 level2(__m512 p, __m512 q) {
-    return _mm512_add_ps(_mm512_shuffle_ps(p, q, _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_ps(p, q, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-// Chunks 0 + 1 and 2 + 3 of p, then of q.
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 chunk_pairs(__m512 p, __m512 q) {
-    return _mm512_add_ps(_mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-// One tap's sums of a block's 16 channels, from `v` (16 / G vectors, 64 B
-// apart: channel ch's, or with G = 2 channels 2 i and 2 i + 1's in lanes
-// 0-7 and 8-15 of vector i), one lane each: lane_of(ch, G).
-template <int G>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 reduce_block(const float *v) {
-    constexpr int n = kVec / G;
-    __m512 a[n / 2], b[n / 4];
-    for (int i = 0; i < n / 2; ++i)
-        a[i] = level1(_mm512_load_ps(v + 2 * i * kVec), _mm512_load_ps(v + (2 * i + 1) * kVec));
-    for (int i = 0; i < n / 4; ++i) b[i] = level2(a[2 * i], a[2 * i + 1]);
-    // b[i] chunk k: [vector 4 i's chunk k sum, 4 i + 1's, 4 i + 2's, 4 i + 3's].
-    if (G == 2) return chunk_pairs(b[0], b[1]);  // halves kept apart
-    return chunk_pairs(chunk_pairs(b[0], b[1]), chunk_pairs(b[2], b[3]));
-}
-
-// The lane of channel ch's sum in reduce_block<G>'s result.
-constexpr int lane_of(int ch, int G) {
-    // G = 2: vector i = ch / 2's half h in chunk 2 (i / 4) + h, place i % 4.
-    return G == 1 ? ch : (ch / 8) * 8 + (ch % 2) * 4 + (ch / 2) % 4;
-}
-
 // dw of channels [c0, c0 + cb): each channel's sums over the batch (G
 // channels a vector), kept per tap in the slot, then the block's reduced
 // together.
@@ -215,9 +178,9 @@ CONV_TARGET_AVX512 void filter_block(const RowShape &shape, const ConvGeometry &
     }
     alignas(64) float sums[kTaps][kVec];
     for (int t = 0; t < kTaps; ++t)
-        _mm512_store_ps(sums[t], reduce_block<G>(slot + t * kPerTap * kVec));
+        _mm512_store_ps(sums[t], lane_sums16<G>(slot + t * kPerTap * kVec));
     for (int ch = 0; ch < cb; ++ch)
-        for (int t = 0; t < kTaps; ++t) dw[(c0 + ch) * kTaps + t] = sums[t][lane_of(ch, G)];
+        for (int t = 0; t < kTaps; ++t) dw[(c0 + ch) * kTaps + t] = sums[t][lane_of_sum(ch, G)];
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS

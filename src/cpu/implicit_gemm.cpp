@@ -32,6 +32,7 @@
 #include "core/dtype.h"
 #include "cpu/algorithm.h"
 #include "cpu/avx512.h"
+#include "cpu/batch_parts.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
 #include "cpu/pointwise_avx512.h"
@@ -67,9 +68,10 @@ struct Problem {
     // dropped columns), qv positions per channel (a multiple of 16).
     bool filter;
     int64_t qv;
+    int64_t parts;  // backward-filter: parts of the batch (cpu/batch_parts.h)
     // Workspace, in elements: tap offsets and a channel block's steps (as
-    // int64), the source, dy.
-    int64_t taps_at, steps_at, source_at, dy_at, total;
+    // int64), the source, dy, the batch parts' copies of dw.
+    int64_t taps_at, steps_at, source_at, dy_at, partials_at, total;
 };
 
 // Positions per micro-tile: the width that wastes fewest lanes past the
@@ -155,7 +157,9 @@ Problem make_problem(const ConvGeometry &g, conv_op_t op, size_t es, bool strict
     p.dy_at = checked_add(p.source_at, align(source), "workspace");
     p.qv = round_up(p.positions, 16);
     int64_t dy = p.filter ? checked_mul(checked_mul(p.n, p.cd, "workspace"), p.qv, "workspace") : 0;
-    p.total = checked_add(p.dy_at, dy, "workspace");
+    p.partials_at = checked_add(p.dy_at, align(dy), "workspace");
+    p.parts = p.filter ? batch_parts(p.n, (double)p.cd * (double)p.ck * (double)es) : 1;
+    p.total = checked_add(p.partials_at, checked_mul(p.parts - 1, p.cd * p.ck, "workspace"), "workspace");
     return p;
 }
 
@@ -349,14 +353,18 @@ void store_tile(const Problem &p, const T *tile, int rows, int64_t q0, T *dst, c
     }
 }
 
-// Every source channel plane of the batch into `source`.
+// Every source channel plane of images [first, first + count) into
+// `source` (the batch's planes, image by image).
 template <class T>
-void pad_source(const Problem &p, const T *src, T *source, ThreadPool &pool, int threads) {
+void pad_source(const Problem &p, const T *src, T *source, ThreadPool &pool, int threads, int64_t first = 0,
+                int64_t count = -1) {
     const int64_t image = p.cs * p.hs * p.ws;
+    if (count < 0) count = p.n;
     pool.parallel_for(
-        p.n * p.cs,
+        count * p.cs,
         [&](int64_t i, int) {
-            pad_plane(p, src + i / p.cs * image + i % p.cs * p.src_cs, source + i * p.plane);
+            const int64_t n = first + i / p.cs;
+            pad_plane(p, src + n * image + i % p.cs * p.src_cs, source + (n * p.cs + i % p.cs) * p.plane);
         },
         threads);
 }
@@ -371,9 +379,21 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const T *src = static_cast<const T *>(p.backward ? args.y : args.x);
     if (p.filter) {
         tap_offsets(p, taps);
-        pad_source(p, src, source, pool, threads);
-        run_filter(p, g, static_cast<const T *>(args.y), static_cast<T *>(args.w), source,
-                   base + p.dy_at, taps, pool, threads);
+        const T *dy = static_cast<const T *>(args.y);
+        T *dw = static_cast<T *>(args.w);
+        if (p.parts == 1) {
+            pad_source(p, src, source, pool, threads);
+            run_filter(p, g, dy, dw, source, base + p.dy_at, taps, pool, threads, 0, p.n);
+        } else {
+            // Each part's images padded, laid out and summed by one thread.
+            run_batch_parts(pool, threads, p.parts, dw, base + p.partials_at, p.cd * p.ck,
+                            [&](int64_t part, int, T *out) {
+                                int64_t first, count;
+                                part_images(p.n, part, p.parts, &first, &count);
+                                pad_source(p, src, source, pool, 1, first, count);
+                                run_filter(p, g, dy, out, source, base + p.dy_at, taps, pool, 1, first, count);
+                            });
+        }
         if (args.bias)
             channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool,
                          threads);
@@ -481,16 +501,16 @@ CONV_TARGET_AVX512 void filter_tile_avx512(const FilterTile &t, float *out) {
             }
         }
     }
-    // Lane sums in a fixed order (GCC 12's _mm512_reduce_add_ps trips
-    // -Wuninitialized in its own header).
-    alignas(64) float lanes[16];
+    // The 24 vectors' lane sums 16 at a time (lane_sums16; the last 8 with
+    // 8 zero vectors), a fixed order: one lane at a time took 16 scalar adds
+    // a vector, 1.0x-1.1x of a LeNet-5 layer's pass at 1 thread.
+    alignas(64) float sums[32][16] = {};
     for (int m = 0; m < kFM; ++m)
-        for (int j = 0; j < kFN; ++j) {
-            _mm512_store_ps(lanes, acc[m][j]);
-            float sum = 0.0f;
-            for (int i = 0; i < 16; ++i) sum += lanes[i];
-            out[m * kFN + j] = sum;
-        }
+        for (int j = 0; j < kFN; ++j) _mm512_store_ps(sums[m * kFN + j], acc[m][j]);
+    alignas(64) float lanes[32];
+    _mm512_store_ps(lanes, lane_sums16<1>(sums[0]));
+    _mm512_store_ps(lanes + 16, lane_sums16<1>(sums[16]));
+    std::memcpy(out, lanes, kFM * kFN * sizeof(float));
 }
 #endif
 
@@ -511,17 +531,20 @@ void flatten_dy(const Problem &p, const T *dy, T *out) {
         for (int64_t ow = 0; ow < p.wd; ++ow) out[oh * p.wq + ow] = dy[(oh * p.wd + ow) * p.dst_ps];
 }
 
+// dw from images [first, first + count) (their source planes padded).
 template <class T>
 void run_filter(const Problem &p, const ConvGeometry &g, const T *dy, T *dw, const T *source,
-                T *dyq, const int64_t *taps, ThreadPool &pool, int threads) {
+                T *dyq, const int64_t *taps, ThreadPool &pool, int threads, int64_t first, int64_t count) {
     const int64_t dst_image = p.cd * p.hd * p.wd, ntaps = p.kr * p.ks;
     const bool last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
     pool.parallel_for(
-        p.n * p.cd,
+        count * p.cd,
         [&](int64_t i, int) {
-            flatten_dy(p, dy + i / p.cd * dst_image + i % p.cd * p.dst_cs, dyq + i * p.qv);
+            const int64_t n = first + i / p.cd;
+            flatten_dy(p, dy + n * dst_image + i % p.cd * p.dst_cs, dyq + (n * p.cd + i % p.cd) * p.qv);
         },
         threads);
+    dyq += first * p.cd * p.qv, source += first * p.cs * p.plane;
     // Items: (group, 4 filters, 8 tiles of 6 columns); columns in dw's order.
     constexpr int64_t kColumnsPerItem = kFN * 8;
     const int64_t kblocks = ceil_div(p.cdg, (int64_t)kFM), cblocks = ceil_div(p.ck, kColumnsPerItem);
@@ -531,7 +554,7 @@ void run_filter(const Problem &p, const ConvGeometry &g, const T *dy, T *dw, con
             int64_t cb = item % cblocks, kb = item / cblocks % kblocks, gi = item / cblocks / kblocks;
             int64_t k0 = kb * kFM, rows = std::min<int64_t>(kFM, p.cdg - k0);
             int64_t j0 = cb * kColumnsPerItem, j1 = std::min(p.ck, j0 + kColumnsPerItem);
-            FilterTile t{{}, {}, p.n, p.cd * p.qv, p.cs * p.plane, p.qv};
+            FilterTile t{{}, {}, count, p.cd * p.qv, p.cs * p.plane, p.qv};
             for (int m = 0; m < kFM; ++m)
                 t.dy[m] = dyq + (gi * p.cdg + k0 + std::min<int64_t>(m, rows - 1)) * p.qv;
             for (int64_t j = j0; j < j1; j += kFN) {
