@@ -212,16 +212,8 @@ static void test_filter_batch_parts(void **state)
         tp.bias = i % 2 == 0;
         tp.algo = CONV_ALGO_IMPLICIT_GEMM;
         assert_true(tu_resolve(&tp));
-        char what[640];
-        int len = snprintf(what, sizeof what, "case %zu ", i);
-        tu_describe(&tp, what + len, sizeof what - (size_t)len);
-        for (int t = 0; t < 3; t++)
-            assert_ok(conv_context_set_math(tu_contexts[t], cases[i].math));
-        tu_check_guarded_threads(&tp, CONV_OP_BACKWARD_FILTER, &r, 1, what);
-        tu_check_bits_by_threads(&tp, CONV_OP_BACKWARD_FILTER, 0x1a9a + i, what);
+        tu_check_case_by_threads(&tp, CONV_OP_BACKWARD_FILTER, cases[i].math, &r, 0x1a9a + i, i);
     }
-    for (int t = 0; t < 3; t++)
-        assert_ok(conv_context_set_math(tu_contexts[t], CONV_MATH_DEFAULT));
 }
 
 int main(void)

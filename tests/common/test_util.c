@@ -919,6 +919,20 @@ void tu_check_bits_by_threads(const tu_problem *tp, conv_op_t op, uint64_t seed,
     free(first);
 }
 
+void tu_check_case_by_threads(const tu_problem *tp, conv_op_t op, conv_math_t math, tu_rng *r, uint64_t seed,
+                              size_t index)
+{
+    char what[480]; /* tu_check_guarded_threads adds the thread count within 512 */
+    int len = snprintf(what, sizeof what, "case %zu ", index);
+    tu_describe(tp, what + len, sizeof what - (size_t)len);
+    for (int t = 0; t < 3; t++)
+        assert_ok(conv_context_set_math(tu_contexts[t], math));
+    tu_check_guarded_threads(tp, op, r, 1, what);
+    tu_check_bits_by_threads(tp, op, seed, what);
+    for (int t = 0; t < 3; t++)
+        assert_ok(conv_context_set_math(tu_contexts[t], CONV_MATH_DEFAULT));
+}
+
 conv_status_t tu_plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op, conv_plan_t *plan)
 {
     conv_desc_t d;

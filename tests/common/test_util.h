@@ -231,6 +231,12 @@ void tu_check_guarded_threads(const tu_problem *tp, conv_op_t op, tu_rng *r, int
  * same bits; fails the test naming `what`, the seed and the thread count. */
 void tu_check_bits_by_threads(const tu_problem *tp, conv_op_t op, uint64_t seed, const char *what);
 
+/* Case `index` of a table: `op` of tp in `math` through
+ * tu_check_guarded_threads (real data) and tu_check_bits_by_threads (data
+ * from `seed`); the contexts are left in default math. */
+void tu_check_case_by_threads(const tu_problem *tp, conv_op_t op, conv_math_t math, tu_rng *r, uint64_t seed,
+                              size_t index);
+
 /* A plan of `op` for tp on ctx (its layout, dims and bias; the descriptor
  * from tu_make_desc). */
 conv_status_t tu_plan_of(conv_context_t ctx, const tu_problem *tp, conv_op_t op, conv_plan_t *plan);
