@@ -780,6 +780,60 @@ static void test_filter_stride2_shifted_infinity(void **state)
     tu_case_free(&c);
 }
 
+/* The fused ReLU passes a NaN on (the reference's "v < 0 ? 0 : v"): one
+ * NaN in x makes exactly the outputs whose windows read it NaN. Shapes for
+ * each forward kernel: a channel multiplier (4 channels of a plane at a
+ * time), planes in registers (14x14, 7x7), flat planes, whole planes in
+ * row blocks, stride 2, and channels-last. */
+static void test_relu_keeps_nan(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t c, m, h, w, pad, stride, last;
+    } layers[] = {{1, 32, 28, 28, 0, 1, 0}, {2, 8, 20, 21, 1, 1, 0}, {3, 1, 14, 14, 1, 1, 0},
+                  {5, 1, 7, 7, 1, 1, 0},    {2, 1, 10, 12, 1, 1, 0}, {3, 1, 40, 37, 1, 1, 0},
+                  {2, 1, 40, 38, 1, 2, 0},  {20, 1, 9, 9, 1, 1, 1},  {17, 2, 12, 30, 1, 2, 1}};
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        const int64_t c = layers[i].c, h = layers[i].h, w = layers[i].w, s = layers[i].stride;
+        const int64_t pad = layers[i].pad;
+        int64_t in[2] = {h, w}, kernel[2] = {3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, 1, c, c * layers[i].m, in, kernel);
+        tp.p.groups = c;
+        tp.p.channels_last = (int)layers[i].last;
+        tp.p.relu = 1;
+        tp.bias = 1;
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = s;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = pad;
+        }
+        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        assert_true(tu_resolve(&tp));
+        tu_case cs;
+        conv_desc_t d;
+        tu_rng r;
+        tu_seed(&r, 77 + i);
+        assert_ok(tu_case_make(&cs, tu_contexts[0], &tp, 0));
+        assert_ok(tu_make_desc(&tp, CONV_OP_FORWARD, &d));
+        tu_case_fill(&cs, CONV_OP_FORWARD, &r, 0);
+        const int64_t nc = c - 1, nh = h / 2, nw = w - 2;  /* the NaN's channel, row, column */
+        tu_set(&cs.x, layers[i].last ? (nh * w + nw) * c + nc : (nc * h + nh) * w + nw, NAN);
+        assert_ok(tu_case_run(&cs, tu_contexts[0], d, CONV_OP_FORWARD, NULL));
+        /* Output rows (columns) whose window covers the NaN's row (column). */
+        const int64_t oh = (h + 2 * pad - 3) / s + 1, ow = (w + 2 * pad - 3) / s + 1;
+        int64_t rows = 0, cols = 0;
+        for (int64_t o = 0; o < oh; o++) rows += o * s - pad <= nh && nh < o * s - pad + 3;
+        for (int64_t o = 0; o < ow; o++) cols += o * s - pad <= nw && nw < o * s - pad + 3;
+        int64_t nans = 0;
+        for (int64_t e = 0; e < cs.y.elems; e++) nans += isnan(tu_get(&cs.y, e)) != 0;
+        if (nans != layers[i].m * rows * cols)
+            fail_msg("layer %zu: %lld NaN outputs, expected %lld", i, (long long)nans,
+                     (long long)(layers[i].m * rows * cols));
+        conv_desc_destroy(d);
+        tu_case_free(&cs);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -803,6 +857,7 @@ int main(void)
         cmocka_unit_test(test_filter_dy_infinity_neighbours),
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_spread_infinity),
+        cmocka_unit_test(test_relu_keeps_nan),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);
 }

@@ -87,7 +87,7 @@ template <int V, int G>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_row(
     const RowShape &p, bool relu, const __m512 (&acc)[V], float *row, float *other, int v0 = 0) {
     for (int v = 0; v < V; ++v) {
-        const __m512 a = relu ? _mm512_max_ps(acc[v], _mm512_setzero_ps()) : acc[v];
+        const __m512 a = relu ? _mm512_max_ps(_mm512_setzero_ps(), acc[v]) : acc[v];
         _mm512_mask_storeu_ps(row + (v0 + v) * kVec, p.out[v0 + v][0], a);
         if (G == 2) _mm512_mask_storeu_ps(other - kVec / 2, p.out[0][1], a);
     }

@@ -138,7 +138,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_rows(
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
         for (int u = 0; u < V; ++u) {
-            const __m512 a = job.relu ? _mm512_max_ps(acc[r][u], _mm512_setzero_ps()) : acc[r][u];
+            const __m512 a = job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc[r][u]) : acc[r][u];
             store_vector(job, out + r * p.ow + ow0 + u * kVec, a, Masked ? store[u] : (__mmask16)0xFFFF);
         }
 }
@@ -327,7 +327,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vector_s2_
             _mm512_alignr_epi32(_mm512_castps_si512(left[r]), _mm512_castps_si512(carry[r]), 15));
         carry[r] = left[r];
         const __m512 sum = _mm512_add_ps(acc[r], shifted);
-        const __m512 a = job.relu ? _mm512_max_ps(sum, _mm512_setzero_ps()) : sum;
+        const __m512 a = job.relu ? _mm512_max_ps(_mm512_setzero_ps(), sum) : sum;
         store_vector(job, out + r * p.ow + ow0, a, Masked ? store : (__mmask16)0xFFFF);
     }
 }
@@ -476,7 +476,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void narrow_planes(
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-        const __m512 a = job[0].relu ? _mm512_max_ps(acc[r], _mm512_setzero_ps()) : acc[r];
+        const __m512 a = job[0].relu ? _mm512_max_ps(_mm512_setzero_ps(), acc[r]) : acc[r];
         _mm512_mask_storeu_ps(job[0].out + r * p.ow, n.store, a);
         if (Two) _mm512_mask_storeu_ps(job[1].out + r * p.ow - kHalf, store2, a);
     }
@@ -563,7 +563,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void flat_vectors(
         }
     for (int j = 0; j < P; ++j)
         for (int u = 0; u < V; ++u) {
-            const __m512 a = job[j].relu ? _mm512_max_ps(acc[j][u], _mm512_setzero_ps()) : acc[j][u];
+            const __m512 a = job[j].relu ? _mm512_max_ps(_mm512_setzero_ps(), acc[j][u]) : acc[j][u];
             _mm512_mask_storeu_ps(job[j].out + (v0 + u) * kVec, f.store[v0 + u], a);
         }
 }
@@ -665,7 +665,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void multi_vectors(
     }
     for (int c = 0; c < kMulti; ++c)
         for (int r = 0; r < R; ++r) {
-            const __m512 a = job.relu ? _mm512_max_ps(acc[c][r], _mm512_setzero_ps()) : acc[c][r];
+            const __m512 a = job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc[c][r]) : acc[c][r];
             float *o = job.out[c] + (oh0 + r) * p.ow + ow0;
             if (Masked)
                 _mm512_mask_storeu_ps(o, store, a);

@@ -60,7 +60,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void pixel_block(
     float *out = job.out + (oh * p.ow + ow0) * p.c + c0;
     const __m512 zero = _mm512_setzero_ps();
     for (int i = 0; i < P; ++i)
-        _mm512_mask_storeu_ps(out + i * p.c, cm, job.relu ? _mm512_max_ps(acc[i], zero) : acc[i]);
+        _mm512_mask_storeu_ps(out + i * p.c, cm, job.relu ? _mm512_max_ps(zero, acc[i]) : acc[i]);
 }
 
 // Loads a 16-channel block's 9 taps' weights and initial value (the bias

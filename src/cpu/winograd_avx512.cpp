@@ -422,7 +422,7 @@ CONV_TARGET_AVX512 void transform_outputs(const Problem &p, const Plan &l, const
                 output_1d(cols[a], &y[a * 4]);
                 for (int b = 0; b < 4; ++b) {
                     __m512 z = _mm512_add_ps(y[a * 4 + b], bv);
-                    y[a * 4 + b] = relu ? _mm512_max_ps(z, _mm512_setzero_ps()) : z;
+                    y[a * 4 + b] = relu ? _mm512_max_ps(_mm512_setzero_ps(), z) : z;
                 }
             }
             if (p.last) {
