@@ -654,18 +654,29 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void multi_vectors(
         __m512 v2 = Masked ? _mm512_maskz_loadu_ps(m[2], at + src.off[2]) : _mm512_loadu_ps(at + src.off[2]);
         __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2));  // loaded once, see forward_vectors
         const __m512 v[kK] = {v0, v1, v2};
+        // The taps' address hidden from GCC a row at a time: it otherwise
+        // broadcasts all 36 taps once into vectors, which with the 20 sums
+        // do not fit the registers, and the spilled sums and taps cost more
+        // than the broadcasts ({1to16} in the FMA runs at the FMA rate).
+        const float(*w)[kK * kK] = job.w;
+        __asm__("" : "+r"(w));
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const int kh = t - r;
             if (kh < 0 || kh >= kK) continue;
             for (int c = 0; c < kMulti; ++c)
                 for (int kw = 0; kw < kK; ++kw)
-                    acc[c][r] = _mm512_fmadd_ps(_mm512_set1_ps(job.w[c][kh * kK + kw]), v[kw], acc[c][r]);
+                    acc[c][r] = _mm512_fmadd_ps(_mm512_set1_ps(w[c][kh * kK + kw]), v[kw], acc[c][r]);
         }
     }
+    // ReLU applied in a loop of its own: tested at each store, the flag
+    // was reloaded from the stack after every store.
+    if (job.relu)
+        for (int c = 0; c < kMulti; ++c)
+            for (int r = 0; r < R; ++r) acc[c][r] = _mm512_max_ps(_mm512_setzero_ps(), acc[c][r]);  // NaN stays NaN
     for (int c = 0; c < kMulti; ++c)
         for (int r = 0; r < R; ++r) {
-            const __m512 a = job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc[c][r]) : acc[c][r];
+            const __m512 a = acc[c][r];
             float *o = job.out[c] + (oh0 + r) * p.ow + ow0;
             if (Masked)
                 _mm512_mask_storeu_ps(o, store, a);
