@@ -158,14 +158,19 @@ static void test_mobilenet_like(void **state)
  * groups == C == 1): the forward kernel that computes 4 output channels of
  * one input plane at a time, with a multiplier's leftover channels (5, 6,
  * 9) one plane at a time, rows not a multiple of its 5-row block, planes
- * narrower and wider than a vector, padding 0-2, bias and ReLU. */
+ * narrower and wider than a vector, padding 0-2, bias and ReLU; on flat
+ * planes, the kernel that computes 16 at a time (and the rest). */
 static void test_channel_multiplier(void **state)
 {
     (void)state;
     static const struct {
         int64_t c, m, h, w, pad;
     } layers[] = {{1, 32, 28, 28, 0}, {2, 5, 33, 33, 1}, {3, 8, 17, 19, 0}, {1, 6, 32, 32, 2},
-                  {4, 9, 21, 40, 1}, {1, 4, 18, 17, 1}, {2, 7, 23, 9, 0}};
+                  {4, 9, 21, 40, 1}, {1, 4, 18, 17, 1}, {2, 7, 23, 9, 0},
+                  /* flat planes ("same", at most 256 elements): 16 channels
+                   * a call, and the rest */
+                  {1, 16, 8, 8, 1},   {2, 20, 7, 7, 1},   {3, 4, 16, 16, 1}, {1, 37, 5, 9, 1},
+                  {2, 6, 1, 13, 1}};
     tu_rng r;
     tu_seed(&r, 5150);
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
