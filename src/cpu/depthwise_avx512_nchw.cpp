@@ -13,8 +13,10 @@
 // its halves. Narrow planes (stride 1 up to 16x16: 14x14, 7x7; stride 2
 // with output rows up to 8 wide) run whole in registers (NarrowPlan), two
 // planes per vector where they fit; other small "same" planes are computed flat
-// (FlatPlan). A channel multiplier of 4 or more at stride 1 computes 4
-// output channels of an input plane together (multi_plane). Backward-filter
+// (FlatPlan). A channel multiplier of 4 or more at stride 1 computes up to
+// 16 output channels of an input plane together, over its output plane
+// flat where the plane is flat or its input's three column-shifted copies
+// fit L1 (multi_flat), else 4 at a time in row blocks (multi_plane). Backward-filter
 // on planes up to 14x14 goes to depthwise_avx512_blocked.cpp.
 //
 // Backward-data at stride 1 is the forward plane convolution of dy with the
@@ -719,22 +721,79 @@ CONV_TARGET_AVX512 void multi_plane(const PlaneShape &p, const float *in, const 
     }
 }
 
-// ---- A channel multiplier on a flat plane (stride 1, "same", at most 256
-// elements: the digits example's 1->16 on 8x8): G output channels of one
-// input plane a vector at a time, the vector's 9 tap vectors loaded once
-// (masked by the FlatPlan) and each feeding G channels' FMAs. The narrow
-// kernel took these planes two to a vector, per pair of planes 60 masked
-// loads, 9 blends and 16 masked stores about 72 FMAs: 1->16 8x8 at batch
-// 32 ran at 0.60 of oneDNN.
+// ---- A channel multiplier computed flat: G output channels of one input
+// plane a vector of the output plane at a time, each of its 9 tap vectors
+// loaded once and feeding G channels' FMAs.
+//
+// On flat planes (stride 1, "same", at most 256 elements: the digits
+// example's 1->16 on 8x8) the tap vectors are the FlatPlan's masked loads
+// from the input (FlatTaps). The narrow kernel took these planes two to a
+// vector, per pair of planes 60 masked loads, 9 blends and 16 masked stores
+// about 72 FMAs: 1->16 8x8 at batch 32 ran at 0.60 of oneDNN.
+//
+// Other stride-1 planes whose copies fit L1 (MNIST's 1->32 28x28 -> 26x26)
+// read them from three copies of the input, one per tap column kw, with
+// rows as long as the output's and the padding in them (RowCopies): output
+// element q = (i, j) meets tap (kh, kw) at copy kw's element q + kh * ow,
+// so the output plane is flat too. multi_plane's rows of 26 outputs filled
+// 26 of 32 lanes, and half its stores were masked; flat, 676 outputs are 43
+// vectors, the last one masked.
 constexpr int kMultiFlat = 16;  // channels a call sums: 16 sums + 9 taps in registers
 
-template <int G>
-CONV_TARGET_AVX512 void multi_flat(const FlatPlan &f, const float *in, const float *w, const float *bias,
-                                   bool relu, float *out, int64_t out_plane) {
-    for (int v = 0; v < f.vectors; ++v) {
+struct FlatTaps {
+    const FlatPlan &f;
+    const float *in;
+    int vectors() const { return f.vectors; }
+    __mmask16 store(int v) const { return f.store[v]; }
+    CONV_TARGET_AVX512 __m512 load(int v, int t) const {
+        return _mm512_maskz_loadu_ps(f.load[v][t], in + v * kVec + f.off[t]);  // may lie outside: masked
+    }
+};
+
+// The copies (from multi_copies) and the output plane's size.
+struct RowCopies {
+    static constexpr int64_t kMaxFloats = 4096;  // the three copies: 16 KiB
+    const float *copy;
+    int64_t ow, size, stride;  // output row and plane, floats a copy
+    int vectors() const { return (int)ceil_div(size, (int64_t)kVec); }
+    __mmask16 store(int v) const { return first_lanes(size - v * kVec); }
+    CONV_TARGET_AVX512 __m512 load(int v, int t) const {
+        return _mm512_loadu_ps(copy + t % kK * stride + t / kK * ow + v * kVec);
+    }
+};
+
+// Floats a copy of RowCopies takes: oh + 2 rows of ow, and a vector more
+// for the last output vector's lanes past the plane.
+int64_t row_copy_floats(const PlaneShape &p) { return (p.oh + kK - 1) * p.ow + kVec; }
+
+// Copy kw holds input (r - pt, j + kw - pl) at r * ow + j, zero outside.
+CONV_TARGET_AVX512 void multi_copies(const PlaneShape &p, const float *in, float *copy) {
+    const int64_t stride = row_copy_floats(p);
+    for (int kw = 0; kw < kK; ++kw) {
+        float *to = copy + kw * stride;
+        const int64_t shift = kw - p.pl;  // input column of output column 0
+        const int64_t lo = std::clamp<int64_t>(-shift, 0, p.ow), hi = std::clamp<int64_t>(p.iw - shift, lo, p.ow);
+        for (int64_t r = 0; r < p.oh + kK - 1; ++r, to += p.ow) {
+            const int64_t ih = r - p.pt;
+            if (ih < 0 || ih >= p.ih) {
+                std::fill(to, to + p.ow, 0.0f);
+                continue;
+            }
+            std::fill(to, to + lo, 0.0f);
+            std::copy(in + ih * p.iw + lo + shift, in + ih * p.iw + hi + shift, to + lo);
+            std::fill(to + hi, to + p.ow, 0.0f);
+        }
+        std::fill(to, to + kVec, 0.0f);
+    }
+}
+
+template <int G, class Taps>
+CONV_TARGET_AVX512 void multi_flat(const Taps &taps, const float *w, const float *bias, bool relu, float *out,
+                                   int64_t out_plane) {
+    const int vectors = taps.vectors();
+    for (int v = 0; v < vectors; ++v) {
         __m512 x[kK * kK];
-        for (int t = 0; t < kK * kK; ++t)
-            x[t] = _mm512_maskz_loadu_ps(f.load[v][t], in + v * kVec + f.off[t]);  // may lie outside: masked
+        for (int t = 0; t < kK * kK; ++t) x[t] = taps.load(v, t);
         __m512 acc[G];
         for (int c = 0; c < G; ++c) acc[c] = bias ? _mm512_set1_ps(bias[c]) : _mm512_setzero_ps();
         // The taps broadcast by the FMAs, from memory ({1to16}); GCC would
@@ -748,10 +807,11 @@ CONV_TARGET_AVX512 void multi_flat(const FlatPlan &f, const float *in, const flo
         if (relu)
             for (int c = 0; c < G; ++c) acc[c] = _mm512_max_ps(_mm512_setzero_ps(), acc[c]);  // NaN stays NaN
         float *o = out + v * kVec;
-        if (f.store[v] == 0xffff)
+        const __mmask16 lanes = taps.store(v);
+        if (lanes == 0xffff)
             for (int c = 0; c < G; ++c) _mm512_storeu_ps(o + c * out_plane, acc[c]);
         else
-            for (int c = 0; c < G; ++c) _mm512_mask_storeu_ps(o + c * out_plane, f.store[v], acc[c]);
+            for (int c = 0; c < G; ++c) _mm512_mask_storeu_ps(o + c * out_plane, lanes, acc[c]);
     }
 }
 
@@ -1099,25 +1159,35 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
             return PlaneJob{x + (n * C + k / M) * in_plane, y + item * out_plane, w + k * kK * kK,
                             bias ? bias[k] : 0.0f, false, relu, stream};
         };
-        if (M >= kMulti) {
+        if (M >= kMulti && p.s == 1) {
             const FlatPlan flat = flat_plan(p);
-            if (flat.vectors) {
-                // Items of up to kMultiFlat output channels of one input plane.
+            const bool copies = !flat.vectors && kK * row_copy_floats(p) <= RowCopies::kMaxFloats;
+            if (flat.vectors || copies) {
+                // Items of up to kMultiFlat output channels of one input
+                // plane; a range's items of one plane share its copies.
                 const int64_t blocks = ceil_div(M, (int64_t)kMultiFlat);
-                for_plane_ranges(pool, threads, N * C * blocks, in_plane + kMultiFlat * out_plane,
-                                 [&](int64_t b, int64_t e) {
-                                     for (int64_t i = b; i < e; ++i) {
-                                         const int64_t n = i / (C * blocks), c = i / blocks % C;
-                                         const int64_t k0 = c * M + i % blocks * kMultiFlat;
-                                         const int count = (int)std::min<int64_t>(kMultiFlat, (c + 1) * M - k0);
-                                         with_rows<kMultiFlat>(count, [&](auto channels) CONV_TARGET_AVX512 {
-                                             multi_flat<decltype(channels)::value>(
-                                                 flat, x + (n * C + c) * in_plane, w + k0 * kK * kK,
-                                                 bias ? bias + k0 : nullptr, relu, y + (n * K + k0) * out_plane,
-                                                 out_plane);
-                                         });
-                                     }
-                                 });
+                for_plane_ranges(
+                    pool, threads, N * C * blocks, in_plane + kMultiFlat * out_plane, [&](int64_t b, int64_t e) {
+                        alignas(64) float copy[RowCopies::kMaxFloats];
+                        const RowCopies rows{copy, p.ow, p.oh * p.ow, row_copy_floats(p)};
+                        for (int64_t i = b; i < e; ++i) {
+                            const int64_t n = i / (C * blocks), c = i / blocks % C;
+                            const float *in = x + (n * C + c) * in_plane;
+                            if (copies && (i == b || i % blocks == 0)) multi_copies(p, in, copy);
+                            const int64_t k0 = c * M + i % blocks * kMultiFlat;
+                            const int count = (int)std::min<int64_t>(kMultiFlat, (c + 1) * M - k0);
+                            float *out = y + (n * K + k0) * out_plane;
+                            with_rows<kMultiFlat>(count, [&](auto channels) CONV_TARGET_AVX512 {
+                                constexpr int G = decltype(channels)::value;
+                                if (copies)
+                                    multi_flat<G>(rows, w + k0 * kK * kK, bias ? bias + k0 : nullptr, relu, out,
+                                                  out_plane);
+                                else
+                                    multi_flat<G>(FlatTaps{flat, in}, w + k0 * kK * kK, bias ? bias + k0 : nullptr,
+                                                  relu, out, out_plane);
+                            });
+                        }
+                    });
                 return;
             }
         }
