@@ -28,6 +28,9 @@ bool dw_first_3x3(const ConvGeometry &g);
 // depthwise_avx512_nhwc.cpp).
 bool dw_nchw_covers(const ConvGeometry &g, conv_op_t op);
 size_t dw_nchw_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);
+// Whether a channel multiplier's pass runs flat there (forward and
+// backward-filter: multi_flat, multi_filter).
+bool dw_nchw_multi_flat(const ConvGeometry &g, conv_op_t op);
 void dw_nchw_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
 bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t op);

@@ -815,6 +815,38 @@ CONV_TARGET_AVX512 void multi_flat(const Taps &taps, const float *w, const float
     }
 }
 
+// Backward-filter with a channel multiplier on the same planes: dw[k][t]
+// = sum over images and output elements q of dy[k][q] * tap t's vector at
+// q (the forward's tap vectors). G channels' 9 x G sums a vector each,
+// kept in `sums` between images; per output vector G dy loads and 9 tap
+// loads for 9 x G FMAs. MNIST's 1->32 28x28 at batch 32 went to
+// direct_avx512's tiles (0.65 of oneDNN): 2 filter blocks of 16 over one
+// source channel, its vectors 26 of 32 lanes full.
+constexpr int kFilterMulti = 3;  // channels an item sums: 27 sums, 3 dy and a tap in registers
+
+template <int G, class Taps>
+CONV_TARGET_AVX512 void multi_filter(const Taps &taps, const float *dy, int64_t out_plane, __m512 *sums) {
+    __m512 acc[G][kK * kK];
+    for (int c = 0; c < G; ++c)
+        for (int t = 0; t < kK * kK; ++t) acc[c][t] = sums[c * kK * kK + t];
+    const int vectors = taps.vectors();
+    for (int v = 0; v < vectors; ++v) {
+        const __mmask16 lanes = taps.store(v);  // the output's elements: dy's lanes
+        __m512 d[G];
+        for (int c = 0; c < G; ++c) d[c] = _mm512_maskz_loadu_ps(lanes, dy + c * out_plane + v * kVec);
+#pragma GCC unroll 9
+        for (int t = 0; t < kK * kK; ++t) {
+            __m512 x = taps.load(v, t);
+            // Loaded once: GCC otherwise folds the load into each of the G
+            // FMAs, G loads (mostly across two lines) where one does.
+            __asm__("" : "+v"(x));
+            for (int c = 0; c < G; ++c) acc[c][t] = _mm512_fmadd_ps(d[c], x, acc[c][t]);
+        }
+    }
+    for (int c = 0; c < G; ++c)
+        for (int t = 0; t < kK * kK; ++t) sums[c * kK * kK + t] = acc[c][t];
+}
+
 // Backward-data at stride 2, one dx plane of input channel c (its M output
 // channels' dy planes at dy, dy + out_plane, ...; their taps at w).
 // dx[ih][iw] gathers dy[oh][ow] through tap (kh, kw) where
@@ -1100,6 +1132,75 @@ FlatPlan flat_plan_unless(const NarrowPlan &narrow, const PlaneShape &p) {
     return narrow.ok ? FlatPlan{} : flat_plan(p);
 }
 
+#if CONV_HAVE_AVX512_KERNELS
+// Where a channel multiplier's forward and backward-filter run flat
+// (multi_flat, multi_filter): stride 1, a multiplier of kMulti or more,
+// the tap vectors from the input (a flat plane) or from its copies (an
+// input whose three copies fit RowCopies). Planes of 16-column rows stay
+// with the narrow kernel, whose rows fill the vectors too (1->32 16x16 ran
+// 0.95x flat).
+struct MultiFlat {
+    enum Taps { kNone, kFlat, kCopies } taps = kNone;
+    FlatPlan flat;
+};
+
+MultiFlat multi_flat_plan(const PlaneShape &p, int64_t m) {
+    MultiFlat f;
+    if (m < kMulti || p.s != 1 || (narrow_plan(p).ok && p.ow == kVec)) return f;
+    f.flat = flat_plan(p);
+    if (f.flat.vectors)
+        f.taps = MultiFlat::kFlat;
+    else if (kK * row_copy_floats(p) <= RowCopies::kMaxFloats)
+        f.taps = MultiFlat::kCopies;
+    return f;
+}
+
+// dw of the (source channel, block of kFilterMulti channels) pairs [first,
+// end): swept over the images in order, kChunkBlocks pairs at a time (their
+// sums on the stack), a plane's copies made once an image. Each dw element
+// is the same sum in the same order whichever thread takes its pair, so
+// threads split the pairs into ranges.
+CONV_TARGET_AVX512 void multi_filter_pairs(const PlaneShape &p, const MultiFlat &multi, const ConvGeometry &g,
+                                           int64_t first, int64_t end, const float *x, const float *dy, float *dw) {
+    constexpr int64_t kChunkBlocks = 8;
+    const int64_t C = g.c, K = g.k, M = g.k / g.c, blocks = ceil_div(M, (int64_t)kFilterMulti);
+    const int64_t in_plane = p.ih * p.iw, out_plane = p.oh * p.ow;
+    alignas(64) float copy[RowCopies::kMaxFloats];
+    const RowCopies rows{copy, p.ow, out_plane, row_copy_floats(p)};
+    __m512 sums[kChunkBlocks][kFilterMulti * kK * kK];
+    auto channels_of = [&](int64_t b) {  // the pair's first output channel and its count
+        const int64_t c = b / blocks, k0 = c * M + b % blocks * kFilterMulti;
+        return std::pair<int64_t, int>(k0, (int)std::min<int64_t>(kFilterMulti, (c + 1) * M - k0));
+    };
+    for (int64_t b0 = first; b0 < end; b0 += kChunkBlocks) {
+        const int64_t b1 = std::min(end, b0 + kChunkBlocks);
+        for (int64_t b = b0; b < b1; ++b)
+            for (auto &v : sums[b - b0]) v = _mm512_setzero_ps();
+        for (int64_t n = 0; n < g.n; ++n) {
+            int64_t copied = -1;  // the source channel in `copy`
+            for (int64_t b = b0; b < b1; ++b) {
+                const int64_t c = b / blocks;
+                const auto [k0, count] = channels_of(b);
+                const float *in = x + (n * C + c) * in_plane, *d = dy + (n * K + k0) * out_plane;
+                if (multi.taps == MultiFlat::kCopies && copied != c) multi_copies(p, in, copy);
+                copied = c;
+                with_rows<kFilterMulti>(count, [&](auto channels) CONV_TARGET_AVX512 {
+                    constexpr int G = decltype(channels)::value;
+                    if (multi.taps == MultiFlat::kCopies)
+                        multi_filter<G>(rows, d, out_plane, sums[b - b0]);
+                    else
+                        multi_filter<G>(FlatTaps{multi.flat, in}, d, out_plane, sums[b - b0]);
+                });
+            }
+        }
+        for (int64_t b = b0; b < b1; ++b) {
+            const auto [k0, count] = channels_of(b);
+            for (int64_t i = 0; i < count * kK * kK; ++i) dw[k0 * kK * kK + i] = _mm512_reduce_add_ps(sums[b - b0][i]);
+        }
+    }
+}
+#endif
+
 PlaneShape forward_shape(const ConvGeometry &g) {
     return {g.in[1], g.in[2], g.out[1], g.out[2], g.pad_begin[1], g.pad_begin[2],
             (int)g.stride[1]};
@@ -1159,41 +1260,38 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
             return PlaneJob{x + (n * C + k / M) * in_plane, y + item * out_plane, w + k * kK * kK,
                             bias ? bias[k] : 0.0f, false, relu, stream};
         };
-        const NarrowPlan narrow = narrow_plan(p);
-        // (Planes of 16-column rows stay with the narrow kernel, whose rows
-        // fill the vectors too: 1->32 16x16 ran 0.95x flat.)
-        if (M >= kMulti && p.s == 1 && !(narrow.ok && p.ow == kVec)) {
-            const FlatPlan flat = flat_plan(p);
-            const bool copies = !flat.vectors && kK * row_copy_floats(p) <= RowCopies::kMaxFloats;
-            if (flat.vectors || copies) {
-                // Items of up to kMultiFlat output channels of one input
-                // plane; a range's items of one plane share its copies.
-                const int64_t blocks = ceil_div(M, (int64_t)kMultiFlat);
-                for_plane_ranges(
-                    pool, threads, N * C * blocks, in_plane + kMultiFlat * out_plane, [&](int64_t b, int64_t e) {
-                        alignas(64) float copy[RowCopies::kMaxFloats];
-                        const RowCopies rows{copy, p.ow, p.oh * p.ow, row_copy_floats(p)};
-                        for (int64_t i = b; i < e; ++i) {
-                            const int64_t n = i / (C * blocks), c = i / blocks % C;
-                            const float *in = x + (n * C + c) * in_plane;
-                            if (copies && (i == b || i % blocks == 0)) multi_copies(p, in, copy);
-                            const int64_t k0 = c * M + i % blocks * kMultiFlat;
-                            const int count = (int)std::min<int64_t>(kMultiFlat, (c + 1) * M - k0);
-                            float *out = y + (n * K + k0) * out_plane;
-                            with_rows<kMultiFlat>(count, [&](auto channels) CONV_TARGET_AVX512 {
-                                constexpr int G = decltype(channels)::value;
-                                if (copies)
-                                    multi_flat<G>(rows, w + k0 * kK * kK, bias ? bias + k0 : nullptr, relu, out,
-                                                  out_plane);
-                                else
-                                    multi_flat<G>(FlatTaps{flat, in}, w + k0 * kK * kK, bias ? bias + k0 : nullptr,
-                                                  relu, out, out_plane);
-                            });
-                        }
-                    });
-                return;
-            }
+        const MultiFlat multi = multi_flat_plan(p, M);
+        if (multi.taps != MultiFlat::kNone) {
+            const bool copies = multi.taps == MultiFlat::kCopies;
+            const FlatPlan &flat = multi.flat;
+            // Items of up to kMultiFlat output channels of one input
+            // plane; a range's items of one plane share its copies.
+            const int64_t blocks = ceil_div(M, (int64_t)kMultiFlat);
+            for_plane_ranges(
+                pool, threads, N * C * blocks, in_plane + kMultiFlat * out_plane, [&](int64_t b, int64_t e) {
+                    alignas(64) float copy[RowCopies::kMaxFloats];
+                    const RowCopies rows{copy, p.ow, p.oh * p.ow, row_copy_floats(p)};
+                    for (int64_t i = b; i < e; ++i) {
+                        const int64_t n = i / (C * blocks), c = i / blocks % C;
+                        const float *in = x + (n * C + c) * in_plane;
+                        if (copies && (i == b || i % blocks == 0)) multi_copies(p, in, copy);
+                        const int64_t k0 = c * M + i % blocks * kMultiFlat;
+                        const int count = (int)std::min<int64_t>(kMultiFlat, (c + 1) * M - k0);
+                        float *out = y + (n * K + k0) * out_plane;
+                        with_rows<kMultiFlat>(count, [&](auto channels) CONV_TARGET_AVX512 {
+                            constexpr int G = decltype(channels)::value;
+                            if (copies)
+                                multi_flat<G>(rows, w + k0 * kK * kK, bias ? bias + k0 : nullptr, relu, out,
+                                              out_plane);
+                            else
+                                multi_flat<G>(FlatTaps{flat, in}, w + k0 * kK * kK, bias ? bias + k0 : nullptr,
+                                              relu, out, out_plane);
+                        });
+                    }
+                });
+            return;
         }
+        const NarrowPlan narrow = narrow_plan(p);
         const FlatPlan flat = flat_plan_unless(narrow, p);
         if (p.s == 1 && M >= kMulti && !narrow.ok && !flat.vectors) {
             // Items of kMulti output channels of one input plane; a
@@ -1284,6 +1382,19 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     }
     case CONV_OP_BACKWARD_FILTER: {
         const PlaneShape p = forward_shape(g);
+        const MultiFlat multi = multi_flat_plan(p, M);
+        if (multi.taps != MultiFlat::kNone) {
+            const int64_t pairs = C * ceil_div(M, (int64_t)kFilterMulti);
+            const int64_t parts = std::min<int64_t>(threads, pairs);
+            pool.parallel_for(
+                parts,
+                [&](int64_t part, int) {
+                    multi_filter_pairs(p, multi, g, pairs * part / parts, pairs * (part + 1) / parts, x, y, w);
+                },
+                threads);
+            if (bias) channel_sums({g.layout, g.n, g.k, out_plane}, a.dtype, y, bias, pool, threads);
+            return;
+        }
         // Stride 2's padding-1 block measured 1.30-1.35x the general one
         // on planes read from L3 (MobileNet's 64 channels of 112x112 at
         // batch 1: 4 MiB of x and dy), but 0.69-0.80x on planes read from
@@ -1308,6 +1419,16 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
     }
 #else
     (void)a, (void)ws, (void)pool, (void)threads;
+#endif
+}
+
+bool dw_nchw_multi_flat(const ConvGeometry &g, conv_op_t op) {
+#if CONV_HAVE_AVX512_KERNELS
+    if (op == CONV_OP_BACKWARD_DATA || !dw_nchw_covers(g, op) || g.c < 1 || g.k % g.c != 0) return false;
+    return multi_flat_plan(forward_shape(g), g.k / g.c).taps != MultiFlat::kNone;
+#else
+    (void)g, (void)op;
+    return false;
 #endif
 }
 
