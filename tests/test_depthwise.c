@@ -440,12 +440,14 @@ static void test_filter_rows_infinity(void **state)
  * meets dy(0, 0) at tap (0, 0) only and x(h - 1, w - 1) dy(oh - 1, ow - 1)
  * at tap (2, 2) only. The other taps stay finite: a kernel must not
  * multiply that x by a zero standing for a dy row or column outside dy
- * (0 * inf = NaN). Planes from 7 to 29 wide (AVX2: the 8-channel blocks up
- * to 10, the plane sweeps above), every ISA. */
+ * (0 * inf = NaN). Planes from 7 to 57 wide (AVX2: the 8-channel blocks up
+ * to 10, the plane sweeps above; AVX-512: rows past 31 columns, and any
+ * without padding, on the plane kernels' rolling sweep), every ISA. */
 static void test_filter_x_infinity(void **state)
 {
     (void)state;
-    static const int64_t shapes[][2] = {{14, 14}, {7, 7}, {6, 29}, {20, 20}, {9, 12}, {28, 28}, {3, 17}};
+    static const int64_t shapes[][2] = {{14, 14}, {7, 7},  {6, 29},  {20, 20}, {9, 12},
+                                        {28, 28}, {3, 17}, {11, 40}, {4, 57}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         int64_t h = shapes[i][0], w = shapes[i][1];
         tu_case c;

@@ -49,11 +49,9 @@ constexpr int kRowsS1 = 8;      // forward, stride 1
 // Stride 2 keeps a second sum a row for tap column 0 (forward_vector_s2_pad1),
 // with which 6 rows spilled; 4 rows measured 0.88-0.91x of 5.
 constexpr int kRowsS2 = 5;      // forward, stride 2
-// Backward-filter: its 9 sums take the weights' place. Stride 1 in blocks
-// of 6 rows, not 4, measured 5-10% faster (fewer blocks to set up: 1
-// thread, 28x28 0.089 -> 0.080 ms, 56x56 0.149 -> 0.142); at stride 2, 6
-// rows were slower on 28x28 at batch 8 (0.39 -> 0.43 ms).
-constexpr int kFilterRowsS1 = 6;
+// Backward-filter at stride 2: its 9 sums take the weights' place; 6 rows
+// were slower than 4 on 28x28 at batch 8 (0.39 -> 0.43 ms). Stride 1 rolls
+// its dy rows instead (filter_plane_s1).
 constexpr int kFilterRowsS2 = 4;
 constexpr int kMaxRows = 8;
 constexpr int kNarrowRows = 16;    // narrow planes: output rows kept in registers
@@ -923,54 +921,42 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void add_row_products(
     }
 }
 
-// dw[kh][kw] of one (image, channel) pair added into sums[9 vectors]: the
-// products of dy (out-shaped, `dy`) with the input under each tap. Stride 2
-// splits the input rows' columns in registers as the forward pass does.
-template <int S, int R>
-CONV_TARGET_AVX512 void filter_block(const PlaneShape &p, const float *dy, const BlockSource &src,
-                                     int64_t oh0, __m512 *sums) {
-    constexpr int kInRows = (R - 1) * S + kK;
-    static const int kLoadAt[4] = {0, kVec, 2, kVec + 2};  // stride 2's four loads
+// dw[kh][kw] of one (image, channel) pair at stride 2 added into sums[9
+// vectors]: the products of dy (out-shaped, `dy`) with the input under each
+// tap, the input rows' columns split in registers as the forward pass does.
+template <int R>
+CONV_TARGET_AVX512 void filter_block_s2(const PlaneShape &p, const float *dy, const BlockSource &src,
+                                        int64_t oh0, __m512 *sums) {
+    constexpr int kInRows = (R - 1) * 2 + kK;
+    static const int kLoadAt[4] = {0, kVec, 2, kVec + 2};
     const __m512i even = even_lanes();
     const __m512i odd = odd_lanes();
     __m512 acc[kK * kK];
     for (int i = 0; i < kK * kK; ++i) acc[i] = sums[i];
     const float *d = dy + oh0 * p.ow;
     for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
-        const __mmask16 valid = lane_range(0, p.ow - ow0);
-        const int64_t b0 = 2 * ow0 - p.pl;  // stride 2: first input column read
-        __mmask16 m[4];
         // Lanes past the row end are masked too: 0 * inf would be NaN.
-        if (S == 1)
-            for (int kw = 0; kw < kK; ++kw)
-                m[kw] = valid & lane_range(src.lo[kw] - ow0, src.hi[kw] - ow0);
-        else
-            for (int i = 0; i < 4; ++i) m[i] = lane_range(-b0 - kLoadAt[i], p.iw - b0 - kLoadAt[i]);
+        const __mmask16 valid = lane_range(0, p.ow - ow0);
+        const int64_t b0 = 2 * ow0 - p.pl;  // first input column read
+        __mmask16 m[4];
+        for (int i = 0; i < 4; ++i) m[i] = lane_range(-b0 - kLoadAt[i], p.iw - b0 - kLoadAt[i]);
         __m512 g[R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) g[r] = _mm512_maskz_loadu_ps(valid, d + r * p.ow + ow0);
 #pragma GCC unroll 16
         for (int t = 0; t < kInRows; ++t) {
             if (!src.base[t]) continue;
-            __m512 v0, v1, v2;
-            if (S == 1) {
-                const float *row = src.base[t] + ow0;
-                v0 = _mm512_maskz_loadu_ps(m[0], row + src.off[0]);
-                v1 = _mm512_maskz_loadu_ps(m[1], row + src.off[1]);
-                v2 = _mm512_maskz_loadu_ps(m[2], row + src.off[2]);
-            } else {
-                const float *row = src.base[t] + b0;  // may start before the row: masked
-                const __m512 x0 = _mm512_maskz_loadu_ps(m[0], row + kLoadAt[0]);
-                const __m512 x1 = _mm512_maskz_loadu_ps(m[1], row + kLoadAt[1]);
-                const __m512 x2 = _mm512_maskz_loadu_ps(m[2], row + kLoadAt[2]);
-                const __m512 x3 = _mm512_maskz_loadu_ps(m[3], row + kLoadAt[3]);
-                v0 = _mm512_maskz_permutex2var_ps(valid, x0, even, x1);
-                v1 = _mm512_maskz_permutex2var_ps(valid, x0, odd, x1);
-                v2 = _mm512_maskz_permutex2var_ps(valid, x2, even, x3);
-            }
-            __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2));  // loaded once, see forward_vectors
+            const float *row = src.base[t] + b0;  // may start before the row: masked
+            const __m512 x0 = _mm512_maskz_loadu_ps(m[0], row + kLoadAt[0]);
+            const __m512 x1 = _mm512_maskz_loadu_ps(m[1], row + kLoadAt[1]);
+            const __m512 x2 = _mm512_maskz_loadu_ps(m[2], row + kLoadAt[2]);
+            const __m512 x3 = _mm512_maskz_loadu_ps(m[3], row + kLoadAt[3]);
+            __m512 v0 = _mm512_maskz_permutex2var_ps(valid, x0, even, x1);
+            __m512 v1 = _mm512_maskz_permutex2var_ps(valid, x0, odd, x1);
+            __m512 v2 = _mm512_maskz_permutex2var_ps(valid, x2, even, x3);
+            __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2));  // made once, see forward_vectors
             const __m512 v[kK] = {v0, v1, v2};
-            add_row_products<S, R>(t, g, v, acc);
+            add_row_products<2, R>(t, g, v, acc);
         }
     }
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
@@ -1022,27 +1008,127 @@ CONV_TARGET_AVX512 void filter_block_s2_pad1(const PlaneShape &p, const float *d
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
 }
 
+// An input row's three tap columns (masked by m) from `row`, the row at the
+// vector's first column.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void tap_columns(
+    const BlockSource &src, const __mmask16 (&m)[kK], const float *row, __m512 (&v)[kK]) {
+    __m512 v0 = _mm512_maskz_loadu_ps(m[0], row + src.off[0]);
+    __m512 v1 = _mm512_maskz_loadu_ps(m[1], row + src.off[1]);
+    __m512 v2 = _mm512_maskz_loadu_ps(m[2], row + src.off[2]);
+    __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2));  // loaded once, see forward_vectors
+    v[0] = v0, v[1] = v1, v[2] = v2;
+}
+
+// filter_plane_s1's input row ih near dy's top or bottom: each window row
+// checked.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_edge_row(
+    const PlaneShape &p, const BlockSource &src, const __mmask16 (&m)[kK], __mmask16 valid,
+    const float *xc, const float *dc, int64_t ih, __m512 (&acc)[kK * kK]) {
+    __m512 v[kK];
+    tap_columns(src, m, xc + ih * p.iw, v);
+    for (int kh = 0; kh < kK; ++kh) {
+        const int64_t oh = ih + p.pt - kh;
+        if (oh < 0 || oh >= p.oh) continue;
+        const __m512 g = _mm512_maskz_loadu_ps(valid, dc + oh * p.ow);
+        for (int kw = 0; kw < kK; ++kw) acc[kh * kK + kw] = _mm512_fmadd_ps(g, v[kw], acc[kh * kK + kw]);
+    }
+}
+
+// filter_plane_s1's input rows [lo, hi), which meet all three window rows,
+// of one vector column; Masked: some lane of some tap is masked.
+template <bool Masked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_rows_rolling(
+    const PlaneShape &p, const BlockSource &src, const __mmask16 (&m)[kK], __mmask16 valid,
+    const float *xc, const float *dc, int64_t lo, int64_t hi, int64_t ahead, __m512 (&acc)[kK * kK]) {
+    auto load = [&](__mmask16 k, const float *at) CONV_TARGET_AVX512 {
+        return Masked ? _mm512_maskz_loadu_ps(k, at) : _mm512_loadu_ps(at);
+    };
+    // g1, g2: dy rows ih + pt - 1 and ih + pt - 2.
+    __m512 g1 = load(valid, dc + (lo + p.pt - 1) * p.ow);
+    __m512 g2 = load(valid, dc + (lo + p.pt - 2) * p.ow);
+    const float *xr = xc + lo * p.iw, *dr = dc + (lo + p.pt) * p.ow;
+    for (int64_t ih = lo; ih < hi; ++ih, xr += p.iw, dr += p.ow) {
+        __m512 g0 = load(valid, dr);
+        _mm_prefetch(reinterpret_cast<const char *>(xr + ahead * p.iw + kVec), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(dr + ahead * p.ow + kVec), _MM_HINT_T0);
+        __m512 v0 = load(m[0], xr + src.off[0]);
+        __m512 v1 = load(m[1], xr + src.off[1]);
+        __m512 v2 = load(m[2], xr + src.off[2]);
+        __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2), "+v"(g0));  // loaded once, see forward_vectors
+        const __m512 v[kK] = {v0, v1, v2};
+        const __m512 g[kK] = {g0, g1, g2};
+        for (int kh = 0; kh < kK; ++kh)
+            for (int kw = 0; kw < kK; ++kw)
+                acc[kh * kK + kw] = _mm512_fmadd_ps(g[kh], v[kw], acc[kh * kK + kw]);
+        g2 = g1, g1 = g0;
+    }
+}
+
+// Input rows a band sweeps, and how far ahead of a row its prefetches reach.
+// Measured 1 thread, batch 8 (x and dy from memory) against the row blocks:
+// bands of 18 rows (4 KiB of 56-wide rows) ran 0.72-0.87x on 56x56, of 8
+// rows with prefetches one band ahead 0.95x, four bands ahead 1.02-1.10x;
+// at batch 1 bands of 8 rows cost nothing against 18 (1.27x either way).
+constexpr int64_t kBandRows = 8, kAheadRows = 32;
+
+// Stride 1: a plane's backward-filter one vector column at a time, swept
+// down the input rows. Input row ih meets dy rows ih + pt - kh for the
+// three window rows kh; those three dy vectors roll in registers, so each
+// input row's three tap columns are loaded once and feed 9 FMAs, with one
+// dy load: 4 loads for 9 FMAs, where blocks of R dy rows load R + 2 input
+// rows for R (5 for 9 at R = 6). Rows whose window reaches past dy's top or
+// bottom are done apart, their missing products left out (not multiplied
+// by 0: 0 * inf would be NaN).
+CONV_TARGET_AVX512 void filter_plane_s1(const PlaneShape &p, const float *x, const float *dy, __m512 *sums) {
+    BlockSource src;
+    column_taps(p, &src);
+    // Input rows meeting all three window rows: ih + pt - 2 >= 0, ih + pt < oh.
+    const int64_t in_lo = std::min(std::max<int64_t>(0, 2 - p.pt), p.ih);
+    const int64_t in_hi = std::max(in_lo, std::min(p.ih, p.oh - p.pt));
+    // Bands of kBandRows input rows, every vector column of a band before
+    // the next: swept over the whole plane column by column, the rows came
+    // from memory at a stride and ran 0.7x at batch 8 (56x56).
+    const int64_t band = kBandRows;
+    __m512 acc[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) acc[i] = sums[i];
+    for (int64_t b0 = 0; b0 < p.ih; b0 += band) {
+        const int64_t b1 = std::min(p.ih, b0 + band);
+        const int64_t lo = std::clamp(in_lo, b0, b1), hi = std::clamp(in_hi, lo, b1);
+        for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
+            // Lanes past the row end are masked too: 0 * inf would be NaN.
+            const __mmask16 valid = lane_range(0, p.ow - ow0);
+            __mmask16 m[kK];
+            for (int kw = 0; kw < kK; ++kw) m[kw] = valid & lane_range(src.lo[kw] - ow0, src.hi[kw] - ow0);
+            const float *xc = x + ow0, *dc = dy + ow0;
+            for (int64_t ih = b0; ih < lo; ++ih) filter_edge_row(p, src, m, valid, xc, dc, ih, acc);
+            if (lo < hi) {
+                if ((m[0] & m[1] & m[2]) == (__mmask16)0xFFFF)
+                    filter_rows_rolling<false>(p, src, m, valid, xc, dc, lo, hi, kAheadRows, acc);
+                else
+                    filter_rows_rolling<true>(p, src, m, valid, xc, dc, lo, hi, kAheadRows, acc);
+            }
+            for (int64_t ih = hi; ih < b1; ++ih) filter_edge_row(p, src, m, valid, xc, dc, ih, acc);
+        }
+    }
+    for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
+}
+
 // pad1_split: stride 2's padding-1 block (filter_block_s2_pad1) where it
 // applies.
 CONV_TARGET_AVX512 void filter_plane(const PlaneShape &p, bool pad1_split, const float *x,
                                      const float *dy, __m512 *sums) {
+    if (p.s == 1) return filter_plane_s1(p, x, dy, sums);
     BlockSource src;
-    column_taps(p, &src);
-    const int block = p.s == 1 ? kFilterRowsS1 : kFilterRowsS2;
-    for (int64_t oh0 = 0; oh0 < p.oh; oh0 += block) {
-        const int rows = (int)std::min<int64_t>(block, p.oh - oh0);
+    for (int64_t oh0 = 0; oh0 < p.oh; oh0 += kFilterRowsS2) {
+        const int rows = (int)std::min<int64_t>(kFilterRowsS2, p.oh - oh0);
         block_source(p, x, oh0, rows, &src);
-        if (p.s == 1)
-            with_rows<kFilterRowsS1>(rows, [&](auto r) CONV_TARGET_AVX512 {
-                filter_block<1, decltype(r)::value>(p, dy, src, oh0, sums);
-            });
-        else if (pad1_split && p.pl == 1)
+        if (pad1_split && p.pl == 1)
             with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 {
                 filter_block_s2_pad1<decltype(r)::value>(p, dy, src, oh0, sums);
             });
         else
             with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 {
-                filter_block<2, decltype(r)::value>(p, dy, src, oh0, sums);
+                filter_block_s2<decltype(r)::value>(p, dy, src, oh0, sums);
             });
     }
 }
