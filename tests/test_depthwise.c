@@ -480,7 +480,8 @@ static void test_filter_x_infinity(void **state)
  * that column at kw = 0, and unless x's lane is cleared too, 0 * inf
  * makes tap 0 NaN. Then an infinity in dy at row 1's first column, which
  * row 0's last vector reads past the row's end: every tap +inf, none NaN
- * (from a cleared x lane). Then padding 1 on a row of 80. Every ISA. */
+ * (from a cleared x lane). Then padding 1 on a row of 80, in x and in dy.
+ * Every ISA. */
 static void test_filter_stride2_infinity(void **state)
 {
     (void)state;
@@ -508,6 +509,16 @@ static void test_filter_stride2_infinity(void **state)
     for (int64_t plane = 0; plane < 5; plane++)
         tu_set(&c.x, plane * 7 * 80 + 1 * 80 + 79, INFINITY);
     check_rows_infinity(&c, d, "x, stride 2, padding 1", 1 << 2 | 1 << 8);
+    conv_desc_destroy(d);
+    tu_case_free(&c);
+    /* The same plane, an infinity in dy at row 1, column 0: it meets x's
+     * columns 0 and 1 (kw = 1, 2) of rows 1-3; kw = 0 is padding. The AVX-512
+     * plane kernel makes tap 0 from dy read a column on: row 0's last
+     * vector must not reach past the row into row 1's column 0. */
+    make_rows_case(&c, &d, 7, 80, 2, 1);
+    for (int64_t plane = 0; plane < 5; plane++)
+        tu_set(&c.y, plane * 4 * 40 + 1 * 40, INFINITY);
+    check_rows_infinity(&c, d, "dy, stride 2, padding 1", 0x1b6);
     conv_desc_destroy(d);
     tu_case_free(&c);
 }

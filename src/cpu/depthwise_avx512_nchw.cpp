@@ -962,52 +962,6 @@ CONV_TARGET_AVX512 void filter_block_s2(const PlaneShape &p, const float *dy, co
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
 }
 
-// Stride 2, padding 1 (MobileNet's): from column b = 2 * ow0 two loads
-// (64-byte aligned when the row is) split into the even columns (tap 1) and
-// the odd ones (tap 2); tap 0 is the odd ones one lane up with column b - 1
-// entering (valignd), as forward_vector_s2_pad1 does. Against the general
-// block's four loads crossing lines and three two-source permutes: 1.43-1.49x
-// on 112x112 -> 56x56 planes (1 thread, alternated, L2-resident planes);
-// the same products in the same order, so the same bits.
-template <int R>
-CONV_TARGET_AVX512 void filter_block_s2_pad1(const PlaneShape &p, const float *dy,
-                                             const BlockSource &src, int64_t oh0, __m512 *sums) {
-    constexpr int kInRows = (R - 1) * 2 + kK;
-    const __m512i even = even_lanes();
-    const __m512i odd = odd_lanes();
-    __m512 acc[kK * kK];
-    for (int i = 0; i < kK * kK; ++i) acc[i] = sums[i];
-    const float *d = dy + oh0 * p.ow;
-    for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
-        // Lanes past the row end are cleared too: 0 * inf would be NaN.
-        const __mmask16 valid = lane_range(0, p.ow - ow0);
-        const int64_t b = 2 * ow0;
-        const __mmask16 m0 = lane_range(-b, p.iw - b), m1 = lane_range(-b - kVec, p.iw - b - kVec);
-        const bool left = b >= 1;  // column b - 1 inside the row (b < iw: ow0 < ow)
-        __m512 g[R];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) g[r] = _mm512_maskz_loadu_ps(valid, d + r * p.ow + ow0);
-#pragma GCC unroll 16
-        for (int t = 0; t < kInRows; ++t) {
-            if (!src.base[t]) continue;
-            const float *row = src.base[t] + b;
-            const __m512 x0 = _mm512_maskz_loadu_ps(m0, row);
-            const __m512 x1 = _mm512_maskz_loadu_ps(m1, row + kVec);
-            const __m512 o = _mm512_maskz_permutex2var_ps(valid, x0, odd, x1);
-            const __m512 before = _mm512_set1_ps(left ? row[-1] : 0.0f);
-            // Masked too: the lane past the last valid one gets a column.
-            __m512 v0 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
-                valid, _mm512_castps_si512(o), _mm512_castps_si512(before), 15));
-            __m512 v1 = _mm512_maskz_permutex2var_ps(valid, x0, even, x1);
-            __m512 v2 = o;
-            __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2));  // computed once, see forward_vectors
-            const __m512 v[kK] = {v0, v1, v2};
-            add_row_products<2, R>(t, g, v, acc);
-        }
-    }
-    for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
-}
-
 // An input row's three tap columns (masked by m) from `row`, the row at the
 // vector's first column.
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void tap_columns(
@@ -1113,23 +1067,124 @@ CONV_TARGET_AVX512 void filter_plane_s1(const PlaneShape &p, const float *x, con
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
 }
 
-// pad1_split: stride 2's padding-1 block (filter_block_s2_pad1) where it
-// applies.
+// Stride 2, padding 1 on the left (MobileNet's): a vector column's masks.
+// From column c = 2 * ow0 two loads split into the even columns (tap column
+// 1 of the 16 outputs) and the odd ones (tap column 2). Tap column 0 of
+// output ow0 + l + 1 is odd column l: rather than shift the odd columns a
+// lane up (a shuffle a row, in an FMA's issue slot on Zen 4), dy is loaded
+// a column on, once a dy row for three input rows.
+struct S2Column {
+    int64_t c;               // first input column loaded
+    __mmask16 m0, m1;        // the two loads' lanes inside the row
+    __mmask16 valid;         // dy lanes that are outputs
+    __mmask16 tap[kK];       // per tap column, the lanes whose product counts
+};
+
+CONV_TARGET_AVX512 inline S2Column s2_column(const PlaneShape &p, int64_t ow0) {
+    S2Column k;
+    k.c = 2 * ow0;
+    k.m0 = lane_range(-k.c, p.iw - k.c);
+    k.m1 = lane_range(-k.c - kVec, p.iw - k.c - kVec);
+    k.valid = lane_range(0, p.ow - ow0);
+    const __mmask16 odd_inside = lane_range(0, (p.iw - k.c) / 2);  // column c + 2 l + 1 < iw
+    k.tap[0] = lane_range(0, p.ow - ow0 - 1) & odd_inside;         // with dy column ow0 + l + 1
+    k.tap[1] = k.valid & lane_range(0, (p.iw - k.c + 1) / 2);       // column c + 2 l < iw
+    k.tap[2] = k.valid & odd_inside;
+    return k;
+}
+
+// An input row from the column's first input column split into its even
+// and odd columns.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_split(const S2Column &k, const float *row,
+                                                                      __m512 &e, __m512 &o) {
+    const __m512 x0 = _mm512_maskz_loadu_ps(k.m0, row + k.c);
+    const __m512 x1 = _mm512_maskz_loadu_ps(k.m1, row + k.c + kVec);
+    e = _mm512_permutex2var_ps(x0, even_lanes(), x1);
+    o = _mm512_permutex2var_ps(x0, odd_lanes(), x1);
+    __asm__("" : "+v"(e), "+v"(o));  // made once, see forward_vectors
+}
+
+// Window row kh's three products of dy row (d0; d1 a column on) with an
+// input row's even and odd columns, merge-masked to the lanes that count
+// (a padded tap adds nothing, whatever the other operand holds).
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_products(
+    const S2Column &k, int kh, __m512 d0, __m512 d1, __m512 e, __m512 o, __m512 (&acc)[kK * kK]) {
+    __m512 *a = acc + kh * kK;
+    a[0] = _mm512_mask3_fmadd_ps(o, d1, a[0], k.tap[0]);
+    a[1] = _mm512_mask3_fmadd_ps(e, d0, a[1], k.tap[1]);
+    a[2] = _mm512_mask3_fmadd_ps(o, d0, a[2], k.tap[2]);
+}
+
+// dy row r of a vector column: input rows 2 r - pt + kh. (pe, po) holds row
+// 2 r - pt on entry (zero or stale where outside the plane) and row
+// 2 r - pt + 2 on return, the next dy row's window row 0. Checked: rows
+// outside the plane neither read nor used.
+template <bool Checked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_dy_row(
+    const PlaneShape &p, const S2Column &k, const float *x, const float *dy, int64_t r, int64_t ahead,
+    __m512 &pe, __m512 &po, __m512 (&acc)[kK * kK]) {
+    const float *d = dy + r * p.ow + k.c / 2;
+    __m512 d0 = _mm512_maskz_loadu_ps(k.valid, d), d1 = _mm512_maskz_loadu_ps(k.tap[0], d + 1);
+    __asm__("" : "+v"(d0), "+v"(d1));  // loaded once for three rows
+    const int64_t top = 2 * r - p.pt;
+    const float *mid = x + (top + 1) * p.iw;
+    _mm_prefetch(reinterpret_cast<const char *>(d + ahead * p.ow + kVec), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(mid + 2 * ahead * p.iw + k.c + 2 * kVec), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(mid + (2 * ahead + 1) * p.iw + k.c + 2 * kVec), _MM_HINT_T0);
+    if (!Checked || (top >= 0 && top < p.ih)) s2_products(k, 0, d0, d1, pe, po, acc);
+    if (!Checked || (top + 1 >= 0 && top + 1 < p.ih)) {
+        __m512 e, o;
+        s2_split(k, mid, e, o);
+        s2_products(k, 1, d0, d1, e, o, acc);
+    }
+    if (!Checked || (top + 2 >= 0 && top + 2 < p.ih)) {
+        s2_split(k, mid + p.iw, pe, po);
+        s2_products(k, 2, d0, d1, pe, po, acc);
+    }
+}
+
+// Stride 2 with padding 1 on the left: each vector column swept down bands
+// of dy rows, an input row split once and used by both dy rows whose
+// window covers it (the blocks of 4 dy rows split 9 input rows for 4).
+constexpr int64_t kBandRowsS2 = 8;
+CONV_TARGET_AVX512 void filter_plane_s2_pad1(const PlaneShape &p, const float *x, const float *dy,
+                                             __m512 *sums) {
+    // dy rows whose three input rows lie inside the plane: 2 r - pt >= 0,
+    // 2 r - pt + 2 < ih.
+    const int64_t r_lo = std::min(ceil_div(std::max<int64_t>(p.pt, 0), 2), p.oh);
+    const int64_t r_hi = std::clamp(floor_div(p.ih - 3 + p.pt, 2) + 1, r_lo, p.oh);
+    __m512 acc[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) acc[i] = sums[i];
+    for (int64_t b0 = 0; b0 < p.oh; b0 += kBandRowsS2) {
+        const int64_t b1 = std::min(p.oh, b0 + kBandRowsS2);
+        const int64_t lo = std::clamp(r_lo, b0, b1), hi = std::clamp(r_hi, lo, b1);
+        for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
+            const S2Column k = s2_column(p, ow0);
+            __m512 pe = _mm512_setzero_ps(), po = pe;
+            const int64_t top = 2 * b0 - p.pt;
+            if (top >= 0 && top < p.ih) s2_split(k, x + top * p.iw, pe, po);
+            int64_t r = b0;
+            for (; r < lo; ++r) s2_dy_row<true>(p, k, x, dy, r, kAheadRows / 2, pe, po, acc);
+            for (; r < hi; ++r) s2_dy_row<false>(p, k, x, dy, r, kAheadRows / 2, pe, po, acc);
+            for (; r < b1; ++r) s2_dy_row<true>(p, k, x, dy, r, kAheadRows / 2, pe, po, acc);
+        }
+    }
+    for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
+}
+
+// One plane's products added into sums; pad1_split: stride 2's padding-1
+// sweep (filter_plane_s2_pad1) where it applies.
 CONV_TARGET_AVX512 void filter_plane(const PlaneShape &p, bool pad1_split, const float *x,
                                      const float *dy, __m512 *sums) {
     if (p.s == 1) return filter_plane_s1(p, x, dy, sums);
+    if (pad1_split && p.pl == 1) return filter_plane_s2_pad1(p, x, dy, sums);
     BlockSource src;
     for (int64_t oh0 = 0; oh0 < p.oh; oh0 += kFilterRowsS2) {
         const int rows = (int)std::min<int64_t>(kFilterRowsS2, p.oh - oh0);
         block_source(p, x, oh0, rows, &src);
-        if (pad1_split && p.pl == 1)
-            with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 {
-                filter_block_s2_pad1<decltype(r)::value>(p, dy, src, oh0, sums);
-            });
-        else
-            with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 {
-                filter_block_s2<decltype(r)::value>(p, dy, src, oh0, sums);
-            });
+        with_rows<kFilterRowsS2>(rows, [&](auto r) CONV_TARGET_AVX512 {
+            filter_block_s2<decltype(r)::value>(p, dy, src, oh0, sums);
+        });
     }
 }
 
@@ -1481,13 +1536,13 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
             if (bias) channel_sums({g.layout, g.n, g.k, out_plane}, a.dtype, y, bias, pool, threads);
             return;
         }
-        // Stride 2's padding-1 block measured 1.30-1.35x the general one
-        // on planes read from L3 (MobileNet's 64 channels of 112x112 at
-        // batch 1: 4 MiB of x and dy), but 0.69-0.80x on planes read from
-        // memory (the same at batch 8, 32 MiB), in image order or not and
-        // with software prefetches one or two blocks ahead: left there to
-        // the general block (why, not measured: its loads reach a line
-        // further along each row).
+        // Stride 2's padding-1 sweep measured 1.15x (its block form before
+        // it 1.30-1.35x) the general block on planes read from L3
+        // (MobileNet's 64 channels of 112x112 at batch 1: 4 MiB of x and
+        // dy), but 0.87x (0.69-0.80x) on planes read from memory (the same
+        // at batch 8, 32 MiB), prefetching or not: left there to the
+        // general block (why, not measured: its loads reach a line further
+        // along each row).
         constexpr int64_t kPad1SplitBytes = int64_t(16) << 20;
         const bool pad1_split = (N * C * in_plane + N * K * out_plane) * 4 <= kPad1SplitBytes;
         // Items of up to kFilterGroup channels, at least 4 a thread.
