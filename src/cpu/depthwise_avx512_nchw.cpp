@@ -91,7 +91,12 @@ struct PlaneJob {
     bool accumulate;  // out += the convolution (else out = init + it)
     bool relu;
     bool stream = false;  // whole 64-byte-aligned vectors stored non-temporally (not with accumulate)
+    bool from_memory = false;  // the pass's x and y exceed kCachedPassBytes
 };
+
+// A pass whose x and y together exceed this is read from memory call after
+// call (L3 is 32 MiB here); some sweeps measured well only below it.
+constexpr int64_t kCachedPassBytes = int64_t(16) << 20;
 
 // Where a block's taps read: row t of the block's input rows at base[t]
 // (null: outside the image, contributes nothing), tap column kw at
@@ -588,8 +593,95 @@ CONV_TARGET_AVX512 inline void prefetch_rows(const PlaneShape &p, const float *i
     for (const char *at = from; at < to; at += 64) _mm_prefetch(at, _MM_HINT_T0);
 }
 
+// Stride 1: output rows [lo, hi) of the vector column from ow0, whose
+// three input rows lie inside the plane. An output row's window rows are
+// the last one's lower two and one more: each input row's three tap
+// columns are loaded once for the three output rows that read them, the
+// two kept rolling in registers. Masked: some tap or store lane is.
+template <bool Masked>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_rows_rolling(
+    const PlaneShape &p, const PlaneJob &job, const BlockSource &src, const __m512 (&w)[kK * kK],
+    const __mmask16 (&m)[kK], __mmask16 store, int64_t ow0, int64_t lo, int64_t hi, int64_t ahead) {
+    auto load3 = [&](const float *row, __m512 (&v)[kK]) CONV_TARGET_AVX512 {
+        for (int kw = 0; kw < kK; ++kw)
+            v[kw] = Masked ? _mm512_maskz_loadu_ps(m[kw], row + src.off[kw]) : _mm512_loadu_ps(row + src.off[kw]);
+        __asm__("" : "+v"(v[0]), "+v"(v[1]), "+v"(v[2]));  // loaded once, see forward_vectors
+    };
+    const float *xr = job.in + (lo - p.pt) * p.iw + ow0;
+    float *o = job.out + lo * p.ow + ow0;
+    __m512 a[kK], b[kK];
+    load3(xr, a);
+    load3(xr + p.iw, b);
+    for (int64_t oh = lo; oh < hi; ++oh, xr += p.iw, o += p.ow) {
+        __m512 c[kK];
+        load3(xr + 2 * p.iw, c);
+        _mm_prefetch(reinterpret_cast<const char *>(xr + ahead * p.iw + kVec), _MM_HINT_T0);
+        __m512 acc = job.accumulate ? _mm512_maskz_loadu_ps(store, o) : _mm512_set1_ps(job.init);
+        for (int kw = 0; kw < kK; ++kw) acc = _mm512_fmadd_ps(w[kw], a[kw], acc);
+        for (int kw = 0; kw < kK; ++kw) acc = _mm512_fmadd_ps(w[kK + kw], b[kw], acc);
+        for (int kw = 0; kw < kK; ++kw) acc = _mm512_fmadd_ps(w[2 * kK + kw], c[kw], acc);
+        store_vector(job, o, job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc) : acc, store);
+        for (int kw = 0; kw < kK; ++kw) a[kw] = b[kw], b[kw] = c[kw];
+    }
+}
+
+// Stride 1: output row oh of the vector column from ow0 where some of its
+// window rows lie outside the plane (those add nothing).
+CONV_TARGET_AVX512 inline void forward_edge_row(const PlaneShape &p, const PlaneJob &job, const BlockSource &src,
+                                                const __m512 (&w)[kK * kK], const __mmask16 (&m)[kK],
+                                                __mmask16 store, int64_t ow0, int64_t oh) {
+    float *o = job.out + oh * p.ow + ow0;
+    __m512 acc = job.accumulate ? _mm512_maskz_loadu_ps(store, o) : _mm512_set1_ps(job.init);
+    for (int kh = 0; kh < kK; ++kh) {
+        const int64_t ih = oh - p.pt + kh;
+        if (ih < 0 || ih >= p.ih) continue;
+        const float *row = job.in + ih * p.iw + ow0;
+        for (int kw = 0; kw < kK; ++kw)
+            acc = _mm512_fmadd_ps(w[kh * kK + kw], _mm512_maskz_loadu_ps(m[kw], row + src.off[kw]), acc);
+    }
+    store_vector(job, o, job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc) : acc, store);
+}
+
+// Stride 1, one whole plane: each vector column swept down bands of output
+// rows (forward_rows_rolling); the same products in the same order as the
+// row blocks, so the same bits. Measured against the blocks (1 thread,
+// forward): bands of 64 rows prefetched 64 ahead 1.18-1.30x on planes in
+// cache (batch 1: 112x112, 56x56, 60x60, 40x40) and 1.20-1.28x from memory
+// where rows are whole vectors (batch 8: 48 to 112 wide); from memory with
+// ragged rows (56, 60 wide) bands of 16-64 rows ran 0.73-0.89x, 8 rows
+// even: those stay with the blocks (why, not measured).
+constexpr int64_t kForwardBandRows = 64, kForwardAheadRows = 64;
+CONV_TARGET_AVX512 void forward_plane_s1(const PlaneShape &p, const PlaneJob &job) {
+    BlockSource src;
+    column_taps(p, &src);
+    __m512 w[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
+    // Output rows whose window rows all lie inside: oh - pt >= 0, oh - pt + 2 < ih.
+    const int64_t r_lo = std::clamp<int64_t>(p.pt, 0, p.oh);
+    const int64_t r_hi = std::clamp<int64_t>(p.ih - kK + 1 + p.pt, r_lo, p.oh);
+    for (int64_t b0 = 0; b0 < p.oh; b0 += kForwardBandRows) {
+        const int64_t b1 = std::min(p.oh, b0 + kForwardBandRows);
+        const int64_t lo = std::clamp(r_lo, b0, b1), hi = std::clamp(r_hi, lo, b1);
+        for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
+            __mmask16 m[kK];
+            for (int kw = 0; kw < kK; ++kw) m[kw] = lane_range(src.lo[kw] - ow0, src.hi[kw] - ow0);
+            const __mmask16 store = lane_range(0, p.ow - ow0);
+            int64_t oh = b0;
+            for (; oh < lo; ++oh) forward_edge_row(p, job, src, w, m, store, ow0, oh);
+            if (lo < hi) {
+                if ((m[0] & m[1] & m[2] & store) == (__mmask16)0xFFFF)
+                    forward_rows_rolling<false>(p, job, src, w, m, store, ow0, lo, hi, kForwardAheadRows);
+                else
+                    forward_rows_rolling<true>(p, job, src, w, m, store, ow0, lo, hi, kForwardAheadRows);
+            }
+            for (oh = hi; oh < b1; ++oh) forward_edge_row(p, job, src, w, m, store, ow0, oh);
+        }
+    }
+}
+
 // One whole plane.
 CONV_TARGET_AVX512 void forward_plane(const PlaneShape &p, const PlaneJob &job) {
+    if (p.s == 1 && (!job.from_memory || p.ow % kVec == 0)) return forward_plane_s1(p, job);
     BlockSource src;
     column_taps(p, &src);
     int block = p.s == 1 ? kRowsS1 : kRowsS2;
@@ -1396,10 +1488,11 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         const PlaneShape p = forward_shape(g);
         const bool relu = g.activation == CONV_ACTIVATION_RELU;
         const bool stream = streams_output(N * K * out_plane, y, g.out[2]);
+        const bool from_memory = (N * C * in_plane + N * K * out_plane) * 4 > kCachedPassBytes;
         auto job = [&](int64_t item) {
             const int64_t n = item / K, k = item % K;
             return PlaneJob{x + (n * C + k / M) * in_plane, y + item * out_plane, w + k * kK * kK,
-                            bias ? bias[k] : 0.0f, false, relu, stream};
+                            bias ? bias[k] : 0.0f, false, relu, stream, from_memory};
         };
         const MultiFlat multi = multi_flat_plan(p, M);
         if (multi.taps != MultiFlat::kNone) {
@@ -1501,6 +1594,7 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
             return;
         }
         const bool stream = M == 1 && streams_output(N * C * in_plane, x, g.in[2]);
+        const bool from_memory = (N * C * in_plane + N * K * out_plane) * 4 > kCachedPassBytes;
         for_planes(
             pool, threads, N * C, in_plane + M * out_plane, [&](int64_t item, int) {
                 const int64_t n = item / C, c = item % C;
@@ -1509,7 +1603,7 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
                     float flipped[kK * kK];
                     for (int i = 0; i < kK * kK; ++i) flipped[i] = w[k * kK * kK + kK * kK - 1 - i];
                     const PlaneJob job{y + (n * K + k) * out_plane, x + item * in_plane, flipped,
-                                       0.0f, m > 0, false, stream};
+                                       0.0f, m > 0, false, stream, from_memory};
                     if (narrow.ok)
                         narrow_range(p, narrow, 0, 1, [&](int64_t) { return job; });
                     else if (flat.vectors)
@@ -1543,8 +1637,7 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         // at batch 8, 32 MiB), prefetching or not: left there to the
         // general block (why, not measured: its loads reach a line further
         // along each row).
-        constexpr int64_t kPad1SplitBytes = int64_t(16) << 20;
-        const bool pad1_split = (N * C * in_plane + N * K * out_plane) * 4 <= kPad1SplitBytes;
+        const bool pad1_split = (N * C * in_plane + N * K * out_plane) * 4 <= kCachedPassBytes;
         // Items of up to kFilterGroup channels, at least 4 a thread.
         const int64_t per = std::clamp<int64_t>(K / (4 * (int64_t)threads), 1, kFilterGroup);
         pool.parallel_for(
