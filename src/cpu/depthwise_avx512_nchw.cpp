@@ -679,9 +679,129 @@ CONV_TARGET_AVX512 void forward_plane_s1(const PlaneShape &p, const PlaneJob &jo
     }
 }
 
+// Stride 2, padding 1 on the left (MobileNet's): a vector column's masks.
+// From column c = 2 * ow0 two loads split into the even columns (tap column
+// 1 of the 16 outputs) and the odd ones (tap column 2). Tap column 0 of
+// output ow0 + l + 1 is odd column l: rather than shift the odd columns a
+// lane up (a shuffle a row, in an FMA's issue slot on Zen 4), dy is loaded
+// a column on, once a dy row for three input rows.
+struct S2Column {
+    int64_t c;               // first input column loaded
+    __mmask16 m0, m1;        // the two loads' lanes inside the row
+    __mmask16 valid;         // dy lanes that are outputs
+    __mmask16 tap[kK];       // per tap column, the lanes whose product counts
+};
+
+CONV_TARGET_AVX512 inline S2Column s2_column(const PlaneShape &p, int64_t ow0) {
+    S2Column k;
+    k.c = 2 * ow0;
+    k.m0 = lane_range(-k.c, p.iw - k.c);
+    k.m1 = lane_range(-k.c - kVec, p.iw - k.c - kVec);
+    k.valid = lane_range(0, p.ow - ow0);
+    const __mmask16 odd_inside = lane_range(0, (p.iw - k.c) / 2);  // column c + 2 l + 1 < iw
+    k.tap[0] = lane_range(0, p.ow - ow0 - 1) & odd_inside;         // with dy column ow0 + l + 1
+    k.tap[1] = k.valid & lane_range(0, (p.iw - k.c + 1) / 2);       // column c + 2 l < iw
+    k.tap[2] = k.valid & odd_inside;
+    return k;
+}
+
+// An input row from the column's first input column split into its even
+// and odd columns.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_split(const S2Column &k, const float *row,
+                                                                      __m512 &e, __m512 &o) {
+    const __m512 x0 = _mm512_maskz_loadu_ps(k.m0, row + k.c);
+    const __m512 x1 = _mm512_maskz_loadu_ps(k.m1, row + k.c + kVec);
+    e = _mm512_permutex2var_ps(x0, even_lanes(), x1);
+    o = _mm512_permutex2var_ps(x0, odd_lanes(), x1);
+    __asm__("" : "+v"(e), "+v"(o));  // made once, see forward_vectors
+}
+
+// Stride 2, padding 1 on the left: window row kh's products for one output
+// row of a vector column (even columns e: tap column 1, odd o: tap 2, and
+// tap 0 the odd ones a lane up, summed unshifted in `left`).
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_taps(const __m512 (&w)[kK * kK], int kh,
+                                                                     __m512 e, __m512 o, __m512 &acc,
+                                                                     __m512 &left) {
+    left = _mm512_fmadd_ps(w[kh * kK], o, left);
+    acc = _mm512_fmadd_ps(w[kh * kK + 1], e, acc);
+    acc = _mm512_fmadd_ps(w[kh * kK + 2], o, acc);
+}
+
+// An output row's sums stored: `left` moved up a lane, lane 15 of the row's
+// previous vector (`carry`, kept per row between the column's sweeps)
+// entering lane 0, as forward_vector_s2_pad1 does.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_store_row(const PlaneJob &job, __m512 acc,
+                                                                          __m512 left, __m512 &carry,
+                                                                          __mmask16 store, float *out) {
+    const __m512 shifted = _mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(left), _mm512_castps_si512(carry), 15));
+    carry = left;
+    acc = _mm512_add_ps(acc, shifted);
+    store_vector(job, out, job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc) : acc, store);
+}
+
+// Stride 2, padding 1 on the left, one whole plane: each vector column
+// swept down bands of output rows, an input row split once for both output
+// rows that read it (the blocks of 5 rows split 11 for 5). Output rows
+// whose window rows all lie inside run unchecked with the rows' splits in
+// registers; the others check each window row. Measured against the blocks
+// (1 thread): 1.11-1.17x in cache (batch 1, 112x112 to 80x80 planes); from
+// memory (batch 8) 0.72-1.20x in a noisy hour, so passes past
+// kCachedPassBytes stay with the blocks.
+constexpr int64_t kForwardBandRowsS2 = 32;
+CONV_TARGET_AVX512 void forward_plane_s2_pad1(const PlaneShape &p, const PlaneJob &job) {
+    __m512 w[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
+    // Rows 2 oh - pt + kh inside for every kh: 2 oh - pt >= 0, 2 oh - pt + 2 < ih.
+    const int64_t r_lo = std::min(ceil_div(std::max<int64_t>(p.pt, 0), 2), p.oh);
+    const int64_t r_hi = std::clamp(floor_div(p.ih - 3 + p.pt, 2) + 1, r_lo, p.oh);
+    __m512 carry[kForwardBandRowsS2];
+    for (int64_t b0 = 0; b0 < p.oh; b0 += kForwardBandRowsS2) {
+        const int64_t b1 = std::min(p.oh, b0 + kForwardBandRowsS2);
+        const int64_t lo = std::clamp(r_lo, b0, b1), hi = std::clamp(r_hi, lo, b1);
+        for (auto &c : carry) c = _mm512_setzero_ps();  // column -1: padding
+        for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
+            const S2Column k = s2_column(p, ow0);
+            auto checked_row = [&](int64_t oh) CONV_TARGET_AVX512 {
+                __m512 acc = _mm512_set1_ps(job.init), left = _mm512_setzero_ps();
+                for (int kh = 0; kh < kK; ++kh) {
+                    const int64_t ih = 2 * oh - p.pt + kh;
+                    if (ih < 0 || ih >= p.ih) continue;
+                    __m512 e, o;
+                    s2_split(k, job.in + ih * p.iw, e, o);
+                    s2_taps(w, kh, e, o, acc, left);
+                }
+                s2_store_row(job, acc, left, carry[oh - b0], k.valid, job.out + oh * p.ow + ow0);
+            };
+            for (int64_t oh = b0; oh < lo; ++oh) checked_row(oh);
+            if (lo < hi) {
+                const float *row = job.in + (2 * lo - p.pt) * p.iw;
+                float *out = job.out + lo * p.ow + ow0;
+                __m512 e0, o0;
+                s2_split(k, row, e0, o0);
+                for (int64_t oh = lo; oh < hi; ++oh, row += 2 * p.iw, out += p.ow) {
+                    __m512 e1, o1, e2, o2;
+                    s2_split(k, row + p.iw, e1, o1);
+                    s2_split(k, row + 2 * p.iw, e2, o2);
+                    _mm_prefetch(reinterpret_cast<const char *>(row + kForwardAheadRows * p.iw + k.c + 2 * kVec),
+                                 _MM_HINT_T0);
+                    __m512 acc = _mm512_set1_ps(job.init), left = _mm512_setzero_ps();
+                    s2_taps(w, 0, e0, o0, acc, left);
+                    s2_taps(w, 1, e1, o1, acc, left);
+                    s2_taps(w, 2, e2, o2, acc, left);
+                    s2_store_row(job, acc, left, carry[oh - b0], k.valid, out);
+                    e0 = e2, o0 = o2;
+                }
+            }
+            for (int64_t oh = hi; oh < b1; ++oh) checked_row(oh);
+        }
+    }
+}
+
 // One whole plane.
 CONV_TARGET_AVX512 void forward_plane(const PlaneShape &p, const PlaneJob &job) {
     if (p.s == 1 && (!job.from_memory || p.ow % kVec == 0)) return forward_plane_s1(p, job);
+    if (p.s == 2 && p.pl == 1 && !job.accumulate && !job.from_memory) return forward_plane_s2_pad1(p, job);
     BlockSource src;
     column_taps(p, &src);
     int block = p.s == 1 ? kRowsS1 : kRowsS2;
@@ -1157,43 +1277,6 @@ CONV_TARGET_AVX512 void filter_plane_s1(const PlaneShape &p, const float *x, con
         }
     }
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
-}
-
-// Stride 2, padding 1 on the left (MobileNet's): a vector column's masks.
-// From column c = 2 * ow0 two loads split into the even columns (tap column
-// 1 of the 16 outputs) and the odd ones (tap column 2). Tap column 0 of
-// output ow0 + l + 1 is odd column l: rather than shift the odd columns a
-// lane up (a shuffle a row, in an FMA's issue slot on Zen 4), dy is loaded
-// a column on, once a dy row for three input rows.
-struct S2Column {
-    int64_t c;               // first input column loaded
-    __mmask16 m0, m1;        // the two loads' lanes inside the row
-    __mmask16 valid;         // dy lanes that are outputs
-    __mmask16 tap[kK];       // per tap column, the lanes whose product counts
-};
-
-CONV_TARGET_AVX512 inline S2Column s2_column(const PlaneShape &p, int64_t ow0) {
-    S2Column k;
-    k.c = 2 * ow0;
-    k.m0 = lane_range(-k.c, p.iw - k.c);
-    k.m1 = lane_range(-k.c - kVec, p.iw - k.c - kVec);
-    k.valid = lane_range(0, p.ow - ow0);
-    const __mmask16 odd_inside = lane_range(0, (p.iw - k.c) / 2);  // column c + 2 l + 1 < iw
-    k.tap[0] = lane_range(0, p.ow - ow0 - 1) & odd_inside;         // with dy column ow0 + l + 1
-    k.tap[1] = k.valid & lane_range(0, (p.iw - k.c + 1) / 2);       // column c + 2 l < iw
-    k.tap[2] = k.valid & odd_inside;
-    return k;
-}
-
-// An input row from the column's first input column split into its even
-// and odd columns.
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_split(const S2Column &k, const float *row,
-                                                                      __m512 &e, __m512 &o) {
-    const __m512 x0 = _mm512_maskz_loadu_ps(k.m0, row + k.c);
-    const __m512 x1 = _mm512_maskz_loadu_ps(k.m1, row + k.c + kVec);
-    e = _mm512_permutex2var_ps(x0, even_lanes(), x1);
-    o = _mm512_permutex2var_ps(x0, odd_lanes(), x1);
-    __asm__("" : "+v"(e), "+v"(o));  // made once, see forward_vectors
 }
 
 // Window row kh's three products of dy row (d0; d1 a column on) with an
