@@ -2,11 +2,13 @@
 //
 // A channel is a plane of its own, so every pass is a loop of independent
 // 2-D plane convolutions, vectorised along the output width: 16 outputs per
-// zmm. A block of R output rows is computed together so each input row
-// vector loaded feeds every output row whose window covers it (3 loads
-// feed 9 FMAs of one row; with R rows, (R + 2) * 3 loads feed R * 9 FMAs).
-// Padding is handled by masked loads (masked-off lanes read as 0 and never
-// fault), the ragged right end by masked stores.
+// zmm. A plane is swept one vector column at a time down bands of rows,
+// each input row vector loaded once for every output row whose window
+// covers it, the window's other rows kept rolling in registers (stride 1:
+// 3 loads feed 9 FMAs). From memory, where such sweeps measured slower, a
+// block of R output rows is computed together instead ((R + 2) * 3 loads
+// feed R * 9 FMAs). Padding is handled by masked loads (masked-off lanes
+// read as 0 and never fault), the ragged right end by masked stores.
 //
 // Stride 2 loads 32 input columns and splits them into even and odd ones
 // with vpermt2ps: a stride-2 window over a row is a stride-1 window over
@@ -22,7 +24,8 @@
 // Backward-data at stride 1 is the forward plane convolution of dy with the
 // flipped kernel (padding K - 1 - pad); at stride 2 it splits dx columns by
 // parity and interleaves them on the store. Backward-filter accumulates the
-// nine taps' products in nine vectors and reduces them once per channel.
+// nine taps' products in nine vectors (a sweep keeping the dy rows an input
+// row meets) and reduces them once per channel.
 // None of them needs a workspace.
 #include <algorithm>
 #include <cstdint>
