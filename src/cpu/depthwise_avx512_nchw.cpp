@@ -596,6 +596,30 @@ CONV_TARGET_AVX512 inline void prefetch_rows(const PlaneShape &p, const float *i
     for (const char *at = from; at < to; at += 64) _mm_prefetch(at, _MM_HINT_T0);
 }
 
+// Rows [lo, hi) of a sweep that need no bounds checks.
+struct InnerRows {
+    int64_t lo, hi;
+};
+
+// Output (dy) rows whose three window rows lie inside the input plane:
+// s r - pt >= 0 and s r - pt + 2 < ih.
+inline InnerRows inner_output_rows(const PlaneShape &p) {
+    const int64_t lo = std::min(ceil_div(std::max<int64_t>(p.pt, 0), p.s), p.oh);
+    return {lo, std::clamp(floor_div(p.ih - kK + p.pt, p.s) + 1, lo, p.oh)};
+}
+
+// A sweep's band of rows [b0, end) of [0, rows), and its share [lo, hi) of
+// the unchecked rows. (A helper taking the sweep as a lambda cost the
+// forward sweep 1.8x: its weights captured by reference were not kept in
+// registers.)
+struct Band {
+    int64_t end, lo, hi;
+};
+inline Band band_at(int64_t b0, int64_t band, int64_t rows, InnerRows inner) {
+    const int64_t end = std::min(rows, b0 + band), lo = std::clamp(inner.lo, b0, end);
+    return {end, lo, std::clamp(inner.hi, lo, end)};
+}
+
 // Stride 1: output rows [lo, hi) of the vector column from ow0, whose
 // three input rows lie inside the plane. An output row's window rows are
 // the last one's lower two and one more: each input row's three tap
@@ -659,12 +683,9 @@ CONV_TARGET_AVX512 void forward_plane_s1(const PlaneShape &p, const PlaneJob &jo
     column_taps(p, &src);
     __m512 w[kK * kK];
     for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
-    // Output rows whose window rows all lie inside: oh - pt >= 0, oh - pt + 2 < ih.
-    const int64_t r_lo = std::clamp<int64_t>(p.pt, 0, p.oh);
-    const int64_t r_hi = std::clamp<int64_t>(p.ih - kK + 1 + p.pt, r_lo, p.oh);
+    const InnerRows inner = inner_output_rows(p);
     for (int64_t b0 = 0; b0 < p.oh; b0 += kForwardBandRows) {
-        const int64_t b1 = std::min(p.oh, b0 + kForwardBandRows);
-        const int64_t lo = std::clamp(r_lo, b0, b1), hi = std::clamp(r_hi, lo, b1);
+        const auto [b1, lo, hi] = band_at(b0, kForwardBandRows, p.oh, inner);
         for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
             __mmask16 m[kK];
             for (int kw = 0; kw < kK; ++kw) m[kw] = lane_range(src.lo[kw] - ow0, src.hi[kw] - ow0);
@@ -755,13 +776,10 @@ constexpr int64_t kForwardBandRowsS2 = 32;
 CONV_TARGET_AVX512 void forward_plane_s2_pad1(const PlaneShape &p, const PlaneJob &job) {
     __m512 w[kK * kK];
     for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
-    // Rows 2 oh - pt + kh inside for every kh: 2 oh - pt >= 0, 2 oh - pt + 2 < ih.
-    const int64_t r_lo = std::min(ceil_div(std::max<int64_t>(p.pt, 0), 2), p.oh);
-    const int64_t r_hi = std::clamp(floor_div(p.ih - 3 + p.pt, 2) + 1, r_lo, p.oh);
+    const InnerRows inner = inner_output_rows(p);
     __m512 carry[kForwardBandRowsS2];
     for (int64_t b0 = 0; b0 < p.oh; b0 += kForwardBandRowsS2) {
-        const int64_t b1 = std::min(p.oh, b0 + kForwardBandRowsS2);
-        const int64_t lo = std::clamp(r_lo, b0, b1), hi = std::clamp(r_hi, lo, b1);
+        const auto [b1, lo, hi] = band_at(b0, kForwardBandRowsS2, p.oh, inner);
         for (auto &c : carry) c = _mm512_setzero_ps();  // column -1: padding
         for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
             const S2Column k = s2_column(p, ow0);
@@ -1253,16 +1271,14 @@ CONV_TARGET_AVX512 void filter_plane_s1(const PlaneShape &p, const float *x, con
     column_taps(p, &src);
     // Input rows meeting all three window rows: ih + pt - 2 >= 0, ih + pt < oh.
     const int64_t in_lo = std::min(std::max<int64_t>(0, 2 - p.pt), p.ih);
-    const int64_t in_hi = std::max(in_lo, std::min(p.ih, p.oh - p.pt));
+    const InnerRows inner{in_lo, std::max(in_lo, std::min(p.ih, p.oh - p.pt))};
     // Bands of kBandRows input rows, every vector column of a band before
     // the next: swept over the whole plane column by column, the rows came
     // from memory at a stride and ran 0.7x at batch 8 (56x56).
-    const int64_t band = kBandRows;
     __m512 acc[kK * kK];
     for (int i = 0; i < kK * kK; ++i) acc[i] = sums[i];
-    for (int64_t b0 = 0; b0 < p.ih; b0 += band) {
-        const int64_t b1 = std::min(p.ih, b0 + band);
-        const int64_t lo = std::clamp(in_lo, b0, b1), hi = std::clamp(in_hi, lo, b1);
+    for (int64_t b0 = 0; b0 < p.ih; b0 += kBandRows) {
+        const auto [b1, lo, hi] = band_at(b0, kBandRows, p.ih, inner);
         for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
             // Lanes past the row end are masked too: 0 * inf would be NaN.
             const __mmask16 valid = lane_range(0, p.ow - ow0);
@@ -1327,15 +1343,11 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_dy_row(
 constexpr int64_t kBandRowsS2 = 8;
 CONV_TARGET_AVX512 void filter_plane_s2_pad1(const PlaneShape &p, const float *x, const float *dy,
                                              __m512 *sums) {
-    // dy rows whose three input rows lie inside the plane: 2 r - pt >= 0,
-    // 2 r - pt + 2 < ih.
-    const int64_t r_lo = std::min(ceil_div(std::max<int64_t>(p.pt, 0), 2), p.oh);
-    const int64_t r_hi = std::clamp(floor_div(p.ih - 3 + p.pt, 2) + 1, r_lo, p.oh);
+    const InnerRows inner = inner_output_rows(p);
     __m512 acc[kK * kK];
     for (int i = 0; i < kK * kK; ++i) acc[i] = sums[i];
     for (int64_t b0 = 0; b0 < p.oh; b0 += kBandRowsS2) {
-        const int64_t b1 = std::min(p.oh, b0 + kBandRowsS2);
-        const int64_t lo = std::clamp(r_lo, b0, b1), hi = std::clamp(r_hi, lo, b1);
+        const auto [b1, lo, hi] = band_at(b0, kBandRowsS2, p.oh, inner);
         for (int64_t ow0 = 0; ow0 < p.ow; ow0 += kVec) {
             const S2Column k = s2_column(p, ow0);
             __m512 pe = _mm512_setzero_ps(), po = pe;
