@@ -577,7 +577,7 @@ static void check_plane_problem(uint64_t seed, tu_rng *r, const int64_t in[2], i
 
 /* Channels-first forward and backward-data whose output is 8 MiB or more,
  * rows whole lines: the AVX-512 kernels stream their whole vectors past
- * the caches (the plane blocks at stride 1, stride 2's padding-1 vectors,
+ * the caches (the plane sweeps at stride 1, stride 2's padding-1 blocks,
  * with bias and ReLU), and the last plane's stores are fenced before the
  * call returns. Rows of 120 columns (not whole lines) store as before.
  * 1-3 threads, the output against a guard page before or after, exact
