@@ -137,6 +137,13 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_vector(const
         _mm512_mask_storeu_ps(o, lanes, a);
 }
 
+// An output vector through the ReLU where the job asks (max(0, v) passes a
+// NaN on), then stored as store_vector does.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_output(const PlaneJob &job, float *o, __m512 a,
+                                                                            __mmask16 lanes = 0xFFFF) {
+    store_vector(job, o, job.relu ? _mm512_max_ps(_mm512_setzero_ps(), a) : a, lanes);
+}
+
 // The R x V sums of a block into R output rows from column ow0, through the
 // ReLU when asked, masked at the row ends.
 template <int R, int V, bool Masked>
@@ -145,10 +152,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_rows(
     const __mmask16 (&store)[V], float *out, int64_t ow0) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
-        for (int u = 0; u < V; ++u) {
-            const __m512 a = job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc[r][u]) : acc[r][u];
-            store_vector(job, out + r * p.ow + ow0 + u * kVec, a, Masked ? store[u] : (__mmask16)0xFFFF);
-        }
+        for (int u = 0; u < V; ++u)
+            store_output(job, out + r * p.ow + ow0 + u * kVec, acc[r][u], Masked ? store[u] : (__mmask16)0xFFFF);
 }
 
 // V * 16 output columns from ow0 of R rows from oh0 (V * R independent
@@ -286,6 +291,29 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vectors_s2
     store_rows<R, V, Masked>(p, job, acc, store, out, ow0);
 }
 
+// Stride 2, padding 1 on the left: window row kh's products for one output
+// row of a vector column (even columns e: tap column 1, odd o: tap 2, and
+// tap 0 the odd ones a lane up, summed unshifted in `left`).
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_taps(const __m512 (&w)[kK * kK], int kh,
+                                                                     __m512 e, __m512 o, __m512 &acc,
+                                                                     __m512 &left) {
+    left = _mm512_fmadd_ps(w[kh * kK], o, left);
+    acc = _mm512_fmadd_ps(w[kh * kK + 1], e, acc);
+    acc = _mm512_fmadd_ps(w[kh * kK + 2], o, acc);
+}
+
+// An output row's sums stored: `left` moved up a lane, lane 15 of the row's
+// previous vector (`carry`, kept per row between the column's sweeps)
+// entering lane 0.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_store_row(const PlaneJob &job, __m512 acc,
+                                                                          __m512 left, __m512 &carry,
+                                                                          __mmask16 store, float *out) {
+    const __m512 shifted = _mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(left), _mm512_castps_si512(carry), 15));
+    carry = left;
+    store_output(job, out, _mm512_add_ps(acc, shifted), store);
+}
+
 // The same for padding 1 (MobileNet's): from column b = 2 * ow0, the even
 // columns are tap 1 and the odd ones tap 2. Tap 0 reads the odd columns
 // one lane further on (column b - 1 entering lane 0): rather than shift
@@ -325,19 +353,11 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_vector_s2_
         for (int r = 0; r < R; ++r) {
             const int kh = t - 2 * r;
             if (kh < 0 || kh >= kK) continue;
-            left[r] = _mm512_fmadd_ps(w[kh * kK], o, left[r]);
-            acc[r] = _mm512_fmadd_ps(w[kh * kK + 1], e, acc[r]);
-            acc[r] = _mm512_fmadd_ps(w[kh * kK + 2], o, acc[r]);
+            s2_taps(w, kh, e, o, acc[r], left[r]);
         }
     }
-    for (int r = 0; r < R; ++r) {
-        const __m512 shifted = _mm512_castsi512_ps(
-            _mm512_alignr_epi32(_mm512_castps_si512(left[r]), _mm512_castps_si512(carry[r]), 15));
-        carry[r] = left[r];
-        const __m512 sum = _mm512_add_ps(acc[r], shifted);
-        const __m512 a = job.relu ? _mm512_max_ps(_mm512_setzero_ps(), sum) : sum;
-        store_vector(job, out + r * p.ow + ow0, a, Masked ? store : (__mmask16)0xFFFF);
-    }
+    for (int r = 0; r < R; ++r)
+        s2_store_row(job, acc[r], left[r], carry[r], Masked ? store : (__mmask16)0xFFFF, out + r * p.ow + ow0);
 }
 
 template <int R>
@@ -647,7 +667,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void forward_rows_rolli
         for (int kw = 0; kw < kK; ++kw) acc = _mm512_fmadd_ps(w[kw], a[kw], acc);
         for (int kw = 0; kw < kK; ++kw) acc = _mm512_fmadd_ps(w[kK + kw], b[kw], acc);
         for (int kw = 0; kw < kK; ++kw) acc = _mm512_fmadd_ps(w[2 * kK + kw], c[kw], acc);
-        store_vector(job, o, job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc) : acc, store);
+        store_output(job, o, acc, store);
         for (int kw = 0; kw < kK; ++kw) a[kw] = b[kw], b[kw] = c[kw];
     }
 }
@@ -666,7 +686,7 @@ CONV_TARGET_AVX512 inline void forward_edge_row(const PlaneShape &p, const Plane
         for (int kw = 0; kw < kK; ++kw)
             acc = _mm512_fmadd_ps(w[kh * kK + kw], _mm512_maskz_loadu_ps(m[kw], row + src.off[kw]), acc);
     }
-    store_vector(job, o, job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc) : acc, store);
+    store_output(job, o, acc, store);
 }
 
 // Stride 1, one whole plane: each vector column swept down bands of output
@@ -703,12 +723,14 @@ CONV_TARGET_AVX512 void forward_plane_s1(const PlaneShape &p, const PlaneJob &jo
     }
 }
 
-// Stride 2, padding 1 on the left (MobileNet's): a vector column's masks.
-// From column c = 2 * ow0 two loads split into the even columns (tap column
-// 1 of the 16 outputs) and the odd ones (tap column 2). Tap column 0 of
-// output ow0 + l + 1 is odd column l: rather than shift the odd columns a
-// lane up (a shuffle a row, in an FMA's issue slot on Zen 4), dy is loaded
-// a column on, once a dy row for three input rows.
+// Stride 2, padding 1 on the left (MobileNet's): a vector column's masks,
+// for the forward and backward-filter sweeps. From column c = 2 * ow0 two
+// loads split into the even columns (tap column 1 of the 16 outputs) and the
+// odd ones (tap column 2). Tap column 0 of output ow0 + l + 1 is odd column
+// l: the forward shifts its sums once a row (s2_store_row); the
+// backward-filter, rather than shift the odd columns a lane up (a shuffle a
+// row, in an FMA's issue slot on Zen 4), loads dy a column on, once a dy row
+// for three input rows (`tap`: its FMAs' lanes).
 struct S2Column {
     int64_t c;               // first input column loaded
     __mmask16 m0, m1;        // the two loads' lanes inside the row
@@ -738,30 +760,6 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_split(const S2C
     e = _mm512_permutex2var_ps(x0, even_lanes(), x1);
     o = _mm512_permutex2var_ps(x0, odd_lanes(), x1);
     __asm__("" : "+v"(e), "+v"(o));  // made once, see forward_vectors
-}
-
-// Stride 2, padding 1 on the left: window row kh's products for one output
-// row of a vector column (even columns e: tap column 1, odd o: tap 2, and
-// tap 0 the odd ones a lane up, summed unshifted in `left`).
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_taps(const __m512 (&w)[kK * kK], int kh,
-                                                                     __m512 e, __m512 o, __m512 &acc,
-                                                                     __m512 &left) {
-    left = _mm512_fmadd_ps(w[kh * kK], o, left);
-    acc = _mm512_fmadd_ps(w[kh * kK + 1], e, acc);
-    acc = _mm512_fmadd_ps(w[kh * kK + 2], o, acc);
-}
-
-// An output row's sums stored: `left` moved up a lane, lane 15 of the row's
-// previous vector (`carry`, kept per row between the column's sweeps)
-// entering lane 0, as forward_vector_s2_pad1 does.
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_store_row(const PlaneJob &job, __m512 acc,
-                                                                          __m512 left, __m512 &carry,
-                                                                          __mmask16 store, float *out) {
-    const __m512 shifted = _mm512_castsi512_ps(
-        _mm512_alignr_epi32(_mm512_castps_si512(left), _mm512_castps_si512(carry), 15));
-    carry = left;
-    acc = _mm512_add_ps(acc, shifted);
-    store_vector(job, out, job.relu ? _mm512_max_ps(_mm512_setzero_ps(), acc) : acc, store);
 }
 
 // Stride 2, padding 1 on the left, one whole plane: each vector column
