@@ -124,6 +124,9 @@ static void test_mobilenet_like(void **state)
     } layers[] = {{32, 56, 1}, {24, 57, 2}, {48, 28, 1}, {40, 29, 2}, {72, 14, 1}, {136, 7, 1},
                   {33, 14, 2}, {6, 112, 2}, {5, 75, 2}, {4, 100, 1}, {512, 14, 1}, {520, 14, 2},
                   {1024, 7, 1}, {256, 28, 2}, {128, 57, 2}, {264, 15, 1},
+                  /* the AVX-512 row kernels' fixed planes (fixed_plane) with a
+                   * channel left without its pair, or a part of a block */
+                  {9, 7, 1}, {17, 56, 2}, {21, 28, 1},
                   /* channels-last stride-2 backward-data of 64-127 channels past L2: pixel blocks */
                   {70, 81, 2},
                   /* AVX2 channels-first inputs past 4 MiB on planes wider than 64: the
@@ -399,7 +402,8 @@ static void check_rows_infinity(tu_case *c, conv_desc_t d, const char *what, int
  * the first row) counts in the other taps only, neither read by a lane
  * past a row's outputs nor by a second channel's half of a vector
  * (7-column rows). Widths 14 (one channel a vector) and 7 (two), both
- * strides. AVX-512, and AVX2 at stride 2 (the plane sweeps: dy rows of 7
+ * strides, and the planes the AVX-512 row kernels compile with their
+ * sizes as constants (7, 14, 28 at stride 1; 14, 28, 56 at stride 2). AVX-512, and AVX2 at stride 2 (the plane sweeps: dy rows of 7
  * and 14, their edge lanes cleared once, after the sums): the other
  * kernels multiply zero-padded x by dy, so such a dy infinity gives NaN
  * there, as an im2col with zero padding does. (An infinity in x:
@@ -410,7 +414,8 @@ static void test_filter_rows_infinity(void **state)
     const int avx2 = tu_cpu_isa(tu_contexts[0]) == TU_ISA_AVX2;
     if (tu_cpu_isa(tu_contexts[0]) != TU_ISA_AVX512 && !avx2)
         skip();
-    static const int64_t shapes[][3] = {{14, 14, 1}, {7, 7, 1}, {6, 29, 1}, {14, 14, 2}, {9, 28, 2}};
+    static const int64_t shapes[][3] = {{14, 14, 1}, {7, 7, 1},   {6, 29, 1},   {14, 14, 2},
+                                        {9, 28, 2},  {28, 28, 1}, {28, 28, 2}, {56, 56, 2}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         int64_t h = shapes[i][0], w = shapes[i][1], s = shapes[i][2];
         if (avx2 && s != 2)

@@ -130,11 +130,10 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums(const R
 // channels a vector), kept per tap in the slot, then the block's reduced
 // together.
 template <int S, int V, int G>
-CONV_TARGET_AVX512 void filter_block(const RowShape &shape, const ConvGeometry &g,
-                                     const float *x, const float *dy, float *dw, int64_t c0, int cb,
-                                     float *slot) {
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_block_on(
+    RowShape p,  // a copy: its masks stay in registers
+    const ConvGeometry &g, const float *x, const float *dy, float *dw, int64_t c0, int cb, float *slot) {
     constexpr int kPerTap = kVec / G;  // vectors a tap's sums take
-    RowShape p = shape;                // a local copy: its masks stay in registers
     const int64_t in_plane = p.ih * p.iw, out_plane = p.oh * p.ow;
     // A batch is read image by image (below) where a plane's 9 FMAs a dy
     // row pay for moving its sums in and out of the slot: from 14 dy rows
@@ -181,6 +180,17 @@ CONV_TARGET_AVX512 void filter_block(const RowShape &shape, const ConvGeometry &
         _mm512_store_ps(sums[t], lane_sums16<G>(slot + t * kPerTap * kVec));
     for (int ch = 0; ch < cb; ++ch)
         for (int t = 0; t < kTaps; ++t) dw[(c0 + ch) * kTaps + t] = sums[t][lane_of_sum(ch, G)];
+}
+
+// The block, with the plane's sizes as constants where the instantiation
+// has them (fixed_plane).
+template <int S, int V, int G>
+CONV_TARGET_AVX512 void filter_block(const RowShape &p, const ConvGeometry &g, const float *x,
+                                     const float *dy, float *dw, int64_t c0, int cb, float *slot) {
+    if (has_fixed_plane<S, V, G>(p))
+        filter_block_on<S, V, G>(fixed_plane<S, V, G>(p), g, x, dy, dw, c0, cb, slot);
+    else
+        filter_block_on<S, V, G>(p, g, x, dy, dw, c0, cb, slot);
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS

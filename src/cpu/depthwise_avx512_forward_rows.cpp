@@ -135,9 +135,9 @@ struct OutRows {
 
 // Image n's channels [c0, c0 + cb), G at a time.
 template <int S, int V, int G>
-CONV_TARGET_AVX512 void channel_block(const RowShape &shape, const RowPass &pass, int64_t n,
-                                      int64_t c0, int64_t cb) {
-    RowShape p = shape;  // a local copy: its masks stay in registers
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void channel_block_on(
+    RowShape p,  // a copy: its masks stay in registers
+    const RowPass &pass, int64_t n, int64_t c0, int64_t cb) {
     for (int64_t ch = 0; ch < cb; ch += G) {
         const int64_t c = c0 + ch;
         const bool lone = G == 2 && ch + 1 == cb;
@@ -155,6 +155,17 @@ CONV_TARGET_AVX512 void channel_block(const RowShape &shape, const RowPass &pass
         else
             walk_rows_s2<V>(p, rows);
     }
+}
+
+// The block, with the plane's sizes as constants where the instantiation
+// has them (fixed_plane).
+template <int S, int V, int G>
+CONV_TARGET_AVX512 void channel_block(const RowShape &p, const RowPass &pass, int64_t n, int64_t c0,
+                                      int64_t cb) {
+    if (has_fixed_plane<S, V, G>(p))
+        channel_block_on<S, V, G>(fixed_plane<S, V, G>(p), pass, n, c0, cb);
+    else
+        channel_block_on<S, V, G>(p, pass, n, c0, cb);
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS

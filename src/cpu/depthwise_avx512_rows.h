@@ -107,6 +107,34 @@ void with_row_kernel(int64_t span, int64_t stride, F &&fn) {
         s2 ? fn(Two{}, One{}, One{}) : fn(One{}, One{}, One{});
 }
 
+// The plane each instantiation <S, V, G> is also compiled for with its sizes
+// as constants: the one ImageNet-sized networks (224 x 224 input, as
+// MobileNet's) give it -- 7 x 7, 14 x 14 or 28 x 28 in at stride 1 (two
+// channels a vector, one vector, two), 14 x 14, 28 x 28 or 56 x 56 at stride
+// 2. Known sizes make the row walks straight code and the rows' offsets
+// immediates (1.04-1.25x on MobileNet's 14x14, 7x7 and stride-2 planes,
+// docs/performance.md); other planes run the same code with the sizes read
+// at run time: the same operations in the same order.
+template <int S, int V, int G>
+constexpr int64_t kFixedIn = S == 1 ? (G == 2 ? 7 : V == 1 ? 14 : 28) : (G == 2 ? 14 : V == 1 ? 28 : 56);
+
+template <int S, int V, int G>
+inline bool has_fixed_plane(const RowShape &p) {
+    constexpr int64_t in = kFixedIn<S, V, G>, out = (in + S - 1) / S;
+    return p.ih == in && p.iw == in && p.oh == out && p.ow == out;
+}
+
+// p with its sizes as constants (where has_fixed_plane): the caller inlines
+// its kernel on the copy, and the compiler sees them.
+template <int S, int V, int G>
+inline __attribute__((always_inline)) RowShape fixed_plane(const RowShape &p) {
+    constexpr int64_t in = kFixedIn<S, V, G>, out = (in + S - 1) / S;
+    RowShape f = p;
+    f.ih = f.iw = in;
+    f.oh = f.ow = out;
+    return f;
+}
+
 // Runs fn(n, c0, cb) over every image's blocks of 16 channels (cb of them
 // from c0), an item each.
 template <class F>
