@@ -64,16 +64,16 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums_chunks
 }
 
 // The sums of 16 vectors' lanes, one lane each, from `v` (16 / G vectors,
-// 64 B apart: sum ch is vector ch's, or with G = 2 sums 2 i and 2 i + 1 are
-// lanes 0-7 and 8-15 of vector i): sum ch in lane lane_of_sum(ch, G). 45
-// instructions for 16 vectors (21 for 8 of two halves), where 16 separate
-// reductions take 128.
+// `apart` floats apart, 16 unless told: sum ch is vector ch's, or with G = 2
+// sums 2 i and 2 i + 1 are lanes 0-7 and 8-15 of vector i): sum ch in lane
+// lane_of_sum(ch, G). 45 instructions for 16 vectors (21 for 8 of two
+// halves), where 16 separate reductions take 128.
 template <int G>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums16(const float *v) {
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums16(const float *v, int64_t apart = 16) {
     constexpr int n = 16 / G;
     __m512 a[n / 2], b[n / 4];
     for (int i = 0; i < n / 2; ++i)
-        a[i] = lane_sums_level1(_mm512_load_ps(v + 2 * i * 16), _mm512_load_ps(v + (2 * i + 1) * 16));
+        a[i] = lane_sums_level1(_mm512_load_ps(v + 2 * i * apart), _mm512_load_ps(v + (2 * i + 1) * apart));
     for (int i = 0; i < n / 4; ++i) b[i] = lane_sums_level2(a[2 * i], a[2 * i + 1]);
     // b[i] chunk k: [vector 4 i's chunk k sum, 4 i + 1's, 4 i + 2's, 4 i + 3's].
     if (G == 2) return lane_sums_chunks(b[0], b[1]);  // halves kept apart
