@@ -78,6 +78,42 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void load_dy(const RowS
     if (G == 2) d[0] = _mm512_mask_loadu_ps(d[0], p.out[0][1], other - kVec / 2);
 }
 
+// A vector's two channels' 18 dw values from the 9 taps' sums (lane_sums16
+// with two channels a vector: tap t's half h in lane (t / 4) * 8 + 4 h + t %
+// 4 for taps 0-7, tap 8's half h in lane 4 h of its own): the first
+// channel's taps 0-8, the second's taps 0-6, then its taps 7 and 8 (to
+// `out`, or the first channel's 9 only where `lone`).
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void write_pair_sums(__m512 sums, __m512 tap8,
+                                                                              float *out, bool lone) {
+    const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 4, 5, 6, 7, 12, 13, 14);
+    if (lone) {
+        _mm512_mask_storeu_ps(out, (__mmask16)0x1ff, _mm512_permutex2var_ps(sums, first, tap8));
+        return;
+    }
+    _mm512_storeu_ps(out, _mm512_permutex2var_ps(sums, first, tap8));
+    const __m512i rest = _mm512_setr_epi32(15, kVec + 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    _mm512_mask_storeu_ps(out + kVec, (__mmask16)0x3, _mm512_permutex2var_ps(sums, rest, tap8));
+}
+
+// A channel's 9 dw values (two channels': 18, or 9 where `lone`) from its
+// sums in registers, to `out`: lane_sums16's tree on the 9 vectors and
+// zeros (a vector's sum is the same whatever its neighbours'), without the
+// trip through the slot.
+template <int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void write_channel_sums(const __m512 (&acc)[kTaps],
+                                                                                 float *out, bool lone) {
+    const __m512 z = _mm512_setzero_ps();
+    const __m512 b0 = lane_sums_level2(lane_sums_level1(acc[0], acc[1]), lane_sums_level1(acc[2], acc[3]));
+    const __m512 b1 = lane_sums_level2(lane_sums_level1(acc[4], acc[5]), lane_sums_level1(acc[6], acc[7]));
+    const __m512 b2 = lane_sums_level2(lane_sums_level1(acc[8], z), z);
+    if (G == 1) {  // tap t's sum in lane t
+        _mm512_mask_storeu_ps(out, (__mmask16)0x1ff,
+                              lane_sums_chunks(lane_sums_chunks(b0, b1), lane_sums_chunks(b2, z)));
+        return;
+    }
+    write_pair_sums(lane_sums_chunks(b0, b1), lane_sums_chunks(b2, z), out, lone);
+}
+
 // dw of a block's cb channels (from `out`, cb * 9 floats) from the slot's
 // sums.
 template <int G>
@@ -93,21 +129,13 @@ CONV_TARGET_AVX512 inline void write_sums(const float *slot, float *out, int cb)
     // first 8 sums (8 vectors of two halves), tap 8 of the 8 pairs together.
     // lane_of_sum puts vector i's half h in lane (i / 4) * 8 + 4 h + i % 4.
     const __m512 tap8 = lane_sums16<2>(slot + (kTaps - 1) * kVec, kTaps * kVec);
-    // A pair's 18 dw values: its first channel's taps 0-8, the second's 0-6
-    // (one vector), then the second's taps 7 and 8.
-    const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 4, 5, 6, 7, 12, 13, 14);
     for (int i = 0; i < kVec / 2 && 2 * i < cb; ++i) {
-        const __m512 sums = lane_sums16<2>(slot + i * kTaps * kVec);
-        const int lane8 = (i / 4) * 8 + i % 4;  // tap 8's sum of the pair's first channel in tap8
-        const __m512i at = _mm512_mask_set1_epi32(first, 1 << 8, kVec + lane8);
-        float *pair = out + int64_t{2 * i} * kTaps;
-        if (2 * i + 1 == cb) {  // a channel without its pair: its 9 values
-            _mm512_mask_storeu_ps(pair, (__mmask16)0x1ff, _mm512_permutex2var_ps(sums, at, tap8));
-            break;
-        }
-        _mm512_storeu_ps(pair, _mm512_permutex2var_ps(sums, at, tap8));
-        const __m512i rest = _mm512_setr_epi32(15, kVec + lane8 + 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-        _mm512_mask_storeu_ps(pair + kVec, (__mmask16)0x3, _mm512_permutex2var_ps(sums, rest, tap8));
+        // Pair i's tap 8 sums (lanes (i / 4) * 8 + 4 h + i % 4) moved to lanes
+        // 0 and 4, where write_pair_sums reads them.
+        const int lane8 = (i / 4) * 8 + i % 4;
+        const __m512i at = _mm512_mask_set1_epi32(_mm512_set1_epi32(lane8), 1 << 4, lane8 + 4);
+        write_pair_sums(lane_sums16<2>(slot + i * kTaps * kVec), _mm512_permutexvar_ps(at, tap8),
+                        out + int64_t{2 * i} * kTaps, 2 * i + 1 == cb);
     }
 }
 
@@ -180,19 +208,21 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_block_on(
     // s2 0.98x and 7x7 0.84x, left channel by channel).
     constexpr int64_t kImageOrderRows = 14;
     if (g.n == 1 || p.oh < kImageOrderRows) {
-        for (int ch = 0; ch < kVec; ch += G) {
+        for (int ch = 0; ch < cb; ch += G) {
             __m512 acc[kTaps];
             for (auto &v : acc) v = _mm512_setzero_ps();
-            if (G == 2 && ch + 1 == cb) keep_first_channel(p);  // a channel without its pair
-            if (ch < cb)
-                for (int64_t n = 0; n < g.n; ++n) {
-                    const int64_t plane = n * g.c + c0 + ch;
-                    const float *xp = x + plane * in_plane, *dp = dy + plane * out_plane;
-                    plane_sums<S, V, G>(p, {xp, dp, xp + in_plane, dp + out_plane}, acc);
-                }
-            for (int t = 0; t < kTaps; ++t) _mm512_store_ps(slot_sums(slot, ch / G, t), acc[t]);
+            const bool lone = G == 2 && ch + 1 == cb;
+            if (lone) keep_first_channel(p);  // a channel without its pair
+            for (int64_t n = 0; n < g.n; ++n) {
+                const int64_t plane = n * g.c + c0 + ch;
+                const float *xp = x + plane * in_plane, *dp = dy + plane * out_plane;
+                plane_sums<S, V, G>(p, {xp, dp, xp + in_plane, dp + out_plane}, acc);
+            }
+            write_channel_sums<G>(acc, dw + (c0 + ch) * kTaps, lone);
         }
-    } else {
+        return;
+    }
+    {
         // A batch image by image through the block's channels, each one's
         // sums kept in the slot between its planes (added in image order as
         // above: the same bits): one channel's planes lie C planes apart, and
