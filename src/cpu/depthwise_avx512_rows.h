@@ -112,7 +112,7 @@ void with_row_kernel(int64_t span, int64_t stride, F &&fn) {
 // MobileNet's) give it -- 7 x 7, 14 x 14 or 28 x 28 in at stride 1 (two
 // channels a vector, one vector, two), 14 x 14, 28 x 28 or 56 x 56 at stride
 // 2. Known sizes make the row walks straight code and the rows' offsets
-// immediates (1.04-1.25x on MobileNet's 14x14, 7x7 and stride-2 planes,
+// immediates (1.02-1.29x on MobileNet's 14x14, 7x7 and stride-2 planes,
 // docs/performance.md); other planes run the same code with the sizes read
 // at run time: the same operations in the same order.
 template <int S, int V, int G>
