@@ -119,10 +119,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void write_channel_sums
 template <int G>
 CONV_TARGET_AVX512 inline void write_sums(const float *slot, float *out, int cb) {
     const int64_t n = int64_t{cb} * kTaps;
-    if (G == 1) {
-        // 16 vectors in a row (channel by channel, tap by tap) are 16 dw values in a row.
-        for (int64_t at = 0; at < n; at += kVec)
-            _mm512_mask_storeu_ps(out + at, first_lanes(n - at), lane_sums16<1>(slot + at * kVec));
+    if (G == 1) {  // 16 vectors in a row (channel by channel, tap by tap) are 16 dw values in a row
+        store_lane_sums(slot, n, out);
         return;
     }
     // Two channels a vector: a pair's taps 0-7 reduce to its two channels'

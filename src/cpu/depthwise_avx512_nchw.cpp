@@ -1395,8 +1395,7 @@ CONV_TARGET_AVX512 void filter_channels(const PlaneShape &p, bool pad1_split, co
         for (int64_t k = k0; k < k1; ++k)
             filter_plane(p, pad1_split, x + (n * g.c + k / m) * in_plane,
                          dy + (n * g.k + k) * out_plane, sums[k - k0]);
-    for (int64_t k = k0; k < k1; ++k)
-        for (int i = 0; i < kK * kK; ++i) dw[k * kK * kK + i] = _mm512_reduce_add_ps(sums[k - k0][i]);
+    store_lane_sums(&sums[0][0][0], (k1 - k0) * kK * kK, dw + k0 * kK * kK);
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS
@@ -1524,7 +1523,7 @@ CONV_TARGET_AVX512 void multi_filter_pairs(const PlaneShape &p, const MultiFlat 
         }
         for (int64_t b = b0; b < b1; ++b) {
             const auto [k0, count] = channels_of(b);
-            for (int64_t i = 0; i < count * kK * kK; ++i) dw[k0 * kK * kK + i] = _mm512_reduce_add_ps(sums[b - b0][i]);
+            store_lane_sums(&sums[b - b0][0][0], count * kK * kK, dw + k0 * kK * kK);
         }
     }
 }
