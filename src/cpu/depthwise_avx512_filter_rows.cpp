@@ -17,10 +17,10 @@
 // adds nothing, whatever x and dy hold there (no inf * 0 = NaN). Padding
 // rows are skipped.
 //
-// A channel's 9 sums stay in registers over the batch; 16 channels' sums
-// are then reduced across lanes together (four levels of shuffles and adds:
-// 45 instructions for 16 vectors, 21 for 8 vectors of two, where 16
-// separate reductions take 128). The sums wait in the slot in dw's order,
+// A channel's 9 sums stay in registers over the batch and are reduced
+// across lanes (lane_sums16's tree: four levels of shuffles and adds) into
+// its 9 dw values, written at once, after the next channel's rows. Where a
+// batch is read image by image the sums wait in the slot in dw's order,
 // channel by channel, so 16 vectors in a row reduce to 16 dw values in a
 // row: one store, where a scatter of 144 floats took 9-11% of a 7x7 or
 // 14x14 plane's time. One block of 16 channels is one work item, so the
