@@ -1395,7 +1395,7 @@ CONV_TARGET_AVX512 void filter_channels(const PlaneShape &p, bool pad1_split, co
         for (int64_t k = k0; k < k1; ++k)
             filter_plane(p, pad1_split, x + (n * g.c + k / m) * in_plane,
                          dy + (n * g.k + k) * out_plane, sums[k - k0]);
-    store_lane_sums(&sums[0][0][0], (k1 - k0) * kK * kK, dw + k0 * kK * kK);
+    store_lane_sums(reinterpret_cast<const float *>(sums), (k1 - k0) * kK * kK, dw + k0 * kK * kK);
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS
@@ -1523,7 +1523,7 @@ CONV_TARGET_AVX512 void multi_filter_pairs(const PlaneShape &p, const MultiFlat 
         }
         for (int64_t b = b0; b < b1; ++b) {
             const auto [k0, count] = channels_of(b);
-            store_lane_sums(&sums[b - b0][0][0], count * kK * kK, dw + k0 * kK * kK);
+            store_lane_sums(reinterpret_cast<const float *>(sums[b - b0]), count * kK * kK, dw + k0 * kK * kK);
         }
     }
 }
