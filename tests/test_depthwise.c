@@ -403,7 +403,8 @@ static void check_rows_infinity(tu_case *c, conv_desc_t d, const char *what, int
  * past a row's outputs nor by a second channel's half of a vector
  * (7-column rows). Widths 14 (one channel a vector) and 7 (two), both
  * strides, and the planes the AVX-512 row kernels compile with their
- * sizes as constants (7, 14, 28 at stride 1; 14, 28, 56 at stride 2). AVX-512, and AVX2 at stride 2 (the plane sweeps: dy rows of 7
+ * sizes as constants (7, 14, 28 at stride 1; 14, 28, 56 at stride 2).
+ * AVX-512, and AVX2 at stride 2 (the plane sweeps: dy rows of 7
  * and 14, their edge lanes cleared once, after the sums): the other
  * kernels multiply zero-padded x by dy, so such a dy infinity gives NaN
  * there, as an im2col with zero padding does. (An infinity in x:

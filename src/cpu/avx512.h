@@ -63,22 +63,30 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums_chunks
                          _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// The sums of 16 vectors' lanes, one lane each, from `v` (16 / G vectors,
-// `apart` floats apart, 16 unless told; past the first `count`, zeros: sum
-// ch is vector ch's, or with G = 2 sums 2 i and 2 i + 1 are lanes 0-7 and
-// 8-15 of vector i): sum ch in lane lane_of_sum(ch, G). 45 instructions for
-// 16 vectors (21 for 8 of two halves), where 16 separate reductions take 128.
+// The sums of 16 vectors' lanes, one lane each, from `in` (16 / G vectors:
+// sum ch is vector ch's, or with G = 2 sums 2 i and 2 i + 1 are lanes 0-7
+// and 8-15 of vector i): sum ch in lane lane_of_sum(ch, G). 45 instructions
+// for 16 vectors (21 for 8 of two halves), where 16 separate reductions
+// take 128. A vector's sum does not depend on its neighbours'.
 template <int G>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums16(const float *v, int64_t apart = 16,
-                                                                          int64_t count = 16 / G) {
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums16_of(const __m512 (&in)[16 / G]) {
     constexpr int n = 16 / G;
-    __m512 in[n], a[n / 2], b[n / 4];
-    for (int i = 0; i < n; ++i) in[i] = i < count ? _mm512_load_ps(v + i * apart) : _mm512_setzero_ps();
+    __m512 a[n / 2], b[n / 4];
     for (int i = 0; i < n / 2; ++i) a[i] = lane_sums_level1(in[2 * i], in[2 * i + 1]);
     for (int i = 0; i < n / 4; ++i) b[i] = lane_sums_level2(a[2 * i], a[2 * i + 1]);
     // b[i] chunk k: [vector 4 i's chunk k sum, 4 i + 1's, 4 i + 2's, 4 i + 3's].
     if (G == 2) return lane_sums_chunks(b[0], b[1]);  // halves kept apart
     return lane_sums_chunks(lane_sums_chunks(b[0], b[1]), lane_sums_chunks(b[2], b[3]));
+}
+
+// The same from memory: `v`, vectors `apart` floats apart (16 unless
+// told), past the first `count` zeros.
+template <int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums16(const float *v, int64_t apart = 16,
+                                                                          int64_t count = 16 / G) {
+    __m512 in[16 / G];
+    for (int i = 0; i < 16 / G; ++i) in[i] = i < count ? _mm512_load_ps(v + i * apart) : _mm512_setzero_ps();
+    return lane_sums16_of<G>(in);
 }
 
 // out[i] = the sum of vector i's lanes for the n vectors from v (64 B

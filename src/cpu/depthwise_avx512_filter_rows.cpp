@@ -96,22 +96,20 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void write_pair_sums(__
 }
 
 // A channel's 9 dw values (two channels': 18, or 9 where `lone`) from its
-// sums in registers, to `out`: lane_sums16's tree on the 9 vectors and
-// zeros (a vector's sum is the same whatever its neighbours'), without the
-// trip through the slot.
+// sums in registers, to `out`: lane_sums16 on the 9 vectors and zeros,
+// without the trip through the slot.
 template <int G>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void write_channel_sums(const __m512 (&acc)[kTaps],
                                                                                  float *out, bool lone) {
     const __m512 z = _mm512_setzero_ps();
-    const __m512 b0 = lane_sums_level2(lane_sums_level1(acc[0], acc[1]), lane_sums_level1(acc[2], acc[3]));
-    const __m512 b1 = lane_sums_level2(lane_sums_level1(acc[4], acc[5]), lane_sums_level1(acc[6], acc[7]));
-    const __m512 b2 = lane_sums_level2(lane_sums_level1(acc[8], z), z);
     if (G == 1) {  // tap t's sum in lane t
-        _mm512_mask_storeu_ps(out, (__mmask16)0x1ff,
-                              lane_sums_chunks(lane_sums_chunks(b0, b1), lane_sums_chunks(b2, z)));
+        const __m512 in[16] = {acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7], acc[8]};
+        _mm512_mask_storeu_ps(out, (__mmask16)0x1ff, lane_sums16_of<1>(in));
         return;
     }
-    write_pair_sums(lane_sums_chunks(b0, b1), lane_sums_chunks(b2, z), out, lone);
+    const __m512 taps[8] = {acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]};
+    const __m512 tap8[8] = {acc[8], z, z, z, z, z, z, z};
+    write_pair_sums(lane_sums16_of<2>(taps), lane_sums16_of<2>(tap8), out, lone);
 }
 
 // dw of a block's cb channels (from `out`, cb * 9 floats) from the slot's
@@ -193,8 +191,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums(const R
 }
 
 // dw of channels [c0, c0 + cb): each channel's sums over the batch (G
-// channels a vector), kept per tap in the slot, then the block's reduced
-// together.
+// channels a vector), reduced and written a channel at a time, or, read
+// image by image, kept in the slot and the block's reduced together.
 template <int S, int V, int G>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_block_on(
     RowShape p,  // a copy: its masks stay in registers
