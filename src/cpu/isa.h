@@ -27,8 +27,11 @@ const char *isa_name(Isa isa);
 #define CONV_HAVE_AVX512_KERNELS 1
 #define CONV_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
 #define CONV_TARGET_AVX2 __attribute__((target("avx2,fma")))
+// PREFETCHW (__builtin_prefetch(p, 1, ...)): every x86-64 CPU with AVX2 has it.
+#define CONV_TARGET_PRFCHW __attribute__((target("prfchw")))
 #else
 #define CONV_HAVE_AVX512_KERNELS 0
 #define CONV_TARGET_AVX512
 #define CONV_TARGET_AVX2
+#define CONV_TARGET_PRFCHW
 #endif

@@ -973,11 +973,35 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void put_tile(const Gem
         }
 }
 
+// A tile asks for its output's lines (PREFETCHW) this many reduction steps
+// before its end, so its stores find them in L1, owned: each tile's stores
+// to 8 rows of a plane the cache no longer held had waited on the reads for
+// ownership and brought them through L2 past the panels and W.
+constexpr int64_t kOutputAhead = 32;
+
+// Those lines of rows [i0, i0 + MR) x columns [j0, j0 + 16 * NV) (rows
+// need not start a line: the last float's too). Not for outputs written
+// across (out_cols) or streamed past the caches.
+template <int MR, int NV>
+CONV_TARGET_AVX512 CONV_TARGET_PRFCHW inline __attribute__((always_inline)) void ask_for_output(const Gemm &m,
+                                                                                                int64_t i0,
+                                                                                                int64_t j0) {
+    if (m.out_cols || m.stream) return;
+    const float *out = m.out + i0 * m.ldo + j0;
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) __builtin_prefetch(out + i * m.ldo + 16 * v, 1, 3);
+        __builtin_prefetch(out + i * m.ldo + 16 * NV - 1, 1, 3);
+    }
+}
+
 // Rows [i0, i0 + MR) x columns [j0, j0 + 16 * NV) of the output from one
 // panel, the last vector's lanes limited by `tail`. InPlace: `panel` points
 // into B (m.b at column j0), not at a packed panel.
 template <int MR, int NV, bool InPlace = false>
-CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel, __mmask16 tail) {
+CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel,
+                                                __mmask16 tail) {
     __m512 acc[MR][NV];
     zero_sums(acc);
     const float *a = a_rows(m, i0);
@@ -997,6 +1021,10 @@ CONV_TARGET_AVX512 void tile(const Gemm &m, int64_t i0, int64_t j0, const float 
             _mm_prefetch(next, _MM_HINT_T1);
         }
     }
+#pragma GCC unroll 4
+    for (const int64_t ask = std::max(r, m.R - kOutputAhead); r < ask; ++r)
+        tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
+    ask_for_output<MR, NV>(m, i0, j0);
 #pragma GCC unroll 4
     for (; r < m.R; ++r) tile_step<MR, NV, InPlace>(acc, a, a_row, a_red, panel, b_step, tail);
     put_tile<MR, NV>(m, i0, j0, acc, tail);
@@ -1019,7 +1047,7 @@ constexpr auto kInPlaceTiles = tile_table<true>(std::make_integer_sequence<int, 
 // are asked for kAhead on, as pack_panels_avx512 does. Not for Gemm::a_seg
 // or ahead_lines.
 template <int MR, int NV>
-CONV_TARGET_AVX512 void packing_tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel, __mmask16 tail,
+CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void packing_tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel, __mmask16 tail,
                                      CoPack &cp, CoPack &strip) {
     __m512 acc[MR][NV];
     zero_sums(acc);
@@ -1036,6 +1064,10 @@ CONV_TARGET_AVX512 void packing_tile(const Gemm &m, int64_t i0, int64_t j0, cons
         if (cp.left > 0) copy_row<kAhead>(cp);
         if (strip.left > 0) copy_row<kAhead, 1>(strip);
     }
+#pragma GCC unroll 4
+    for (const int64_t ask = std::max(r, m.R - kOutputAhead); r < ask; ++r)
+        tile_step<MR, NV>(acc, a, a_row, a_red, panel);
+    ask_for_output<MR, NV>(m, i0, j0);
 #pragma GCC unroll 4
     for (; r < m.R; ++r) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
     put_tile<MR, NV>(m, i0, j0, acc, tail);

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/checked.h"
+#include "cpu/isa.h"
 
 namespace conv::cpu {
 
@@ -50,11 +51,6 @@ private:
     int64_t bytes_ = 0, stride_ = 0, runs_ = 0, per_step_ = 0;
 };
 
-#if defined(__x86_64__) || defined(__i386__)
-#define CONV_TARGET_PRFCHW __attribute__((target("prfchw")))
-#else
-#define CONV_TARGET_PRFCHW
-#endif
 
 // RowLines: rows of a strided layout asked into the cache a few at a time
 // between a kernel's tiles. Rows are indexed (r, m): row r of "channel" m
