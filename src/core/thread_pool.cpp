@@ -159,9 +159,25 @@ bool ThreadPool::join(uint64_t generation) {
     }
 }
 
+int ThreadPool::slots_for(int64_t count, int max_slots) const {
+    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({(int64_t)threads_, (int64_t)max_slots, count})));
+}
+
+int64_t ThreadPool::share_of(int64_t count, int slots, int64_t item) {
+    const int64_t each = count / slots, extra = count % slots;  // the first `extra` shares one more
+    // Shares 0 .. extra - 1 hold each + 1 items, the rest each.
+    const int64_t long_items = extra * (each + 1);
+    return item < long_items ? item / (each + 1) : extra + (item - long_items) / std::max<int64_t>(each, 1);
+}
+
+bool ThreadPool::same_share(int64_t count, int max_slots, int64_t a, int64_t b) const {
+    const int slots = slots_for(count, max_slots);
+    return slots <= 1 || share_of(count, slots, a) == share_of(count, slots, b);
+}
+
 void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
     if (count <= 0) return;
-    int slots = static_cast<int>(std::min<int64_t>({(int64_t)threads_, (int64_t)max_slots, count}));
+    const int slots = slots_for(count, max_slots);
     auto inline_run = [&] {
         for (int64_t i = 0; i < count; ++i) task(i, 0);
     };

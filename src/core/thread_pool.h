@@ -56,7 +56,15 @@ public:
     // bounds how many threads take part (the scratch slots the caller has).
     void parallel_for(int64_t count, Task task, int max_slots);
 
+    // Whether parallel_for(count, ..., max_slots) hands items a and b to the
+    // same thread's share (each thread's items are a range; another may
+    // still take some of them once its own run out).
+    bool same_share(int64_t count, int max_slots, int64_t a, int64_t b) const;
+
 private:
+    int slots_for(int64_t count, int max_slots) const;
+    // The share of `slots` that holds `item` of `count`.
+    static int64_t share_of(int64_t count, int slots, int64_t item);
     void stop() noexcept;
     void worker_loop(int slot);
     void run_items(int slot, int slots);

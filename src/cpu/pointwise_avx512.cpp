@@ -2275,11 +2275,16 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     const bool fwd = args.op == CONV_OP_FORWARD;
     const bool stream = (double)g.n * (double)(fwd ? g.k : g.c) * (double)(fwd ? g.out_size() : g.in_size()) * 4 >=
                         kPastCacheBytes;
-    auto run_item = [&](int64_t item, int s) {
+    struct Where {
+        int64_t rb, cb, n;  // row block, column block, image
+    };
+    auto where = [&](int64_t item) {
         // Own strips: row blocks outermost, so a thread's share is a range of rows.
-        const int64_t rb = own_strips ? item / (g.n * p.col_blocks) : item % p.row_blocks;
-        const int64_t cb = own_strips ? item % p.col_blocks : item / p.row_blocks % p.col_blocks;
-        const int64_t n = own_strips ? item / p.col_blocks % g.n : item / p.row_blocks / p.col_blocks;
+        if (own_strips) return Where{item / (g.n * p.col_blocks), item % p.col_blocks, item / p.col_blocks % g.n};
+        return Where{item % p.row_blocks, item / p.row_blocks % p.col_blocks, item / p.row_blocks / p.col_blocks};
+    };
+    auto run_item = [&](int64_t item, int s) {
+        const auto [rb, cb, n] = where(item);
         float *own = own_strips ? scratch + (size_t)s * strips_floats : nullptr;
         Gemm m = pass_gemm(args, n, p, own_strips ? own : wt);
         m.stream = stream;
@@ -2298,9 +2303,28 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             strip_rows_avx512(work.w, g.k, g.c, g.kernel[2], 0, g.k, own, work.next, work.end);
         if (p.b_in_place) return run_block_avx512(m, i0, i1, j0, j1, nullptr, true);
         float *panels = slots + (size_t)s * slot_floats;
-        if (under_tiles)
-            return run_block_avx512(m, i0, i1, j0, j1, panels, false, nullptr, panels,
+        if (under_tiles) {
+            // The next item's source columns, where it is the same thread's
+            // (unless another steals it), asked into L2 a share of lines a tile:
+            // read from memory or L3 only as each panel's first row tile
+            // packed them, they had kept those tiles waiting (128->128 56x56
+            // at batch 8: its first row tiles, a sixteenth of the products,
+            // took 15% of the time). 1 thread, batch 8: 56x56 and 28x28 layers
+            // 1.02-1.14x, 14x14 1.01-1.02x; 2 threads 1.00-1.04x; batch 1
+            // even. Asked for across a share's end (the other thread's next
+            // item), they cost 2 threads 3-12% at batch 1.
+            PanelAhead next;
+            if (item + 1 < p.items && pool.same_share(p.items, threads, item, item + 1)) {
+                const Where w = where(item + 1);
+                if (w.n != n || w.cb != cb) {
+                    const Gemm m2 = pass_gemm(args, w.n, p, own_strips ? own : wt);
+                    const auto [q0, q1] = block_columns(p, w.cb, m2.N);
+                    next = panel_source(m2, q0, q1, ceil_div(i1 - i0, kRows) * ceil_div(j1 - j0, kPanel));
+                }
+            }
+            return run_block_avx512(m, i0, i1, j0, j1, panels, false, next.at ? &next : nullptr, panels,
                                     strips_under ? &work : nullptr);
+        }
         pack_panels(m, j0, j1, panels);
         run_block(m, i0, i1, j0, j1, panels, false);
     };

@@ -179,6 +179,29 @@ int main() {
         }
     }
 
+    // same_share tells a kernel which items one thread's share holds (the
+    // shares above: 0-31 and 32-63 of 64 on 2 threads; the first count %
+    // slots shares one item longer), so that it can ask for its own next
+    // item's data.
+    struct Pair {
+        int threads, max_slots;
+        int64_t count, a, b;
+        bool same;
+    } pairs[] = {{2, 2, 64, 0, 31, true},   {2, 2, 64, 31, 32, false}, {2, 2, 64, 32, 63, true},
+                 {2, 2, 5, 2, 3, false},    {2, 2, 5, 0, 2, true},     {2, 2, 5, 3, 4, true},
+                 {2, 1, 64, 31, 32, true},  {2, 2, 1, 0, 0, true},     {3, 3, 7, 2, 3, false},
+                 {3, 3, 7, 3, 4, true},     {3, 3, 7, 4, 5, false},    {3, 3, 7, 5, 6, true},
+                 {3, 2, 7, 3, 4, false},    {3, 2, 7, 4, 6, true},    {3, 8, 2, 0, 1, false}};
+    conv::ThreadPool three(3);
+    for (const Pair &c : pairs) {
+        conv::ThreadPool &on = c.threads == 2 ? pool : three;
+        if (on.same_share(c.count, c.max_slots, c.a, c.b) != c.same) {
+            std::printf("same_share(%lld, %d, %lld, %lld) on %d threads: expected %d\n", (long long)c.count,
+                        c.max_slots, (long long)c.a, (long long)c.b, c.threads, (int)c.same);
+            fail("same_share does not match the shares parallel_for hands out");
+        }
+    }
+
     std::printf("thread pool: a region finishes without a worker that cannot run; items go out in shares\n");
     return 0;
 }
