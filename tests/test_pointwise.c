@@ -193,6 +193,40 @@ static void test_streamed_filter(void **state)
     }
 }
 
+/* Channels-first backward-filter on planes of up to 64 positions reduces
+ * over chunks of several images' whole planes (AVX-512: up to 512
+ * positions, A's steps in segments of a plane): 7x7 at batch 9 (one chunk),
+ * 11 and 21 (a last chunk of one image, or of a few), 8x8 at batch 9 (8 and
+ * one), 1x1 and 2x3 planes (many images a chunk), 100 channels (a last
+ * panel of 4 columns: dot products where a chunk is one image), each on 1,
+ * 2 and 3 threads against a guard page, and the same bits on each (not
+ * on OpenBLAS's path, CONV_CPU_ISA=baseline). */
+static void test_filter_image_chunks(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t h, w, c, k, n;
+    } cases[] = {{7, 7, 100, 40, 9},  {7, 7, 64, 72, 11}, {7, 7, 100, 17, 21}, {8, 8, 96, 64, 9},
+                 {1, 1, 100, 24, 40}, {2, 3, 52, 9, 30},  {7, 7, 150, 130, 2}};
+    tu_rng r;
+    tu_seed(&r, 5353);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].h, cases[i].w}, kernel[2] = {1, 1};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+        tp.bias = (int)(i % 2);
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        char what[256];
+        snprintf(what, sizeof what, "bwd_filter %lldx%lld %lld->%lld batch %lld", (long long)cases[i].h,
+                 (long long)cases[i].w, (long long)cases[i].c, (long long)cases[i].k, (long long)cases[i].n);
+        for (int real = 0; real < 2; real++)
+            tu_check_guarded_threads(&tp, CONV_OP_BACKWARD_FILTER, &r, real, what);
+        if (tu_cpu_isa(tu_contexts[0]) != TU_ISA_BASELINE) /* OpenBLAS blocks by threads */
+            tu_check_bits_by_threads(&tp, CONV_OP_BACKWARD_FILTER, 5353 + i, what);
+    }
+}
+
 /* Channels-first backward-filter onto at most 32 filters over planes of
  * 1024+ positions runs as dot products along the positions
  * (src/cpu/pointwise_dot_filter.cpp): 6 x 4 tiles and every smaller edge
@@ -576,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_strips_backward_data_avx2),
         cmocka_unit_test(test_last_few_positions),
         cmocka_unit_test(test_unfolded_1d),
+        cmocka_unit_test(test_filter_image_chunks),
         cmocka_unit_test(test_swapped_backward_filter),
         cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_relu_keeps_nan),
