@@ -657,17 +657,17 @@ static void test_narrow_bands(void **state)
     }
 }
 
-/* Forward from 1-4 source channels at column stride 2 with AVX2
- * (direct_few_sources_avx2.cpp: positions in the vector, source rows split
+/* Forward from 1-4 source channels at column stride 2 with AVX2 and AVX-512
+ * (direct_few_sources.cpp: positions in the vector, source rows split
  * into their two column phases a band of 8 output rows at a time): kernels
  * 1-9 high and 1-17 wide (3, 5 and 7 wide with constant taps; 17 past what
  * it takes), row strides 1-3, asymmetric padding up to 3 past the kernel's
  * size (windows that overhang both ends of a row, rows and columns no
  * window reaches), output rows narrower and
- * wider than a vector and 16 + a few, filters 1-70 (groups of up to 6, as
- * even as they come), bias and ReLU, several bands, threads 1-3 and guard
- * pages. Elsewhere (AVX-512) the same problems run on the channel-vector
- * tiles. */
+ * wider than a vector and 16 + a few, filters 1-70 (groups of up to 6, 12
+ * on AVX-512, as even as they come), bias and ReLU, several bands, threads
+ * 1-3 and guard pages. AVX-512 takes output rows of 32+ columns (or fewer
+ * than 16 filters), the channel-vector tiles the rest. */
 static void test_few_sources_stride2(void **state)
 {
     (void)state;

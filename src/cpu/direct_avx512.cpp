@@ -2917,7 +2917,7 @@ public:
         else
             run_typed<double>(args, ws, pool, threads);
     }
-    // Passes that direct_narrow_avx512.cpp or direct_few_sources_avx2.cpp run
+    // Passes that direct_narrow_avx512.cpp or direct_few_sources.cpp run
     // instead of the channel-vector tiles (their weights packed per call).
     static bool runs_own_kernel(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
         return direct_narrow_applies(g, op, dtype) || direct_few_sources_applies(g, op, dtype);

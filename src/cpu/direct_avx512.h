@@ -42,9 +42,9 @@ bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dty
 size_t direct_narrow_workspace(const ConvGeometry &g, conv_op_t op, int threads);
 void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
-// Forward from at most 4 source channels with AVX2, positions in the vector
-// (direct_few_sources_avx2.cpp): where it applies the solver runs it
-// instead of its channel-vector tiles.
+// Forward from at most 4 source channels at column stride 2, positions in
+// the vector (direct_few_sources.cpp, AVX2 and AVX-512): where it applies
+// the solver runs it instead of its channel-vector tiles.
 bool direct_few_sources_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype);
 size_t direct_few_sources_workspace(const ConvGeometry &g, int threads);
 void direct_few_sources_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);

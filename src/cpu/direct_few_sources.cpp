@@ -1,15 +1,16 @@
-// direct_avx512's channels-first forward from at most 4 source channels on
-// AVX2 CPUs (a network's first layer: MobileNet's 3->32 3x3 s2, ResNet-50's
-// 3->64 7x7 s2) with the POSITIONS in the vector. The channel-vector tiles
+// direct_avx512's channels-first forward from at most 4 source channels at
+// column stride 2 (a network's first layer: MobileNet's 3->32 3x3 s2,
+// ResNet-50's 3->64 7x7 s2) with the POSITIONS in the vector, on AVX2 and
+// AVX-512 CPUs. The channel-vector tiles
 // (direct_avx512.cpp) sum only C x taps = 27 or 147 products per output
 // there, so their fixed costs weigh: the padded copy of x in column phases
 // and the 8 x 8 transposes that put each tile's sums back into
 // channels-first rows (a fifth of MobileNet's conv1 on Zen 3).
 //
 // A tile is F <= 6 filters x 16 consecutive positions of one output row (12
-// sums): per source channel and tap it loads the two source vectors and
-// broadcasts F weights, and its sums are rows of y as they lie, stored
-// straight. The layers' column stride is 2: a source row is first split
+// sums; AVX-512: F <= 12 x 32 positions, 24 sums): per source channel and
+// tap it loads the two source vectors and broadcasts F weights, and its
+// sums are rows of y as they lie, stored straight. The layers' column stride is 2: a source row is first split
 // into its two column phases, once per band of output rows, into the
 // thread's slot (in L1/L2): tap q of output column j then reads phase q % 2
 // at j + q / 2, a plain unaligned load. (At unit stride, measured with the
@@ -27,6 +28,7 @@
 
 #include "core/checked.h"
 #include "cpu/avx2.h"
+#include "cpu/avx512.h"
 #include "cpu/direct_avx512.h"
 
 namespace conv::cpu {
@@ -34,6 +36,7 @@ namespace {
 
 constexpr int64_t kMaxSources = 4;
 constexpr int kFilters = 6;       // filters a tile: 6 x 2 sums, 2 source vectors, a broadcast
+constexpr int kFilters512 = 12;   // AVX-512: 12 x 2 sums of 16 lanes, 2 source vectors, a broadcast
 constexpr int64_t kMaxTapColumns = 16;  // the phase offsets kept per tap column
 constexpr int64_t kBand = 8;      // output rows an item
 
@@ -49,10 +52,11 @@ struct Few {
     // latency): group f starts at filter first(f), and `low` or `low + 1`
     // filters (the first `high` groups one more).
     int64_t groups, low, high;
+    int64_t most;  // filters a group at most: kFilters, or kFilters512 on AVX-512
     int64_t first(int64_t f) const { return f * low + std::min(f, high); }
     int64_t size(int64_t f) const { return low + (f < high ? 1 : 0); }
     int64_t packed_floats() const {
-        return round_up(checked_mul(groups * kFilters, c * kh * kw, "workspace"), (int64_t)16);
+        return round_up(checked_mul(groups * most, c * kh * kw, "workspace"), (int64_t)16);
     }
 };
 
@@ -61,21 +65,25 @@ Few few_shape(const ConvGeometry &g) {
     s.n = g.n, s.c = g.c, s.k = g.k, s.h = g.in[1], s.w = g.in[2], s.oh = g.out[1], s.ow = g.out[2];
     s.kh = g.kernel[1], s.kw = g.kernel[2], s.sh = g.stride[1];
     s.pt = g.pad_begin[1], s.pl = g.pad_begin[2];
-    s.lp = round_up(round_up(s.ow, (int64_t)8) + (s.kw - 1) / 2, (int64_t)8);
+    // A tile's loads: whole vectors (8 floats, 16 on AVX-512) from a column
+    // of the row, each tap column's up to (kw - 1) / 2 further.
+    const int64_t lanes = cpu_isa() == Isa::avx512 ? 16 : 8;
+    s.lp = round_up(round_up(s.ow, lanes) + (s.kw - 1) / 2, lanes);
     s.in_rows = checked_add(checked_mul(std::min(kBand, s.oh) - 1, s.sh, "workspace"), s.kh, "workspace");
-    s.groups = ceil_div(s.k, (int64_t)kFilters), s.low = s.k / s.groups, s.high = s.k % s.groups;
+    s.most = cpu_isa() == Isa::avx512 ? kFilters512 : kFilters;
+    s.groups = ceil_div(s.k, s.most), s.low = s.k / s.groups, s.high = s.k % s.groups;
     return s;
 }
 
 #if CONV_HAVE_AVX512_KERNELS
-// w[k][c][r][q] into the filter groups, [group][c][r][q][kFilters] (zeros
+// w[k][c][r][q] into the filter groups, [group][c][r][q][most] (zeros
 // past a group's size): a tap's F weights are consecutive broadcasts.
 void pack(const Few &s, const float *w, float *out) {
     const int64_t taps = s.c * s.kh * s.kw;
     for (int64_t grp = 0; grp < s.groups; ++grp)
         for (int64_t t = 0; t < taps; ++t)
-            for (int f = 0; f < kFilters; ++f)
-                out[(grp * taps + t) * kFilters + f] = f < s.size(grp) ? w[(s.first(grp) + f) * taps + t] : 0.0f;
+            for (int f = 0; f < s.most; ++f)
+                out[(grp * taps + t) * s.most + f] = f < s.size(grp) ? w[(s.first(grp) + f) * taps + t] : 0.0f;
 }
 
 // Source row `row` of one channel (`src`: the channel's plane) as its two
@@ -103,6 +111,31 @@ CONV_TARGET_AVX2 void split_row(const Few &s, const float *src, int64_t row, flo
         const __m256 b = load_first_avx2(x + t + 8, std::clamp<int64_t>(have - 8, 0, 8));
         store_first_avx2(out + j, even_lanes_avx2(a, b), n);
         store_first_avx2(out + s.lp + j, odd_lanes_avx2(a, b), n);
+    }
+}
+
+// split_row with 16 of each phase a step (AVX-512: one permute each from 32
+// source columns; the 8-column steps took 15% of MobileNet's conv1).
+CONV_TARGET_AVX512 void split_row512(const Few &s, const float *src, int64_t row, float *out) {
+    if (row < 0 || row >= s.h) {
+        std::memset(out, 0, (size_t)(2 * s.lp) * sizeof(float));
+        return;
+    }
+    const float *x = src + row * s.w;
+    const int64_t first = std::min(ceil_div(s.pl, (int64_t)2), s.lp);
+    for (int64_t p = 0; p < 2; ++p)
+        for (int64_t j = 0; j < first; ++j) {
+            const int64_t col = 2 * j + p - s.pl;
+            out[p * s.lp + j] = col >= 0 && col < s.w ? x[col] : 0.0f;
+        }
+    const __m512i even = even_lanes(), odd = odd_lanes();
+    for (int64_t j = first; j < s.lp; j += 16) {
+        const int64_t t = 2 * j - s.pl, have = std::max<int64_t>(0, s.w - t);
+        const __mmask16 n = first_lanes(s.lp - j);
+        const __m512 a = _mm512_maskz_loadu_ps(first_lanes(std::min<int64_t>(have, 16)), x + t);
+        const __m512 b = _mm512_maskz_loadu_ps(first_lanes(std::clamp<int64_t>(have - 16, 0, 16)), x + t + 16);
+        _mm512_mask_storeu_ps(out + j, n, _mm512_permutex2var_ps(a, even, b));
+        _mm512_mask_storeu_ps(out + s.lp + j, n, _mm512_permutex2var_ps(a, odd, b));
     }
 }
 
@@ -194,6 +227,72 @@ const TileTable &tiles_for(const Few &s) {
     return kTilesFor<0>;
 }
 
+// AVX-512: the same tile with 16 positions a vector and up to 12 filters
+// (24 sums of the 32 registers).
+template <int F, int V>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void tap_step512(__m512 *acc, const float *at,
+                                                                          const float *w) {
+    __m512 v[V];
+#pragma GCC unroll 2
+    for (int u = 0; u < V; ++u) v[u] = _mm512_loadu_ps(at + 16 * u);
+#pragma GCC unroll 12
+    for (int f = 0; f < F; ++f) {
+        const __m512 b = _mm512_set1_ps(w[f]);
+#pragma GCC unroll 2
+        for (int u = 0; u < V; ++u) acc[f * V + u] = _mm512_fmadd_ps(b, v[u], acc[f * V + u]);
+    }
+}
+
+template <int F, int V, int KW>
+CONV_TARGET_AVX512 void tile512(const TileArgs &a, int64_t j0, float *y, int64_t plane, int lanes, const float *bias,
+                                bool relu) {
+    static_assert(F * V <= 24, "the sums, the source vectors and a broadcast in 32 registers");
+    __m512 acc[F * V];
+#pragma GCC unroll 24
+    for (int i = 0; i < F * V; ++i) acc[i] = _mm512_setzero_ps();
+    const float *wt = a.weights;
+    const int64_t kh = a.kh, kw = KW ? KW : a.kw, row_floats = a.row_floats, lp = a.lp;
+    for (int64_t c = 0; c < a.c; ++c)
+        for (int64_t r = 0; r < kh; ++r, wt += kw * kFilters512) {
+            const float *row = a.rows + c * 2 * lp + r * row_floats + j0;
+            if constexpr (KW != 0) {
+#pragma GCC unroll 1
+                for (int i = 0; i < KW / 2; ++i) {
+                    tap_step512<F, V>(acc, row + i, wt + 2 * i * kFilters512);
+                    tap_step512<F, V>(acc, row + lp + i, wt + (2 * i + 1) * kFilters512);
+                }
+                if constexpr (KW % 2 != 0) tap_step512<F, V>(acc, row + KW / 2, wt + (KW - 1) * kFilters512);
+            } else {
+                for (int64_t q = 0; q < kw; ++q) tap_step512<F, V>(acc, row + a.tap[q], wt + q * kFilters512);
+            }
+        }
+#pragma GCC unroll 12
+    for (int f = 0; f < F; ++f)
+#pragma GCC unroll 2
+        for (int u = 0; u < V; ++u) {
+            __m512 x = acc[f * V + u];
+            if (bias) x = _mm512_add_ps(x, _mm512_set1_ps(bias[f]));
+            if (relu) x = _mm512_max_ps(_mm512_setzero_ps(), x);  // NaN stays NaN (the second operand)
+            float *at = y + f * plane + j0 + 16 * u;
+            _mm512_mask_storeu_ps(at, u == V - 1 ? first_lanes(lanes) : (__mmask16)0xFFFF, x);
+        }
+}
+
+using TileTable512 = std::array<std::array<TileFn, 2>, kFilters512>;
+template <int KW, int... F>
+constexpr TileTable512 tile_table512(std::integer_sequence<int, F...>) {
+    return {{{tile512<F + 1, 1, KW>, tile512<F + 1, 2, KW>}...}};
+}
+template <int KW>
+constexpr TileTable512 kTiles512For = tile_table512<KW>(std::make_integer_sequence<int, kFilters512>{});
+
+const TileTable512 &tiles512_for(const Few &s) {
+    if (s.kw == 3) return kTiles512For<3>;
+    if (s.kw == 5) return kTiles512For<5>;
+    if (s.kw == 7) return kTiles512For<7>;
+    return kTiles512For<0>;
+}
+
 // Output rows [r0, r1) of image n (r1 - r0 <= kBand): the band's source rows
 // split into the slot, then every filter group's tiles along each row.
 CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed, float *y, const float *bias,
@@ -203,13 +302,15 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
     for (int64_t i = 0; i < rows; ++i) {
         if (i % s.sh >= s.kh) continue;  // a row between windows (row stride past the kernel): never read
         for (int64_t c = 0; c < s.c; ++c)
-            split_row(s, image + c * s.h * s.w, first + i, slot + i * s.row_floats() + c * 2 * s.lp);
+            (s.most == kFilters512 ? split_row512 : split_row)(s, image + c * s.h * s.w, first + i,
+                                                                 slot + i * s.row_floats() + c * 2 * s.lp);
     }
     int64_t tap[kMaxTapColumns];
     for (int64_t q = 0; q < s.kw; ++q) tap[q] = q % 2 * s.lp + q / 2;
     const int64_t plane = s.oh * s.ow, taps = s.c * s.kh * s.kw;
     TileArgs a{nullptr, s.row_floats(), tap, s.c, s.kh, s.kw, nullptr, s.lp};
-    const TileTable &tiles = tiles_for(s);
+    const bool wide = s.most == kFilters512;  // AVX-512
+    const int64_t step = wide ? 32 : 16, half = step / 2;  // positions a tile of two vectors, of one
     // Filter group by filter group, each down the band's rows: the group's
     // weights stay in L1 while the rows' tiles store 16 columns of 6 rows of
     // y. Row by row, every group in turn, the y lines of all the filters
@@ -218,15 +319,16 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
     for (int64_t grp = 0; grp < s.groups; ++grp) {
         const int64_t k0 = s.first(grp);
         const int f = (int)s.size(grp);
-        a.weights = packed + grp * taps * kFilters;
+        a.weights = packed + grp * taps * s.most;
         const float *b = bias ? bias + k0 : nullptr;
         for (int64_t r = r0; r < r1; ++r) {
             a.rows = slot + (r - r0) * s.sh * s.row_floats();
             float *out = y + (n * s.k + k0) * plane + r * s.ow;
-            for (int64_t j0 = 0; j0 < s.ow; j0 += 16) {
-                const int64_t cols = std::min<int64_t>(16, s.ow - j0);
-                const int v = cols > 8 ? 2 : 1;
-                tiles[f - 1][v - 1](a, j0, out, plane, (int)(cols - 8 * (v - 1)), b, relu);
+            for (int64_t j0 = 0; j0 < s.ow; j0 += step) {
+                const int64_t cols = std::min<int64_t>(step, s.ow - j0);
+                const int v = cols > half ? 2 : 1;
+                const TileFn tile = wide ? tiles512_for(s)[f - 1][v - 1] : tiles_for(s)[f - 1][v - 1];
+                tile(a, j0, out, plane, (int)(cols - half * (v - 1)), b, relu);
             }
         }
     }
@@ -236,7 +338,8 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
 }  // namespace
 
 bool direct_few_sources_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
-    if (dtype != CONV_DTYPE_FLOAT32 || op != CONV_OP_FORWARD || cpu_isa() != Isa::avx2) return false;
+    const Isa isa = cpu_isa();
+    if (dtype != CONV_DTYPE_FLOAT32 || op != CONV_OP_FORWARD || (isa != Isa::avx2 && isa != Isa::avx512)) return false;
     if (g.layout != CONV_LAYOUT_CHANNELS_FIRST || g.groups != 1 || !g.is_planar()) return false;
     if (g.dilation[1] != 1 || g.dilation[2] != 1 || g.kernel[2] > kMaxTapColumns) return false;
     if (g.stride[2] != 2 || g.c > kMaxSources) return false;
@@ -244,8 +347,13 @@ bool direct_few_sources_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_
     // runs (Zen 3, 1 thread): batch 1 MobileNet's 3->32 224x224 1.11-1.23x,
     // ResNet-50's 3->64 7x7 1.13-1.15x, 3->24 96x96 1.08x; batch 32 1->8 5x5
     // onto 14x14 1.54x (the tiles filled 8 of 16 lanes), 3->16 onto 16x16
-    // even, but 3->32 onto 8x8 0.94x: rows of a vector or less.
-    return g.out[2] >= 16 || g.k < 16;
+    // even, but 3->32 onto 8x8 0.94x: rows of a vector or less. AVX-512
+    // (Zen 4, 1 thread, 3-4 alternated rounds): MobileNet's conv1 1.04x
+    // (batch 8 1.05x), ResNet-50's 1.03x (1.04x), batch 32 1->8 5x5 onto
+    // 14x14 1.23x, 3->24 96x96 1.23x, 4->64 64x64 1.13x; but 3->16 32x32
+    // onto 16x16 0.81x: rows of one vector (a tile of 16 positions) stay
+    // with the channel-vector tiles there.
+    return g.out[2] >= (isa == Isa::avx512 ? 32 : 16) || g.k < 16;
 }
 
 size_t direct_few_sources_workspace(const ConvGeometry &g, int threads) {
