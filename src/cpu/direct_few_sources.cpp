@@ -86,25 +86,34 @@ void pack(const Few &s, const float *w, float *out) {
                 out[(grp * taps + t) * s.most + f] = f < s.size(grp) ? w[(s.first(grp) + f) * taps + t] : 0.0f;
 }
 
-// Source row `row` of one channel (`src`: the channel's plane) as its two
-// column phases at `out` (2 rows of s.lp floats): phase p holds at j the
-// padded column 2j + p, that is source column 2j + p - pl, zero outside the
-// row. Out-of-range rows are all zeros.
-CONV_TARGET_AVX2 void split_row(const Few &s, const float *src, int64_t row, float *out) {
+// split_row's start, all but its vector steps: an out-of-range row all
+// zeros (null returned), else the columns left of the row (2j < pl) one by
+// one; `first` is then the first phase column the vector steps write.
+const float *split_row_start(const Few &s, const float *src, int64_t row, float *out, int64_t &first) {
     if (row < 0 || row >= s.h) {
         std::memset(out, 0, (size_t)(2 * s.lp) * sizeof(float));
-        return;
+        return nullptr;
     }
     const float *x = src + row * s.w;
-    // The columns left of the row (2j < pl) one by one, then 8 of each
-    // phase a step from 16 source columns, loaded no further than the row's
-    // end (zeros past it).
-    const int64_t first = std::min(ceil_div(s.pl, (int64_t)2), s.lp);
+    first = std::min(ceil_div(s.pl, (int64_t)2), s.lp);
     for (int64_t p = 0; p < 2; ++p)
         for (int64_t j = 0; j < first; ++j) {
             const int64_t col = 2 * j + p - s.pl;
             out[p * s.lp + j] = col >= 0 && col < s.w ? x[col] : 0.0f;
         }
+    return x;
+}
+
+// Source row `row` of one channel (`src`: the channel's plane) as its two
+// column phases at `out` (2 rows of s.lp floats): phase p holds at j the
+// padded column 2j + p, that is source column 2j + p - pl, zero outside the
+// row. Out-of-range rows are all zeros.
+CONV_TARGET_AVX2 void split_row(const Few &s, const float *src, int64_t row, float *out) {
+    int64_t first = 0;
+    const float *x = split_row_start(s, src, row, out, first);
+    if (!x) return;
+    // 8 of each phase a step from 16 source columns, loaded no further than
+    // the row's end (zeros past it).
     for (int64_t j = first; j < s.lp; j += 8) {
         const int64_t t = 2 * j - s.pl, have = std::max<int64_t>(0, s.w - t), n = std::min<int64_t>(8, s.lp - j);
         const __m256 a = load_first_avx2(x + t, std::min<int64_t>(have, 8));
@@ -117,17 +126,9 @@ CONV_TARGET_AVX2 void split_row(const Few &s, const float *src, int64_t row, flo
 // split_row with 16 of each phase a step (AVX-512: one permute each from 32
 // source columns; the 8-column steps took 15% of MobileNet's conv1).
 CONV_TARGET_AVX512 void split_row512(const Few &s, const float *src, int64_t row, float *out) {
-    if (row < 0 || row >= s.h) {
-        std::memset(out, 0, (size_t)(2 * s.lp) * sizeof(float));
-        return;
-    }
-    const float *x = src + row * s.w;
-    const int64_t first = std::min(ceil_div(s.pl, (int64_t)2), s.lp);
-    for (int64_t p = 0; p < 2; ++p)
-        for (int64_t j = 0; j < first; ++j) {
-            const int64_t col = 2 * j + p - s.pl;
-            out[p * s.lp + j] = col >= 0 && col < s.w ? x[col] : 0.0f;
-        }
+    int64_t first = 0;
+    const float *x = split_row_start(s, src, row, out, first);
+    if (!x) return;
     const __m512i even = even_lanes(), odd = odd_lanes();
     for (int64_t j = first; j < s.lp; j += 16) {
         const int64_t t = 2 * j - s.pl, have = std::max<int64_t>(0, s.w - t);
