@@ -1073,8 +1073,8 @@ constexpr auto kInPlaceTiles = tile_table<true>(std::make_integer_sequence<int, 
 // are asked for kAhead on, as pack_panels_avx512 does. Not for Gemm::a_seg
 // or ahead_lines.
 template <int MR, int NV>
-CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void packing_tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel, __mmask16 tail,
-                                     CoPack &cp, CoPack &strip) {
+CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void packing_tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel,
+                                                        __mmask16 tail, CoPack &cp, CoPack &strip) {
     __m512 acc[MR][NV];
     zero_sums(acc);
     const float *a = a_rows(m, i0);
