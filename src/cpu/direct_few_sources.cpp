@@ -124,7 +124,8 @@ CONV_TARGET_AVX2 void split_row(const Few &s, const float *src, int64_t row, flo
 }
 
 // split_row with 16 of each phase a step (AVX-512: one permute each from 32
-// source columns; the 8-column steps took 15% of MobileNet's conv1).
+// source columns). Timed even with split_row on MobileNet's conv1, where
+// the split is 10% of the pass in perf, its loads waiting on the source.
 CONV_TARGET_AVX512 void split_row512(const Few &s, const float *src, int64_t row, float *out) {
     int64_t first = 0;
     const float *x = split_row_start(s, src, row, out, first);
