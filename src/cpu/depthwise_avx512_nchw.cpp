@@ -1046,30 +1046,36 @@ CONV_TARGET_AVX512 void multi_flat(const Taps &taps, const float *w, const float
 
 // Backward-filter with a channel multiplier on the same planes: dw[k][t]
 // = sum over images and output elements q of dy[k][q] * tap t's vector at
-// q (the forward's tap vectors). G channels' 9 x G sums a vector each,
-// kept in `sums` between images; per output vector G dy loads and 9 tap
-// loads for 9 x G FMAs. MNIST's 1->32 28x28 at batch 32 went to
+// q (the forward's tap vectors). G channels' 9 x G sums a vector each, in
+// registers over `images` images (image i's taps taps_of(i), its dy planes
+// dy_image apart), from zero where `fresh`, else from `sums`, and left in
+// `sums`; per output vector G dy loads and 9 tap loads for 9 x G FMAs. MNIST's 1->32 28x28 at batch 32 went to
 // direct_avx512's tiles (0.65 of oneDNN): 2 filter blocks of 16 over one
 // source channel, its vectors 26 of 32 lanes full.
 constexpr int kFilterMulti = 3;  // channels an item sums: 27 sums, 3 dy and a tap in registers
 
-template <int G, class Taps>
-CONV_TARGET_AVX512 void multi_filter(const Taps &taps, const float *dy, int64_t out_plane, __m512 *sums) {
+template <int G, class TapsOf>
+CONV_TARGET_AVX512 void multi_filter(const TapsOf &taps_of, int64_t images, const float *dy, int64_t dy_image,
+                                     int64_t out_plane, bool fresh, __m512 *sums) {
     __m512 acc[G][kK * kK];
     for (int c = 0; c < G; ++c)
-        for (int t = 0; t < kK * kK; ++t) acc[c][t] = sums[c * kK * kK + t];
-    const int vectors = taps.vectors();
-    for (int v = 0; v < vectors; ++v) {
-        const __mmask16 lanes = taps.store(v);  // the output's elements: dy's lanes
-        __m512 d[G];
-        for (int c = 0; c < G; ++c) d[c] = _mm512_maskz_loadu_ps(lanes, dy + c * out_plane + v * kVec);
+        for (int t = 0; t < kK * kK; ++t) acc[c][t] = fresh ? _mm512_setzero_ps() : sums[c * kK * kK + t];
+    for (int64_t i = 0; i < images; ++i) {
+        const auto taps = taps_of(i);
+        const float *d_i = dy + i * dy_image;
+        const int vectors = taps.vectors();
+        for (int v = 0; v < vectors; ++v) {
+            const __mmask16 lanes = taps.store(v);  // the output's elements: dy's lanes
+            __m512 d[G];
+            for (int c = 0; c < G; ++c) d[c] = _mm512_maskz_loadu_ps(lanes, d_i + c * out_plane + v * kVec);
 #pragma GCC unroll 9
-        for (int t = 0; t < kK * kK; ++t) {
-            __m512 x = taps.load(v, t);
-            // Loaded once: GCC otherwise folds the load into each of the G
-            // FMAs, G loads (mostly across two lines) where one does.
-            __asm__("" : "+v"(x));
-            for (int c = 0; c < G; ++c) acc[c][t] = _mm512_fmadd_ps(d[c], x, acc[c][t]);
+            for (int t = 0; t < kK * kK; ++t) {
+                __m512 x = taps.load(v, t);
+                // Loaded once: GCC otherwise folds the load into each of the G
+                // FMAs, G loads (mostly across two lines) where one does.
+                __asm__("" : "+v"(x));
+                for (int c = 0; c < G; ++c) acc[c][t] = _mm512_fmadd_ps(d[c], x, acc[c][t]);
+            }
         }
     }
     for (int c = 0; c < G; ++c)
@@ -1431,22 +1437,28 @@ FlatPlan flat_plan(const PlaneShape &p) {
     const int64_t size = p.oh * p.ow;
     if (p.s != 1 || p.ih != p.oh || p.iw != p.ow || size > FlatPlan::kMaxVectors * kVec) return f;
     f.vectors = (int)ceil_div(size, kVec);
+    // Per window column, the output columns whose tap lies in the input
+    // row: a range of each output row's lanes (a position at a time this
+    // was 12% of a 14x14 forward, and more of an 8x8 one). A tap's lanes are
+    // its column's in the output rows whose tap row lies in the input: per
+    // tap a range of rows (each tap's rows walked, planning took a sixth of
+    // a 1->16 8x8 backward-filter at batch 1).
+    uint16_t columns[kK][FlatPlan::kMaxVectors] = {};
+    for (int kw = 0; kw < kK; ++kw) {
+        const int64_t dw = kw - p.pl, lo = std::max<int64_t>(0, -dw), hi = std::min(p.ow, p.iw - dw);
+        for (int64_t oh = 0; oh < p.oh; ++oh)
+            for (int64_t q = oh * p.ow + lo, end = oh * p.ow + hi; q < end;) {
+                const int64_t stop = std::min(end, (q / kVec + 1) * kVec);  // the range within q's vector
+                columns[kw][q / kVec] |= (uint16_t)(first_lanes(stop - q) << (q % kVec));
+                q = stop;
+            }
+    }
     for (int t = 0; t < kK * kK; ++t) {
         const int64_t dh = t / kK - p.pt, dw = t % kK - p.pl;
         f.off[t] = dh * p.iw + dw;
-        for (int v = 0; v < f.vectors; ++v) f.load[v][t] = 0;
-        // Per output row, its columns whose tap lies in the input row: a
-        // range of lanes (a position at a time this was 12% of a 14x14
-        // forward, and more of an 8x8 one).
-        const int64_t lo = std::max<int64_t>(0, -dw), hi = std::min(p.ow, p.iw - dw);
-        for (int64_t oh = 0; oh < p.oh; ++oh) {
-            if (oh + dh < 0 || oh + dh >= p.ih) continue;
-            for (int64_t q = oh * p.ow + lo, end = oh * p.ow + hi; q < end;) {
-                const int64_t stop = std::min(end, (q / kVec + 1) * kVec);  // the range within q's vector
-                f.load[q / kVec][t] |= (uint16_t)(first_lanes(stop - q) << (q % kVec));
-                q = stop;
-            }
-        }
+        const int64_t first = std::max<int64_t>(0, -dh) * p.ow, end = std::min(p.oh, p.ih - dh) * p.ow;
+        for (int v = 0; v < f.vectors; ++v)
+            f.load[v][t] = columns[t % kK][v] & lane_range(first - v * kVec, end - v * kVec);
     }
     for (int v = 0; v < f.vectors; ++v)
         f.store[v] = (uint16_t)(size - v * kVec >= kVec ? 0xffff : (1u << (size - v * kVec)) - 1);
@@ -1484,8 +1496,9 @@ MultiFlat multi_flat_plan(const PlaneShape &p, int64_t m) {
 }
 
 // dw of the (source channel, block of kFilterMulti channels) pairs [first,
-// end): swept over the images in order, kChunkBlocks pairs at a time (their
-// sums on the stack), a plane's copies made once an image. Each dw element
+// end), kChunkBlocks pairs at a time (their sums on the stack): on flat
+// planes a pair at a time over the images in order, from copies image by
+// image through the pairs, a plane's copies made once an image. Each dw element
 // is the same sum in the same order whichever thread takes its pair, so
 // threads split the pairs into ranges.
 CONV_TARGET_AVX512 void multi_filter_pairs(const PlaneShape &p, const MultiFlat &multi, const ConvGeometry &g,
@@ -1502,22 +1515,31 @@ CONV_TARGET_AVX512 void multi_filter_pairs(const PlaneShape &p, const MultiFlat 
     };
     for (int64_t b0 = first; b0 < end; b0 += kChunkBlocks) {
         const int64_t b1 = std::min(end, b0 + kChunkBlocks);
-        for (int64_t b = b0; b < b1; ++b)
-            for (auto &v : sums[b - b0]) v = _mm512_setzero_ps();
-        for (int64_t n = 0; n < g.n; ++n) {
+        if (multi.taps == MultiFlat::kFlat) {
+            // The pair's sums in registers over the whole batch: sums kept
+            // in memory between images moved 54 vectors for every 108 FMAs
+            // of an 8x8 plane (its 4 vectors).
+            for (int64_t b = b0; b < b1; ++b) {
+                const int64_t c = b / blocks;
+                const auto [k0, count] = channels_of(b);
+                const auto taps_of = [&](int64_t n) { return FlatTaps{multi.flat, x + (n * C + c) * in_plane}; };
+                with_rows<kFilterMulti>(count, [&](auto channels) CONV_TARGET_AVX512 {
+                    multi_filter<decltype(channels)::value>(taps_of, g.n, dy + k0 * out_plane, K * out_plane,
+                                                            out_plane, true, sums[b - b0]);
+                });
+            }
+        }
+        for (int64_t n = 0; n < g.n && multi.taps == MultiFlat::kCopies; ++n) {
             int64_t copied = -1;  // the source channel in `copy`
             for (int64_t b = b0; b < b1; ++b) {
                 const int64_t c = b / blocks;
                 const auto [k0, count] = channels_of(b);
-                const float *in = x + (n * C + c) * in_plane, *d = dy + (n * K + k0) * out_plane;
-                if (multi.taps == MultiFlat::kCopies && copied != c) multi_copies(p, in, copy);
+                if (copied != c) multi_copies(p, x + (n * C + c) * in_plane, copy);
                 copied = c;
                 with_rows<kFilterMulti>(count, [&](auto channels) CONV_TARGET_AVX512 {
-                    constexpr int G = decltype(channels)::value;
-                    if (multi.taps == MultiFlat::kCopies)
-                        multi_filter<G>(rows, d, out_plane, sums[b - b0]);
-                    else
-                        multi_filter<G>(FlatTaps{multi.flat, in}, d, out_plane, sums[b - b0]);
+                    multi_filter<decltype(channels)::value>([&](int64_t) { return rows; }, 1,
+                                                            dy + (n * K + k0) * out_plane, 0, out_plane,
+                                                            n == 0, sums[b - b0]);
                 });
             }
         }
