@@ -1523,9 +1523,10 @@ CONV_TARGET_AVX512 void multi_filter_pairs(const PlaneShape &p, const MultiFlat 
                 const int64_t c = b / blocks;
                 const auto [k0, count] = channels_of(b);
                 const auto taps_of = [&](int64_t n) { return FlatTaps{multi.flat, x + (n * C + c) * in_plane}; };
+                const float *d = dy + k0 * out_plane;
                 with_rows<kFilterMulti>(count, [&](auto channels) CONV_TARGET_AVX512 {
-                    multi_filter<decltype(channels)::value>(taps_of, g.n, dy + k0 * out_plane, K * out_plane,
-                                                            out_plane, true, sums[b - b0]);
+                    multi_filter<decltype(channels)::value>(taps_of, g.n, d, K * out_plane, out_plane, true,
+                                                            sums[b - b0]);
                 });
             }
         }
@@ -1536,10 +1537,10 @@ CONV_TARGET_AVX512 void multi_filter_pairs(const PlaneShape &p, const MultiFlat 
                 const auto [k0, count] = channels_of(b);
                 if (copied != c) multi_copies(p, x + (n * C + c) * in_plane, copy);
                 copied = c;
+                const float *d = dy + (n * K + k0) * out_plane;
                 with_rows<kFilterMulti>(count, [&](auto channels) CONV_TARGET_AVX512 {
-                    multi_filter<decltype(channels)::value>([&](int64_t) { return rows; }, 1,
-                                                            dy + (n * K + k0) * out_plane, 0, out_plane,
-                                                            n == 0, sums[b - b0]);
+                    multi_filter<decltype(channels)::value>([&](int64_t) { return rows; }, 1, d, 0, out_plane, n == 0,
+                                                            sums[b - b0]);
                 });
             }
         }
