@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "conv.h"
@@ -20,6 +21,9 @@ namespace conv::cpu {
 // `strict`: a CONV_MATH_STRICT context; a solver may sum more carefully.
 // `relu`: with `bias`, a BACKWARD_DATA pass's epilogue on dx -- a transposed
 // convolution's forward -- given only to a solver that fuses_transposed_epilogue().
+// `planned`: what the solver's plan_run() worked out for this problem when
+// the plan was made, or null (run() then works it out itself).
+struct RunPlan;
 struct ConvArgs {
     conv_op_t op;
     const ConvGeometry *g;
@@ -29,6 +33,14 @@ struct ConvArgs {
     bool strict = false;
     bool relu = false;
     conv_math_t math = CONV_MATH_DEFAULT;  // the context's (strict == (math == STRICT))
+    const RunPlan *planned = nullptr;
+};
+
+// What a solver works out once for a problem instead of on every call
+// (tables of lane masks and offsets, ...): made by Algorithm::plan_run when
+// the plan is made, kept by the plan, handed to run() in ConvArgs::planned.
+struct RunPlan {
+    virtual ~RunPlan() = default;
 };
 
 class Algorithm : public Solver {
@@ -56,6 +68,14 @@ public:
     // calls it only for problems with something to sum (cpu/engine.cpp
     // computes empty reductions itself).
     virtual void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const = 0;
+
+    // Once per plan: what run() may then find in ConvArgs::planned, or
+    // null. Never required: run() without it works the same out per call
+    // (for the calls that come without a plan). May throw bad_alloc.
+    virtual std::shared_ptr<const RunPlan> plan_run(const Problem &p) const {
+        (void)p;
+        return nullptr;
+    }
 
     // Whether it applies a transposed convolution's bias and ReLU to dx
     // itself (ConvArgs::relu), before dx is rounded to a 16-bit dtype once,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "cpu/algorithm.h"
 
@@ -19,6 +20,10 @@ size_t dw_avx512_workspace_bytes(const ConvGeometry &g, conv_op_t op, int thread
 // Runs a covered pass; `ws` holds dw_avx512_workspace_bytes(g, op, threads).
 void dw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
+// Once per plan, for a covered pass: what its kernel would otherwise work
+// out on every call (Algorithm::plan_run), or null.
+std::shared_ptr<const RunPlan> dw_avx512_plan(const ConvGeometry &g, conv_op_t op);
+
 // Channels-first, 2-D, a 3x3 window without dilation, equal strides of 1
 // or 2, channel multiplier 1, a non-empty input: the frame every
 // channels-first kernel below starts from (each then names its planes).
@@ -32,6 +37,9 @@ size_t dw_nchw_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads)
 // backward-filter: multi_flat, multi_filter).
 bool dw_nchw_multi_flat(const ConvGeometry &g, conv_op_t op);
 void dw_nchw_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+// The plane kernels' lane masks and offsets for a pass, made once per plan
+// (dw_nchw_run takes them from ConvArgs::planned, else makes them per call).
+std::shared_ptr<const RunPlan> dw_nchw_plan(const ConvGeometry &g, conv_op_t op);
 
 bool dw_nhwc_covers(const ConvGeometry &g, conv_op_t op);
 size_t dw_nhwc_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads);

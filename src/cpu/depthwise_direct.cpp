@@ -382,6 +382,10 @@ public:
             return dw_avx2_workspace_bytes(g, op, threads);
         return scratch_bytes(g, op, dtype_size(dtype), threads);
     }
+    std::shared_ptr<const RunPlan> plan_run(const Problem &p) const override {
+        if (p.dtype == CONV_DTYPE_FLOAT32 && dw_avx512_covers(p.g, p.op)) return dw_avx512_plan(p.g, p.op);
+        return nullptr;
+    }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
         if (args.dtype == CONV_DTYPE_FLOAT32 && dw_avx512_covers(*args.g, args.op))
             dw_avx512_run(args, ws, pool, threads);
@@ -445,6 +449,11 @@ void dw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         dw_nhwc_run(args, ws, pool, threads);
     else
         first_kernel(*args.g, args.op).run(args, ws, pool, threads);
+}
+
+std::shared_ptr<const RunPlan> dw_avx512_plan(const ConvGeometry &g, conv_op_t op) {
+    if (g.layout == CONV_LAYOUT_CHANNELS_FIRST && first_kernel(g, op).run == dw_nchw_run) return dw_nchw_plan(g, op);
+    return nullptr;
 }
 
 const Algorithm &depthwise_direct_algorithm() {

@@ -99,7 +99,8 @@ size_t workspace_bound(const Problem &p, size_t least) {
 class CpuPlan final : public EnginePlan {
 public:
     CpuPlan(const Algorithm &a, const Problem &p)
-        : algo_(a), p_(p), ws_(empty_reduction(p.g) ? 0 : a.workspace_bytes(p)) {}
+        : algo_(a), p_(p), ws_(empty_reduction(p.g) ? 0 : a.workspace_bytes(p)),
+          planned_(empty_reduction(p.g) ? nullptr : a.plan_run(p)) {}
 
     const Solver &solver() const override { return algo_; }
     size_t workspace_bytes() const override { return ws_; }
@@ -123,7 +124,7 @@ public:
             run_empty(o, solver_bias, pool);
         else
             algo_.run({p_.op, &g, p_.dtype, o.x, o.w, o.y, fused ? o.bias : solver_bias,
-                       o.prepared, p_.math == CONV_MATH_STRICT, fused && p_.relu, p_.math},
+                       o.prepared, p_.math == CONV_MATH_STRICT, fused && p_.relu, p_.math, planned_.get()},
                       env.scratch, pool, threads);
         if (!g.transposed || fused) return;
         ChannelShape out{g.layout, g.n, g.c, g.in_size()};
@@ -156,6 +157,7 @@ private:
     const Algorithm &algo_;
     const Problem p_;
     const size_t ws_;
+    const std::shared_ptr<const RunPlan> planned_;  // the solver's plan_run()
 };
 
 class CpuEngine final : public Engine {
