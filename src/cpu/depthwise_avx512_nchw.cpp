@@ -1050,9 +1050,10 @@ CONV_TARGET_AVX512 void multi_flat(const Taps &taps, const float *w, const float
 // q (the forward's tap vectors). G channels' 9 x G sums a vector each, in
 // registers over `images` images (image i's taps taps_of(i), its dy planes
 // dy_image apart), from zero where `fresh`, else from `sums`, and left in
-// `sums`; per output vector G dy loads and 9 tap loads for 9 x G FMAs. MNIST's 1->32 28x28 at batch 32 went to
-// direct_avx512's tiles (0.65 of oneDNN): 2 filter blocks of 16 over one
-// source channel, its vectors 26 of 32 lanes full.
+// `sums`; per output vector G dy loads and 9 tap loads for 9 x G FMAs.
+// MNIST's 1->32 28x28 at batch 32 went to direct_avx512's tiles (0.65 of
+// oneDNN): 2 filter blocks of 16 over one source channel, its vectors 26 of
+// 32 lanes full.
 constexpr int kFilterMulti = 3;  // channels an item sums: 27 sums, 3 dy and a tap in registers
 
 template <int G, class TapsOf>
@@ -1530,19 +1531,20 @@ CONV_TARGET_AVX512 void multi_filter_pairs(const PlaneShape &p, const MultiFlat 
                                                             sums[b - b0]);
                 });
             }
-        }
-        for (int64_t n = 0; n < g.n && multi.taps == MultiFlat::kCopies; ++n) {
-            int64_t copied = -1;  // the source channel in `copy`
-            for (int64_t b = b0; b < b1; ++b) {
-                const int64_t c = b / blocks;
-                const auto [k0, count] = channels_of(b);
-                if (copied != c) multi_copies(p, x + (n * C + c) * in_plane, copy);
-                copied = c;
-                const float *d = dy + (n * K + k0) * out_plane;
-                with_rows<kFilterMulti>(count, [&](auto channels) CONV_TARGET_AVX512 {
-                    multi_filter<decltype(channels)::value>([&](int64_t) { return rows; }, 1, d, 0, out_plane, n == 0,
-                                                            sums[b - b0]);
-                });
+        } else {
+            for (int64_t n = 0; n < g.n; ++n) {
+                int64_t copied = -1;  // the source channel in `copy`
+                for (int64_t b = b0; b < b1; ++b) {
+                    const int64_t c = b / blocks;
+                    const auto [k0, count] = channels_of(b);
+                    if (copied != c) multi_copies(p, x + (n * C + c) * in_plane, copy);
+                    copied = c;
+                    const float *d = dy + (n * K + k0) * out_plane;
+                    with_rows<kFilterMulti>(count, [&](auto channels) CONV_TARGET_AVX512 {
+                        multi_filter<decltype(channels)::value>([&](int64_t) { return rows; }, 1, d, 0, out_plane,
+                                                                n == 0, sums[b - b0]);
+                    });
+                }
             }
         }
         for (int64_t b = b0; b < b1; ++b) {
