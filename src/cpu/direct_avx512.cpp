@@ -2905,6 +2905,10 @@ public:
         return (size_t)checked_add(checked_add((int64_t)s.packed_at, weights_bytes(g, op, es, threads), "workspace"),
                                    source_copies_bytes(s, threads), "workspace");
     }
+    std::shared_ptr<const RunPlan> plan_run(const Problem &p) const override {
+        if (p.op == CONV_OP_BACKWARD_FILTER) return direct_filter_plan(p.g, p.dtype, p.threads);
+        return nullptr;
+    }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
         if (args.op == CONV_OP_BACKWARD_FILTER)
             direct_filter_run(args, ws, pool, threads);

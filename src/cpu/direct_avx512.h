@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "core/geometry.h"
 #include "core/thread_pool.h"
@@ -33,6 +34,10 @@ void direct_pad_source(const ConvGeometry &g, const double *x, double *out, Thre
 // Backward-filter with the filters in the vector (direct_avx512_filter.cpp).
 size_t direct_filter_workspace(const ConvGeometry &g, conv_dtype_t dtype, int threads);
 void direct_filter_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+// What backward-filter works out once per plan (column tables, generated
+// tiles), handed back to direct_filter_run in ConvArgs::planned; null for
+// float64.
+std::shared_ptr<const RunPlan> direct_filter_plan(const ConvGeometry &g, conv_dtype_t dtype, int threads);
 
 // Stride-1 forward and backward-data onto at most 8 destination channels,
 // positions in the vector (direct_narrow_avx512.cpp): where it applies (for

@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -73,8 +74,14 @@ constexpr int64_t kRowPartRows = 64;
 
 struct FilterShape {
     bool last;
-    bool tap_major;  // columns ordered (tap, channel), as a channels-last dw row; else (channel, tap)
+    // Columns in blocks of `cblock` source channels, a block's ordered (tap,
+    // channel): 1 is a channels-first dw row's own order (channel, tap), a
+    // group's channels a channels-last row's (tap, channel); channels-first
+    // blocks of a tile's columns (nc) give each tile one tap, and so one
+    // window of positions that read x rather than its padding (Window).
+    int64_t cblock;
     int64_t n, groups, csg, cdg, k, dout, ho, wo, positions, kz, kr, ks, dz, dh, dw, taps, ck, dvec;
+    int64_t stride_h, stride_w, pad_top, pad_left, in_h, in_w;  // rows and columns of a slice, for the windows
     DirectSource src;
     int nv, nc;             // the register tile: filter vectors x columns
     int64_t chunk_rows;     // output rows per chunk
@@ -89,12 +96,125 @@ struct FilterShape {
     bool chunk_ahead;       // chunked: the next chunk's dy asked for under the current one's lay-out
     bool dy_per_thread;     // each thread lays out the filter blocks' dy its items read, for itself
     int64_t chunk_vec;      // chunked: elements from one filter vector's chunk to the next's
-    // Workspace, bytes: each column's offset in its group's padded x (int64),
-    // the padded x and dy of a block of images (chunked: a chunk of dy a
-    // thread), the slots (a thread's, or with several blocks of images an
-    // item's: its sums carried between them).
+    // Workspace, bytes: the column tables (ColumnTables), the padded x and
+    // dy of a block of images (chunked: a chunk of dy a thread), the slots
+    // (a thread's, or with several blocks of images an item's: its sums
+    // carried between them).
     size_t source_at, dy_at, slots_at, total;
 };
+
+// Output rows [r0, r1) and columns [c0, c0 + len) of a slice: where a tap
+// reads x rather than its padding, or (a tile's) where any of its columns'
+// taps does. Empty: all zero.
+struct Window {
+    int64_t r0, r1, c0, len;
+};
+
+// Outputs o < out with 0 <= o * stride + at - pad < in: [lo, hi).
+std::pair<int64_t, int64_t> inside(int64_t out, int64_t in, int64_t stride, int64_t at, int64_t pad) {
+    const int64_t lo = std::min(out, pad - at <= 0 ? 0 : ceil_div(pad - at, stride));
+    const int64_t last = in - 1 + pad - at;  // o * stride <= last
+    return {lo, std::clamp<int64_t>(last < 0 ? 0 : last / stride + 1, lo, out)};
+}
+
+// The window of plane tap `tap` (tap % (kr * ks)).
+Window tap_window(const FilterShape &s, int64_t tap) {
+    const auto [r0, r1] = inside(s.ho, s.in_h, s.stride_h, tap / s.ks * s.dh, s.pad_top);
+    const auto [c0, c1] = inside(s.wo, s.in_w, s.stride_w, tap % s.ks * s.dw, s.pad_left);
+    return r1 > r0 && c1 > c0 ? Window{r0, r1, c0, c1 - c0} : Window{0, 0, 0, 0};
+}
+
+// Whether some tap reads x's padding somewhere: the first or last of a row or column.
+bool windows_matter(const FilterShape &s) {
+    for (int64_t tap : {int64_t(0), s.kr * s.ks - 1}) {
+        const Window w = tap_window(s, tap);
+        if (w.r0 != 0 || w.r1 != s.ho || w.c0 != 0 || w.len != s.wo) return true;
+    }
+    return false;
+}
+
+// Column j's tap (divisions: for the few 3-D tiles that need it).
+int64_t column_tap(const FilterShape &s, int64_t j) {
+    const int64_t first = j / (s.cblock * s.taps) * s.cblock, width = std::min(s.cblock, s.csg - first);
+    return (j - first * s.taps) / width;
+}
+
+// What a call works out about its columns, at the workspace's start.
+struct ColumnTables {
+    int64_t *offset;  // per column: its first source element's offset in its group's padded x
+    int64_t *column;  // per position of a dw row (the layout's order): its column
+    int64_t *tap_at;  // per tap: its offset in a padded plane
+    Window *tap;      // per plane tap: its window
+    Window *tile;     // per tile of columns: its window (its columns' windows' span)
+};
+
+int64_t column_tables_bytes(const FilterShape &s) {
+    const int64_t words = checked_add(checked_mul(s.ck, 2, "workspace"), s.taps, "workspace");
+    const int64_t windows = checked_add(s.tiles, s.kr * s.ks, "workspace");
+    return checked_add(checked_mul(words, 8, "workspace"),
+                       checked_mul(windows, (int64_t)sizeof(Window), "workspace"), "workspace");
+}
+
+ColumnTables column_tables(const FilterShape &s, char *base) {
+    ColumnTables t;
+    t.offset = reinterpret_cast<int64_t *>(base);
+    t.column = t.offset + s.ck;
+    t.tap_at = t.column + s.ck;
+    t.tap = reinterpret_cast<Window *>(t.tap_at + s.taps);
+    t.tile = t.tap + s.kr * s.ks;
+    return t;
+}
+
+// The positions of dw's rows an item's columns [j0, j1) fall in: `count`
+// runs of `len`, `step` apart from `first` (with other items' columns
+// between, in blocks of several channels).
+struct Runs {
+    int64_t first, len, count, step;
+};
+Runs item_runs(const FilterShape &s, int64_t j0, int64_t j1) {
+    if (s.cblock == 1 && s.last) {  // (channel, tap): each tap's run of the item's channels
+        const int64_t c0 = j0 / s.taps, c1 = (j1 - 1) / s.taps + 1;
+        return {c0, c1 - c0, s.taps, s.csg};
+    }
+    if (s.cblock == 1 || s.last) return {j0, j1 - j0, 1, 0};  // positions in the columns' order
+    const int64_t block = s.cblock * s.taps;  // channels-first blocks: their channels' positions
+    const int64_t c0 = j0 / block * s.cblock, c1 = std::min(s.csg, ((j1 - 1) / block + 1) * s.cblock);
+    return {c0 * s.taps, (c1 - c0) * s.taps, 1, 0};
+}
+
+// Fills the tables: the columns in order (block, tap, channel), each tile's
+// window widened by its columns' (no division a column: on ResNet-20's
+// 64->64 8x8 they were a tenth of the pass).
+void fill_column_tables(const FilterShape &s, const ColumnTables &t) {
+    const int64_t plane_taps = s.kr * s.ks;
+    for (int64_t tap = 0; tap < s.taps; ++tap) {
+        const int64_t plane_tap = tap % plane_taps;
+        t.tap_at[tap] =
+            tap / plane_taps * s.dz * s.src.slice + s.src.tap_offset(plane_tap / s.ks * s.dh, plane_tap % s.ks * s.dw);
+    }
+    for (int64_t tap = 0; tap < plane_taps; ++tap) t.tap[tap] = tap_window(s, tap);
+    // The tile's span so far: rows [r0, r1), columns [c0, c1).
+    int64_t r0 = s.ho, r1 = 0, c0 = s.wo, c1 = 0, j = 0, tile = 0, in_tile = 0;
+    for (int64_t first = 0; first < s.csg; first += s.cblock) {
+        const int64_t width = std::min(s.cblock, s.csg - first);
+        for (int64_t tap = 0; tap < s.taps; ++tap) {
+            const Window w = t.tap[tap % plane_taps];
+            const int64_t at = t.tap_at[tap];
+            for (int64_t c = first; c < first + width; ++c, ++j) {
+                t.offset[j] = c * s.src.plane + at;
+                t.column[s.last ? tap * s.csg + c : c * s.taps + tap] = j;
+                if (w.r1 > w.r0) {
+                    r0 = std::min(r0, w.r0), r1 = std::max(r1, w.r1);
+                    c0 = std::min(c0, w.c0), c1 = std::max(c1, w.c0 + w.len);
+                }
+                if (++in_tile == s.nc || j + 1 == s.ck) {
+                    t.tile[tile++] = r1 > r0 ? Window{r0, r1, c0, c1 - c0} : Window{0, 0, 0, 0};
+                    r0 = s.ho, r1 = 0, c0 = s.wo, c1 = 0, in_tile = 0;
+                }
+            }
+        }
+    }
+}
 
 // Columns per tile for nv filter vectors: nv * nc accumulators (24, or 16
 // for one vector: at most a transpose's 16 columns).
@@ -131,6 +251,8 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     s.dout = g.out[0], s.ho = g.out[1], s.wo = g.out[2], s.positions = s.dout * s.ho * s.wo;
     s.kz = g.kernel[0], s.kr = g.kernel[1], s.ks = g.kernel[2];
     s.dz = g.dilation[0], s.dh = g.dilation[1], s.dw = g.dilation[2];
+    s.stride_h = g.stride[1], s.stride_w = g.stride[2], s.pad_top = g.pad_begin[1], s.pad_left = g.pad_begin[2];
+    s.in_h = g.in[1], s.in_w = g.in[2];
     s.taps = s.kz * s.kr * s.ks;
     s.ck = s.csg * s.taps;
     s.dvec = ceil_div(s.cdg, kLanes);
@@ -172,11 +294,25 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     // dw rows are (tap, channel), so there an item takes whole channels,
     // 16 or a multiple (each tap's run of them whole lines of dw), where
     // such a count of columns is a whole number of tiles.
-    s.tap_major = false;
+    s.cblock = 1;
     if (s.last && s.item_tiles < s.tiles) {
         const int64_t unit = std::lcm<int64_t>(s.nc, kLanes * s.taps) / s.nc;  // tiles
-        s.tap_major = unit > kMaxTilesPerItem || unit > s.tiles;
-        if (!s.tap_major) s.item_tiles = std::max(unit, s.item_tiles / unit * unit);
+        if (unit > kMaxTilesPerItem || unit > s.tiles)
+            s.cblock = std::max<int64_t>(s.csg, 1);  // (tap, channel)
+        else
+            s.item_tiles = std::max(unit, s.item_tiles / unit * unit);
+    }
+    // Channels-first, where taps read the padding (any padding, or a last
+    // row or column short of the source's end), a tile's columns are one
+    // tap of nc channels, so that it sums only the positions of its window:
+    // on 8x8 planes at 3x3 a sixth of the products are with the padding's
+    // zeros, on 14x14 a ninth. A block of nc channels' columns still reads
+    // those channels' rows for all its taps, as (channel, tap) did.
+    if (!s.last && s.taps > 1 && s.csg > 1 && windows_matter(s)) {
+        s.cblock = s.nc;
+        // Items of whole blocks (taps tiles each), so that each stores whole runs of dw's rows.
+        if (s.item_tiles < s.tiles && s.taps <= kMaxTilesPerItem)
+            s.item_tiles = std::max(s.taps, s.item_tiles / s.taps * s.taps);
     }
     s.items = s.row_parts * blocks * ceil_div(s.tiles, s.item_tiles);
     s.slot = s.item_tiles * s.nv * s.nc * kLanes;
@@ -244,7 +380,7 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
                       dy_block_bytes <= kDyCopyBytes;
     const int64_t source = checked_mul(checked_mul(s.block_images, x_image, "workspace"),
                                        (int64_t)es, "workspace");
-    s.source_at = (size_t)round_up(checked_mul(s.ck, 8, "workspace"), 64);
+    s.source_at = (size_t)round_up(column_tables_bytes(s), 64);
     s.dy_at = (size_t)round_up(checked_add((int64_t)s.source_at, source, "workspace"), 64);
     const int64_t dy_block = checked_mul(s.block_images, dy_image, "workspace");
     const int64_t dy = s.dy_in_place ? 0
@@ -353,7 +489,8 @@ struct Tile {
     int64_t dy_vec;        // elements from one filter vector's dy to the next's
     int64_t dy_pos = kLanes;  // elements from one position's dy to the next's
     const void *x[kMaxColumns];  // each column's source element at the chunk's first row
-    int64_t rows, wo, rstep;
+    int64_t rows, wo, rstep;  // wo: positions from one row's dy to the next's
+    int64_t len;           // positions summed a row, from the first (the tile's window: <= wo)
     void *sums;            // [column][nv][16]
     Mode mode;
 };
@@ -369,7 +506,7 @@ void tile_portable(const Tile &t, int nv, int nc) {
                 T acc = T(0);
                 if (t.mode == Mode::running) acc = sums[(j * nv + v) * kLanes + l];
                 for (int64_t r = 0; r < t.rows; ++r)
-                    for (int64_t ow = 0; ow < t.wo; ++ow)
+                    for (int64_t ow = 0; ow < t.len; ++ow)
                         acc += dy[(r * t.wo + ow) * t.dy_pos] * x[r * t.rstep + ow];
                 T &out = sums[(j * nv + v) * kLanes + l];
                 out = t.mode == Mode::partial ? out + acc : acc;
@@ -393,7 +530,7 @@ CONV_TARGET_AVX512 void tile_avx512(const Tile &t) {
 #pragma GCC unroll 16
     for (int j = 0; j < NC; ++j) off[j] = static_cast<const float *>(t.x[j]) - x0;
     for (int64_t r = 0; r < t.rows; ++r, dy += t.wo * t.dy_pos, x0 += t.rstep)
-        for (int64_t ow = 0; ow < t.wo; ++ow) {
+        for (int64_t ow = 0; ow < t.len; ++ow) {
             __m512 d[NV];
 #pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) d[v] = _mm512_loadu_ps(dy + v * t.dy_vec + ow * t.dy_pos);
@@ -436,17 +573,19 @@ TileFn tile_for(int nv, int nc, std::integer_sequence<int, NC...>) {
 }
 TileFn tile_for(int nv, int nc) { return tile_for(nv, nc, std::make_integer_sequence<int, 14>()); }
 
-// The item's sums ([column][nv][16], its tiles one after another) for
-// columns [c0, c0 + cols), cols <= 16, into dw's rows (`ld` apart): per
-// filter vector one 16 x 16 transpose and a 16-column store per filter.
-CONV_TARGET_AVX512 void store_avx512(const float *sums, int nv, int64_t c0, int64_t step, int cols,
-                                     int64_t filters, float *out, int64_t ld) {
-    const __mmask16 keep = first_lanes(cols);
+// The item's sums ([column][nv][16], its tiles one after another) into 16
+// positions of dw's rows (`ld` apart), position j from column cols[j]
+// (none where negative): per filter vector one 16 x 16 transpose and a
+// masked store per filter.
+CONV_TARGET_AVX512 void store_avx512(const float *sums, int nv, const int64_t *cols, int64_t filters, float *out,
+                                     int64_t ld) {
+    __mmask16 keep = 0;
+    for (int j = 0; j < 16; ++j) keep |= __mmask16((cols[j] >= 0) << j);
     for (int v = 0; v < nv; ++v) {
         __m512 r[16];
 #pragma GCC unroll 16
         for (int j = 0; j < 16; ++j)
-            r[j] = j < cols ? _mm512_load_ps(sums + ((c0 + j * step) * nv + v) * kLanes) : _mm512_setzero_ps();
+            r[j] = cols[j] >= 0 ? _mm512_load_ps(sums + (cols[j] * nv + v) * kLanes) : _mm512_setzero_ps();
         transpose16(r);
         const int64_t rows = std::min<int64_t>(kLanes, filters - v * kLanes);
 #pragma GCC unroll 16
@@ -468,9 +607,9 @@ CONV_TARGET_AVX2 void tile_avx2(const Tile &t) {
     int64_t off[NC];  // each column's source relative to the first's
 #pragma GCC unroll 16
     for (int j = 0; j < NC; ++j) off[j] = static_cast<const float *>(t.x[j]) - x0;
-    const int64_t rows = t.rows, wo = t.wo, rstep = t.rstep;
+    const int64_t rows = t.rows, wo = t.wo, len = t.len, rstep = t.rstep;
     for (int64_t r = 0; r < rows; ++r, dy += wo * kLanes, x0 += rstep)
-        for (int64_t ow = 0; ow < wo; ++ow) {
+        for (int64_t ow = 0; ow < len; ++ow) {
             const __m256 d0 = _mm256_load_ps(dy + ow * kLanes), d1 = _mm256_load_ps(dy + ow * kLanes + 8);
 #pragma GCC unroll 16
             for (int j = 0; j < NC; ++j) {
@@ -498,18 +637,18 @@ void run_tile(const Tile &t, int nv, int nc) {
     tile_portable<T>(t, nv, nc);
 }
 
-// Columns c0, c0 + step, ... (cols of them) of an item's sums into each
+// Columns cols[0..15] of an item's sums (none where negative) into each
 // filter's row of dw (`ld` apart), one after the other from `out`.
 template <class T>
-void store(const T *sums, int nv, int64_t c0, int64_t step, int cols, int64_t filters, T *out, int64_t ld) {
+void store(const T *sums, int nv, const int64_t *cols, int64_t filters, T *out, int64_t ld) {
 #if CONV_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>)
-        if (cpu_isa() == Isa::avx512) return store_avx512(sums, nv, c0, step, cols, filters, out, ld);
+        if (cpu_isa() == Isa::avx512) return store_avx512(sums, nv, cols, filters, out, ld);
 #endif
     for (int v = 0; v < nv; ++v)
         for (int64_t l = 0; l < std::min<int64_t>(kLanes, filters - v * kLanes); ++l)
-            for (int64_t j = 0; j < cols; ++j)
-                out[(v * kLanes + l) * ld + j] = sums[((c0 + j * step) * nv + v) * kLanes + l];
+            for (int64_t j = 0; j < kLanes; ++j)
+                if (cols[j] >= 0) out[(v * kLanes + l) * ld + j] = sums[(cols[j] * nv + v) * kLanes + l];
 }
 
 // The generated tiles of one call (cpu/jit/filter_tile.h), for the
@@ -533,11 +672,10 @@ class GeneratedFilterTiles {
 public:
     static constexpr size_t kMaxPatterns = 64;
 
-    GeneratedFilterTiles(const FilterShape &s, const int64_t *columns, int64_t item_cols,
-                         int64_t cblocks) {
+    GeneratedFilterTiles(const FilterShape &s, const ColumnTables &tables, int64_t item_cols, int64_t cblocks) {
         if (!jit::filter_tiles_generated() || s.ck <= 0) return;
         try {
-            look_up(s, columns, item_cols, cblocks);
+            look_up(s, tables, item_cols, cblocks);
         } catch (...) {
             fn_.clear();
             held_.clear();
@@ -546,9 +684,10 @@ public:
     jit::FilterTileFn get(int64_t tile) const { return fn_.empty() ? nullptr : fn_[tile]; }
 
 private:
-    void look_up(const FilterShape &s, const int64_t *columns, int64_t item_cols, int64_t cblocks) {
+    void look_up(const FilterShape &s, const ColumnTables &tables, int64_t item_cols, int64_t cblocks) {
+        const int64_t *columns = tables.offset;
         fn_.assign((size_t)(cblocks * s.item_tiles), nullptr);
-        std::map<std::vector<int64_t>, jit::FilterTileFn> made;
+        std::map<std::pair<std::vector<int64_t>, int64_t>, jit::FilterTileFn> made;  // by offsets and window length
         jit::FilterTileSpec spec;
         spec.nv = s.nv, spec.nc = s.nc, spec.wo = s.wo;
         spec.dy_vec = s.dy_in_place ? kLanes : s.chunked ? s.chunk_vec : s.positions * kLanes;
@@ -560,7 +699,9 @@ private:
                 const int64_t first = j0 + ti * s.nc;
                 for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
                     spec.offsets[j] = columns[std::min(first + j, j1 - 1)] - columns[first];
-                auto found = made.find(spec.offsets);
+                spec.len = tables.tile[cb * s.item_tiles + ti].len;
+                if (spec.len == 0) continue;  // only products with the padding: not run
+                auto found = made.find({spec.offsets, spec.len});
                 if (found == made.end()) {
                     if (made.size() >= kMaxPatterns) continue;
                     jit::FilterTileFn fn = nullptr;
@@ -568,7 +709,7 @@ private:
                         held_.push_back(k);
                         fn = k->fn();
                     }
-                    found = made.emplace(spec.offsets, fn).first;
+                    found = made.emplace(std::make_pair(spec.offsets, spec.len), fn).first;
                 }
                 fn_[cb * s.item_tiles + ti] = found->second;
             }
@@ -592,47 +733,59 @@ uint64_t depth_taps_inside(const ConvGeometry &g, int64_t oz, int64_t kz) {
     return inside;
 }
 
+// What a plan keeps for its float32 calls (Algorithm::plan_run), made for
+// its thread count: the split and shape, the column tables and the
+// generated tiles. Made per call they were ~10% of ResNet-20's 64->64 8x8
+// pass at batch 1 (1 thread).
+struct FilterPlan final : RunPlan {
+    int threads = 0;
+    Split split;
+    std::vector<int64_t> storage;  // the column tables'
+    ColumnTables tables{};
+    std::optional<GeneratedFilterTiles> generated;
+};
+
 template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
-    const Split split = make_split(g, sizeof(T), threads);
+    const FilterPlan *plan = std::is_same_v<T, float> ? dynamic_cast<const FilterPlan *>(args.planned) : nullptr;
+    if (plan && plan->threads != threads) plan = nullptr;
+    std::optional<Split> own_split;  // without a plan, this call's
+    const Split &split = plan ? plan->split : own_split.emplace(make_split(g, sizeof(T), threads));
     const FilterShape &s = split.s;
     char *base = static_cast<char *>(ws);
-    // Each column's offset in its group's padded x: channel c, tap (z, r, q),
-    // in dw's order of a row. A tap's offset is worked out once and each
-    // channel's lies a plane on (per column, the divisions were a tenth of
-    // ResNet-20's 64->64 8x8 pass).
-    int64_t *columns = reinterpret_cast<int64_t *>(base);
-    const int64_t channel_step = s.tap_major ? 1 : s.taps, tap_step = s.tap_major ? s.csg : 1;
-    for (int64_t tap = 0; tap < s.taps && s.csg > 0; ++tap) {
-        const int64_t plane_tap = tap % (s.kr * s.ks);
-        const int64_t at = tap / (s.kr * s.ks) * s.dz * s.src.slice +
-                           s.src.tap_offset(plane_tap / s.ks * s.dh, plane_tap % s.ks * s.dw);
-        for (int64_t c = 0; c < s.csg; ++c) columns[c * channel_step + tap * tap_step] = c * s.src.plane + at;
-    }
+    ColumnTables own_tables{};
+    if (!plan) own_tables = column_tables(s, base), fill_column_tables(s, own_tables);
+    const ColumnTables &tables = plan ? plan->tables : own_tables;
+    const int64_t *columns = tables.offset;
     const T *x = static_cast<const T *>(args.x), *dy = static_cast<const T *>(args.y);
     const int64_t vec_len = s.positions * kLanes, x_image = g.c * s.src.plane;
     T *dw = static_cast<T *>(args.w);
     const int64_t kblocks = s.kblocks, item_cols = s.nc * s.item_tiles;
     const int64_t cblocks = ceil_div(s.tiles, s.item_tiles);
-    const GeneratedFilterTiles generated = std::is_same_v<T, float>
-                                               ? GeneratedFilterTiles(s, columns, item_cols, cblocks)
-                                               : GeneratedFilterTiles(s, columns, 0, 0);
-    // The item (kb, gi, cb)'s sums into dw's rows, 16 columns at a time.
-    // Channels-last with columns (channel, tap): each tap's run of the
-    // item's channels.
+    std::optional<GeneratedFilterTiles> own_generated;
+    const GeneratedFilterTiles &generated =
+        plan ? *plan->generated
+             : own_generated.emplace(s, tables, item_cols, std::is_same_v<T, float> ? cblocks : 0);
+    // The item (kb, gi, cb)'s sums into dw's rows, 16 positions of a run at
+    // a time, each lane from its column's sums where that is the item's.
     auto store_item = [&](int64_t kb, int64_t gi, int64_t cb, const T *sums, T *out) {
         const int nv = (int)std::min<int64_t>(s.nv, s.dvec - kb * s.nv);
         const int64_t j0 = cb * item_cols, j1 = std::min(s.ck, j0 + item_cols);
         T *rows = out + (gi * s.cdg + kb * s.nv * kLanes) * s.ck;
-        const bool by_tap = s.last && !s.tap_major;
-        const int64_t runs = by_tap ? s.taps : 1, run = by_tap ? (j1 - j0) / s.taps : j1 - j0;
-        const int64_t run_at = by_tap ? j0 / s.taps : j0, run_step = by_tap ? s.csg : 0;
+        const Runs runs = item_runs(s, j0, j1);
         const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
-        for (int64_t r = 0; r < runs; ++r)
-            for (int64_t c0 = 0; c0 < run; c0 += kLanes)
-                store(sums, nv, by_tap ? c0 * s.taps + r : c0, by_tap ? s.taps : 1,
-                      (int)std::min<int64_t>(kLanes, run - c0), filters, rows + run_at + r * run_step + c0, s.ck);
+        int64_t lanes[kLanes];
+        for (int64_t r = 0; r < runs.count; ++r) {
+            const int64_t begin = runs.first + r * runs.step, end = begin + runs.len;
+            for (int64_t p = begin; p < end; p += kLanes) {
+                for (int l = 0; l < kLanes; ++l) {
+                    const int64_t j = p + l < end ? tables.column[p + l] : -1;
+                    lanes[l] = j >= j0 && j < j1 ? j - j0 : -1;
+                }
+                store(sums, nv, lanes, filters, rows + p, s.ck);
+            }
+        }
     };
     // Images [n_first, n_first + count) into `out` (dw, or a part's copy),
     // with the buffers at `region`.
@@ -682,16 +835,15 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     // Channels-last with columns (channel, tap): each tap's run
                     // of the item's channels.
                     T *rows = out + (gi * s.cdg + kb * s.nv * kLanes) * s.ck;
-                    const bool by_tap = s.last && !s.tap_major;
-                    const int64_t runs = by_tap ? s.taps : 1, run = by_tap ? (j1 - j0) / s.taps : j1 - j0;
-                    const int64_t run_at = by_tap ? j0 / s.taps : j0, run_step = by_tap ? s.csg : 0;
+                    const Runs runs = item_runs(s, j0, j1);
                     const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
                     if (last_block && s.row_parts == 1)
                         for (int64_t f = 0; f < filters; ++f)
-                            for (int64_t r = 0; r < runs; ++r)
-                                for (int64_t b = 0; b < run * (int64_t)sizeof(T); b += 64)
+                            for (int64_t r = 0; r < runs.count; ++r)
+                                for (int64_t b = 0; b < runs.len * (int64_t)sizeof(T); b += 64)
                                     __builtin_prefetch(
-                                        reinterpret_cast<char *>(rows + f * s.ck + run_at + r * run_step) + b, 1, 2);
+                                        reinterpret_cast<char *>(rows + f * s.ck + runs.first + r * runs.step) + b, 1,
+                                        2);
                     // The depth taps (bits) each of the item's tiles reads.
                     uint64_t tile_depths[kMaxTilesPerItem];
                     const bool skips = s.kz > 1 && s.kz <= 64;
@@ -699,7 +851,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                         tile_depths[ti] = 0;
                         for (int j = 0; j < s.nc; ++j) {
                             const int64_t col = std::min(j0 + ti * s.nc + j, j1 - 1);
-                            const int64_t tap = s.tap_major ? col / s.csg : col % s.taps;
+                            const int64_t tap = column_tap(s, col);
                             tile_depths[ti] |= uint64_t(1) << (tap / (s.kr * s.ks));
                         }
                     }
@@ -711,6 +863,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                             for (int64_t r0 = row0; r0 < row1; r0 += s.chunk_rows) {
                                 Tile t;
                                 t.rows = std::min(s.chunk_rows, row1 - r0), t.wo = s.wo, t.rstep = s.src.rstep;
+                                const int64_t r1 = r0 + t.rows;
                                 if (s.dy_in_place) {
                                     t.dy = dy + ((n0 + n) * s.positions + (oz * s.ho + r0) * s.wo) * s.k +
                                            gi * s.cdg + kb * s.nv * kLanes;
@@ -730,17 +883,25 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                 t.mode = n0 + n == n_first && oz == 0 && r0 == row0 ? Mode::fresh
                                          : args.strict                     ? Mode::partial
                                                                            : Mode::running;
-                                const int64_t at = n * x_image + oz * s.src.sz * s.src.slice + r0 * s.src.rstep;
+                                const T *chunk_dy = static_cast<const T *>(t.dy);
                                 for (int64_t ti = 0; ti < tiles; ++ti) {
-                                    for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
-                                        t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
                                     T *tile_sums = sums + ti * nv * s.nc * kLanes;
                                     t.sums = tile_sums;
-                                    if (skips && !(tile_depths[ti] & inside)) {  // every tap in the depth padding
+                                    // The chunk's rows of the tile's window: products with x's
+                                    // padding left out (none where a tap's depth reads only it).
+                                    const Window &w = tables.tile[cb * s.item_tiles + ti];
+                                    const int64_t a = std::max(r0, w.r0), b = std::min(r1, w.r1);
+                                    if (b <= a || (skips && !(tile_depths[ti] & inside))) {
                                         if (t.mode == Mode::fresh)
                                             std::fill(tile_sums, tile_sums + nv * s.nc * kLanes, T(0));
                                         continue;
                                     }
+                                    t.rows = b - a, t.len = w.len;
+                                    t.dy = chunk_dy + ((a - r0) * s.wo + w.c0) * t.dy_pos;
+                                    const int64_t at =
+                                        n * x_image + oz * s.src.sz * s.src.slice + a * s.src.rstep + w.c0;
+                                    for (int j = 0; j < s.nc; ++j)  // a partial tile repeats its last column
+                                        t.x[j] = group_x + columns[std::min(j0 + ti * s.nc + j, j1 - 1)] + at;
                                     jit::FilterTileFn fn = nv == s.nv ? generated.get(cb * s.item_tiles + ti) : nullptr;
                                     if (fn)
                                         fn(reinterpret_cast<const float *>(t.dy),
@@ -792,6 +953,19 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
 }
 
 }  // namespace
+
+std::shared_ptr<const RunPlan> direct_filter_plan(const ConvGeometry &g, conv_dtype_t dtype, int threads) {
+    if (dtype != CONV_DTYPE_FLOAT32) return nullptr;
+    auto plan = std::make_shared<FilterPlan>();
+    plan->threads = threads;
+    plan->split = make_split(g, sizeof(float), threads);
+    const FilterShape &s = plan->split.s;
+    plan->storage.resize((size_t)ceil_div(column_tables_bytes(s), 8));
+    plan->tables = column_tables(s, reinterpret_cast<char *>(plan->storage.data()));
+    fill_column_tables(s, plan->tables);
+    plan->generated.emplace(s, plan->tables, s.nc * s.item_tiles, ceil_div(s.tiles, s.item_tiles));
+    return plan;
+}
 
 size_t direct_filter_workspace(const ConvGeometry &g, conv_dtype_t dtype, int threads) {
     return make_split(g, dtype_size(dtype), threads).total;

@@ -2,7 +2,8 @@
 // run() in ConvArgs::planned) must change nothing but the time: every CPU
 // solver, on depthwise and small dense problems whose kernels keep tables
 // in their plans (the channels-first plane kernels' lane masks: flat
-// planes, planes copied by rows, narrow rows, a channel multiplier), runs
+// planes, planes copied by rows, narrow rows, a channel multiplier;
+// direct_avx512's backward-filter column tables and generated tiles), runs
 // each pass with its plan's tables and without them (worked out per call,
 // as for calls that come without a plan), from NaN-filled outputs: the
 // same bits, every output written. Exits 77 (skipped) where no solver made
@@ -88,6 +89,9 @@ int main() {
         {2, 6, 6, 6, 9, 11, 2, 1},     // stride 2
         {2, 5, 10, 5, 6, 6, 1, 1},     // multiplier 2
         {2, 3, 8, 1, 6, 6, 1, 1},      // dense
+        {2, 16, 20, 1, 8, 8, 1, 1},    // dense, columns a tap of several channels (windows)
+        {1, 22, 32, 1, 11, 9, 2, 1},   // ... at stride 2
+        {2, 20, 12, 2, 7, 7, 1, 1},    // ... in groups
     };
     const Algorithm *algorithms[] = {
         &gemm_1x1_algorithm(),   &depthwise_direct_algorithm(), &winograd_4x4_3x3_algorithm(),

@@ -16,8 +16,13 @@ namespace conv::cpu::jit {
 
 bool filter_tiles_generated() { return enabled() && cpu_isa() == Isa::avx512; }
 
+namespace {
+int64_t row_len(const FilterTileSpec &s) { return s.len ? s.len : s.wo; }
+}  // namespace
+
 bool FilterTileSpec::operator==(const FilterTileSpec &o) const {
-    return nv == o.nv && nc == o.nc && dy_vec == o.dy_vec && dy_pos == o.dy_pos && wo == o.wo && offsets == o.offsets;
+    return nv == o.nv && nc == o.nc && dy_vec == o.dy_vec && dy_pos == o.dy_pos && wo == o.wo &&
+           row_len(*this) == row_len(o) && offsets == o.offsets;
 }
 
 #if CONV_HAVE_XBYAK
@@ -29,6 +34,7 @@ constexpr int64_t kUnrolledRow = 16;  // rows of up to this many positions run u
 bool fits(const FilterTileSpec &s) {
     if (s.nv < 1 || s.nv > 4 || s.nc < 1 || s.nc > 16 || (int)s.offsets.size() != s.nc) return false;
     if (s.nv * s.nc + s.nv + 1 > 32 || s.wo < 1) return false;  // accumulators, dy, broadcast
+    if (s.len < 0 || s.len > s.wo) return false;
     constexpr int64_t kLimit = (int64_t(1) << 31) / (int64_t)sizeof(float) - 64;
     auto small = [&](int64_t v) { return v >= -kLimit && v <= kLimit; };
     if (s.dy_pos < 1 || !small(s.dy_vec * 3) || !small(s.wo * s.dy_pos) || !small(s.wo * kLanes)) return false;
@@ -104,15 +110,16 @@ private:
         L(row);
         mov(pdy, dy);
         mov(px, x);
-        if (s.wo <= kUnrolledRow) {
+        const int64_t len = row_len(s);
+        if (len <= kUnrolledRow) {
             // Short rows unrolled: the loop's exit, mispredicted once a row,
             // cost ~8% of a row of 14 (a scratch loop of this tile: 209-217
             // GFLOP/s on rows of 14, 228-231 on rows of 56). In the passes, 1
             // thread, 3-5 alternated rounds: 14x14 1.02-1.04x, 7x7 and 8x8
             // 1.02-1.03x (batch 32), 28x28 (not unrolled) even.
-            for (int i = 0; i < s.wo; ++i) position_step(i);
+            for (int i = 0; i < len; ++i) position_step(i);
         } else {
-            mov(ow, s.wo);
+            mov(ow, len);
             align(16);
             L(position);
             position_step(0);
@@ -146,6 +153,7 @@ struct SpecHash {
         hash_mix(h, std::hash<int64_t>()(s.dy_vec));
         hash_mix(h, std::hash<int64_t>()(s.dy_pos));
         hash_mix(h, std::hash<int64_t>()(s.wo));
+        hash_mix(h, std::hash<int64_t>()(row_len(s)));
         for (int64_t o : s.offsets) hash_mix(h, std::hash<int64_t>()(o));
         return h;
     }

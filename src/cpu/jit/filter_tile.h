@@ -4,7 +4,7 @@
 // summed over a chunk's output positions.
 //
 //   for r < rows:                                  (loops; dy and x advance)
-//     for ow < wo:
+//     for ow < len:                                (len <= wo: a window of the row)
 //       d_v = dy[v * dy_vec + ow * dy_pos]         v < NV
 //       acc[v][j] += d_v * broadcast(x[off[j] + ow])   j < NC
 //
@@ -27,7 +27,8 @@ struct FilterTileSpec {
     int nv = 0, nc = 0;            // 1..4 filter vectors, 1..16 columns
     int64_t dy_vec = 0;            // elements from one filter vector's dy to the next's
     int64_t dy_pos = 16;           // elements from one position's dy to the next's (16: laid out, aligned)
-    int64_t wo = 0;                // positions a row
+    int64_t wo = 0;                // positions a row of dy (from one row's dy to the next's)
+    int64_t len = 0;               // positions summed a row, from the first (1..wo; 0: wo)
     std::vector<int64_t> offsets;  // per column, elements from the first column's source
     bool operator==(const FilterTileSpec &o) const;
 };
