@@ -1128,12 +1128,19 @@ struct StepLists {
     int64_t list(const Shape &s, int64_t p, int64_t oz) const { return of[p * s.zd + oz]; }
 };
 
-StepLists step_lists(const Shape &s, char *tables) {
+// The lists' tables at `tables`, as step_lists left them.
+StepLists step_lists_at(const Shape &s, char *tables) {
     const int64_t phases = s.fz * s.fh * s.fw, lists = phases * s.variants;
     StepLists l;
     l.count = reinterpret_cast<int64_t *>(tables);
     l.of = l.count + lists;
     l.mask = reinterpret_cast<uint32_t *>(l.of + phases * s.zd);
+    return l;
+}
+
+StepLists step_lists(const Shape &s, char *tables) {
+    const int64_t phases = s.fz * s.fh * s.fw, lists = phases * s.variants;
+    const StepLists l = step_lists_at(s, tables);
     std::fill(l.count, l.count + lists, int64_t(0));
     std::fill(l.mask, l.mask + lists, 0u);
     for (int64_t p = 0; p < phases; ++p) {
@@ -2081,10 +2088,43 @@ int64_t source_copies_bytes(const Shape &s, int threads) {
     return checked_add(64, checked_mul(threads, source_copy_bytes(s), "workspace"), "workspace");
 }
 
+// A call's steps and step lists (the workspace's first s.source_at bytes).
+void make_steps(const Shape &s, char *tables) {
+    const int64_t phases = s.fz * s.fh * s.fw, phase_len = s.cblock * s.taps;
+    Step *steps = reinterpret_cast<Step *>(tables + s.steps_at);
+    const StepLists lists = step_lists(s, tables + s.lists_at);
+    for (int64_t list = 0; list < phases * s.variants; ++list)
+        if (lists.mask[list]) phase_steps(s, list / s.variants, lists.mask[list], steps + list * phase_len);
+}
+
+// What a plan keeps for its float32 forward and backward-data calls
+// (Algorithm::plan_run): the shape and the steps, made per call with the
+// tile's cost model in make_shape (1-3% of a 64->64 8x8 forward). Only
+// steps up to kPlannedSteps: larger ones come with calls long enough not
+// to notice them, and a plan need not hold them before it runs.
+constexpr int64_t kPlannedSteps = 1 << 20;  // bytes
+struct DirectPlan final : RunPlan {
+    bool strict = false;
+    Shape s{};
+    std::vector<int64_t> tables;  // the steps and step lists, as at a call's workspace start
+};
+
+std::shared_ptr<const RunPlan> direct_plan(const ConvGeometry &g, conv_op_t op, bool strict) {
+    auto plan = std::make_shared<DirectPlan>();
+    plan->strict = strict;
+    plan->s = make_shape(g, op, sizeof(float), strict);
+    if ((int64_t)plan->s.source_at > kPlannedSteps) return nullptr;
+    plan->tables.resize((size_t)ceil_div((int64_t)plan->s.source_at, 8));
+    make_steps(plan->s, reinterpret_cast<char *>(plan->tables.data()));
+    return plan;
+}
+
 template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
-    const Shape s = make_shape(g, args.op, sizeof(T), args.strict);
+    const DirectPlan *plan = std::is_same_v<T, float> ? dynamic_cast<const DirectPlan *>(args.planned) : nullptr;
+    if (plan && plan->strict != args.strict) plan = nullptr;
+    const Shape s = plan ? plan->s : make_shape(g, args.op, sizeof(T), args.strict);
     char *base = static_cast<char *>(ws);
     const T *w_in = static_cast<const T *>(args.w);
     const T *packed = static_cast<const T *>(args.prepared);
@@ -2098,10 +2138,12 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     }
     T *slots = reinterpret_cast<T *>(base + s.packed_at);
     const int64_t phases = s.fz * s.fh * s.fw, phase_len = s.cblock * s.taps;
-    Step *steps = reinterpret_cast<Step *>(base + s.steps_at);
-    const StepLists lists = step_lists(s, base + s.lists_at);
-    for (int64_t list = 0; list < phases * s.variants; ++list)
-        if (lists.mask[list]) phase_steps(s, list / s.variants, lists.mask[list], steps + list * phase_len);
+    // The steps: the plan's, or made into the workspace.
+    // (read only: StepLists' pointers are the ones step_lists fills)
+    char *tables = plan ? reinterpret_cast<char *>(const_cast<int64_t *>(plan->tables.data())) : base;
+    if (!plan) make_steps(s, tables);
+    const Step *steps = reinterpret_cast<const Step *>(tables + s.steps_at);
+    const StepLists lists = step_lists_at(s, tables + s.lists_at);
     // The padded source: copied image by image into the thread's slot, right
     // before that image's items (so that it is read from L2, where copying
     // the whole batch first wrote it out to memory and read it back: 7-15% of
@@ -2907,7 +2949,8 @@ public:
     }
     std::shared_ptr<const RunPlan> plan_run(const Problem &p) const override {
         if (p.op == CONV_OP_BACKWARD_FILTER) return direct_filter_plan(p.g, p.dtype, p.threads);
-        return nullptr;
+        if (p.dtype != CONV_DTYPE_FLOAT32 || runs_own_kernel(p.g, p.op, p.dtype)) return nullptr;
+        return direct_plan(p.g, p.op, p.math == CONV_MATH_STRICT);
     }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
         if (args.op == CONV_OP_BACKWARD_FILTER)

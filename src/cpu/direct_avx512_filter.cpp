@@ -743,7 +743,9 @@ uint64_t depth_taps_inside(const ConvGeometry &g, int64_t oz, int64_t kz) {
 // What a plan keeps for its float32 calls (Algorithm::plan_run), made for
 // its thread count: the split and shape, the column tables and the
 // generated tiles. Made per call they were ~10% of ResNet-20's 64->64 8x8
-// pass at batch 1 (1 thread).
+// pass at batch 1 (1 thread). Tables up to kPlannedTables: larger ones
+// come with calls long enough not to notice them.
+constexpr int64_t kPlannedTables = 1 << 20;  // bytes
 struct FilterPlan final : RunPlan {
     int threads = 0;
     Split split;
@@ -967,6 +969,7 @@ std::shared_ptr<const RunPlan> direct_filter_plan(const ConvGeometry &g, conv_dt
     plan->threads = threads;
     plan->split = make_split(g, sizeof(float), threads);
     const FilterShape &s = plan->split.s;
+    if (column_tables_bytes(s) > kPlannedTables) return nullptr;
     plan->storage.resize((size_t)ceil_div(column_tables_bytes(s), 8));
     plan->tables = column_tables(s, reinterpret_cast<char *>(plan->storage.data()));
     fill_column_tables(s, plan->tables);

@@ -3,7 +3,8 @@
 // solver, on depthwise and small dense problems whose kernels keep tables
 // in their plans (the channels-first plane kernels' lane masks: flat
 // planes, planes copied by rows, narrow rows, a channel multiplier;
-// direct_avx512's backward-filter column tables and generated tiles), runs
+// direct_avx512's shape and steps, its backward-filter's column tables and
+// generated tiles), runs
 // each pass with its plan's tables and without them (worked out per call,
 // as for calls that come without a plan), from NaN-filled outputs: the
 // same bits, every output written. Exits 77 (skipped) where no solver made
@@ -72,6 +73,7 @@ void run(const Algorithm &a, const Problem &p, const RunPlan *planned, Buffers &
     std::unique_ptr<unsigned char[]> ws(new unsigned char[bytes]);
     void *aligned = ws.get() + (64 - reinterpret_cast<uintptr_t>(ws.get()) % 64) % 64;
     ConvArgs args{p.op, &p.g, p.dtype, b.x.data(), b.w.data(), b.y.data(), nullptr};
+    args.strict = p.math == CONV_MATH_STRICT, args.math = p.math;  // as the engine's plan passes them
     args.planned = planned;
     a.run(args, aligned, pool, p.threads);
 }
