@@ -143,8 +143,9 @@ static void test_layers(void **state)
 /* One pass of tp (direct_avx512 forced) on `threads` threads in `math`,
  * real data on an exact workspace against a guard page (after or before
  * it), checked against the reference. */
-static void check_exact(conv_context_t ctx, tu_problem *tp, conv_op_t op, int threads, conv_math_t math,
-                        int guard_before, tu_rng *r)
+/* ... with tu_run_checked's `flags` besides the exact workspace and its guard. */
+static void check_exact_with(conv_context_t ctx, tu_problem *tp, conv_op_t op, int threads, conv_math_t math,
+                             int guard_before, int flags, tu_rng *r)
 {
     tp->algo = direct();
     assert_true(tu_resolve(tp));
@@ -154,9 +155,15 @@ static void check_exact(conv_context_t ctx, tu_problem *tp, conv_op_t op, int th
     assert_ok(conv_context_set_threads(ctx, threads));
     assert_ok(conv_context_set_math(ctx, math));
     if (tu_run_checked(ctx, NULL, tp, op, r, 1,
-                       TU_RUN_EXACT_WORKSPACE | (guard_before ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER), what,
-                       failure, sizeof failure))
+                       flags | TU_RUN_EXACT_WORKSPACE | (guard_before ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER),
+                       what, failure, sizeof failure))
         fail_msg("%s", failure);
+}
+
+static void check_exact(conv_context_t ctx, tu_problem *tp, conv_op_t op, int threads, conv_math_t math,
+                        int guard_before, tu_rng *r)
+{
+    check_exact_with(ctx, tp, op, threads, math, guard_before, 0, r);
 }
 
 /* Backward-data with filters of 4 MB and more packed a block of dy's
@@ -364,6 +371,47 @@ static void test_filter_balanced_columns(void **state)
                 check_exact(ctx, &tp, CONV_OP_BACKWARD_FILTER, threads, i % 3 ? CONV_MATH_DEFAULT : CONV_MATH_STRICT,
                             last, &r);
         }
+    conv_context_destroy(ctx);
+}
+
+/* Backward-filter's windows: channels-first columns in blocks of a tile's
+ * channels, the taps outside, so that each tile sums only the positions
+ * where its tap reads x -- items of whole blocks (64->64 8x8), blocks
+ * shared by items on one thread (16->16 32x32; at 2 threads the (channel,
+ * tap) order), padding past the kernel (taps that read only padding),
+ * asymmetric padding, dilation, stride 2; and x padded a block of images
+ * at a time by the plan's shape, a part's last block of fewer images
+ * (96->32 8x8 over 9 images). The tensors and exact workspaces against
+ * guard pages, 1 and 2 threads, both math modes. */
+static void test_filter_windows(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    const struct {
+        int64_t n, c, k, hw, kernel, stride, dilation, pad_begin, pad_end;
+    } cases[] = {
+        {1, 64, 64, 8, 3, 1, 1, 1, 1},  {2, 16, 16, 32, 3, 1, 1, 1, 1}, {9, 96, 32, 8, 3, 1, 1, 1, 1},
+        {1, 24, 32, 6, 3, 1, 1, 4, 4},  {2, 20, 40, 9, 5, 1, 1, 3, 0},  {1, 32, 16, 12, 3, 2, 1, 1, 2},
+        {1, 18, 48, 11, 3, 1, 2, 2, 1},
+    };
+    tu_rng r;
+    tu_seed(&r, 0xd1eca1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].hw, cases[i].hw + 1}, kernel[2] = {cases[i].kernel, cases[i].kernel};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = cases[i].stride;
+            tp.p.dilation[a] = cases[i].dilation;
+            tp.desc_pad_begin[a] = cases[i].pad_begin;
+            tp.desc_pad_end[a] = cases[i].pad_end;
+        }
+        tp.bias = i % 2;
+        for (int threads = 1; threads <= 2; threads++)
+            check_exact_with(ctx, &tp, CONV_OP_BACKWARD_FILTER, threads,
+                             (i + threads) % 2 ? CONV_MATH_DEFAULT : CONV_MATH_STRICT, threads == 2, TU_RUN_WRAP, &r);
+    }
     conv_context_destroy(ctx);
 }
 
@@ -754,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_few_sources_stride2),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns), cmocka_unit_test(test_filter_balanced_columns),
+        cmocka_unit_test(test_filter_windows),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
         cmocka_unit_test(test_thread_copies), cmocka_unit_test(test_filter_image_parts),
     };

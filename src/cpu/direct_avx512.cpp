@@ -2992,13 +2992,20 @@ DirectSource direct_source(const ConvGeometry &g) {
     return {s.plane, s.rstep, s.wq, s.sw, s.slice, s.sz};
 }
 
-void direct_pad_source(const ConvGeometry &g, const float *x, float *out, ThreadPool &pool,
-                       int threads) {
-    pad_source(make_shape(g, CONV_OP_FORWARD, sizeof(float), false), x, out, pool, threads);
+void direct_pad_source(const ConvGeometry &g, const float *x, float *out, ThreadPool &pool, int threads,
+                       const RunPlan *source) {
+    const DirectPlan *plan = dynamic_cast<const DirectPlan *>(source);
+    Shape s = plan ? plan->s : make_shape(g, CONV_OP_FORWARD, sizeof(float), false);
+    s.n = g.n;  // (the plan's images may be more)
+    pad_source(s, x, out, pool, threads);
 }
 
-void direct_pad_source(const ConvGeometry &g, const double *x, double *out, ThreadPool &pool,
-                       int threads) {
+std::shared_ptr<const RunPlan> direct_source_plan(const ConvGeometry &g) {
+    return direct_plan(g, CONV_OP_FORWARD, false);
+}
+
+void direct_pad_source(const ConvGeometry &g, const double *x, double *out, ThreadPool &pool, int threads,
+                       const RunPlan *) {  // (plans: float32's)
     pad_source(make_shape(g, CONV_OP_FORWARD, sizeof(double), false), x, out, pool, threads);
 }
 

@@ -26,10 +26,13 @@ struct DirectSource {
 
 DirectSource direct_source(const ConvGeometry &g);
 // x ([n][C] planes of g, either layout) into n * C padded planes at `out`.
-void direct_pad_source(const ConvGeometry &g, const float *x, float *out, ThreadPool &pool,
-                       int threads);
-void direct_pad_source(const ConvGeometry &g, const double *x, double *out, ThreadPool &pool,
-                       int threads);
+// `source`: direct_source_plan(g) (with as many images or more), or null.
+void direct_pad_source(const ConvGeometry &g, const float *x, float *out, ThreadPool &pool, int threads,
+                       const RunPlan *source = nullptr);
+// What direct_pad_source works out for g, once (null where not kept).
+std::shared_ptr<const RunPlan> direct_source_plan(const ConvGeometry &g);
+void direct_pad_source(const ConvGeometry &g, const double *x, double *out, ThreadPool &pool, int threads,
+                       const RunPlan *source = nullptr);
 
 // Backward-filter with the filters in the vector (direct_avx512_filter.cpp).
 size_t direct_filter_workspace(const ConvGeometry &g, conv_dtype_t dtype, int threads);

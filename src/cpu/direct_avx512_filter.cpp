@@ -752,6 +752,7 @@ struct FilterPlan final : RunPlan {
     std::vector<int64_t> storage;  // the column tables'
     ColumnTables tables{};
     std::optional<GeneratedFilterTiles> generated;
+    std::shared_ptr<const RunPlan> source;  // x's padding, for a block of images
 };
 
 template <class T>
@@ -808,7 +809,8 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
             const bool last_block = ib + 1 == image_blocks;
             ConvGeometry block = g;
             block.n = images;
-            direct_pad_source(block, x + n0 * g.c * g.in_size(), source, pool, sweep_threads);
+            direct_pad_source(block, x + n0 * g.c * g.in_size(), source, pool, sweep_threads,
+                              plan ? plan->source.get() : nullptr);
             ThreadCopies laid_out;  // dy_per_thread; pieces: the filter blocks gi * kblocks + kb
             if (!s.chunked && !s.dy_in_place && !s.dy_per_thread)
                 pool.parallel_for(
@@ -974,6 +976,9 @@ std::shared_ptr<const RunPlan> direct_filter_plan(const ConvGeometry &g, conv_dt
     plan->tables = column_tables(s, reinterpret_cast<char *>(plan->storage.data()));
     fill_column_tables(s, plan->tables);
     plan->generated.emplace(s, plan->tables, s.nc * s.item_tiles, ceil_div(s.tiles, s.item_tiles));
+    ConvGeometry block = g;
+    block.n = s.block_images;
+    plan->source = direct_source_plan(block);
     return plan;
 }
 
