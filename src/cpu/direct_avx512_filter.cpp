@@ -270,13 +270,16 @@ FilterShape make_shape(const ConvGeometry &g, size_t es, int threads) {
     s.row_parts = blocks <= kRowPartBlocks && s.ho >= kRowPartRows ? kRowParts : 1;
     threads = std::max(threads, 1);
     s.nc = balanced_columns(s.ck, s.nv, ceil_div(threads, blocks * s.row_parts));
-    // Channels-first 4 x 4 tiles where the source channels come in fours
-    // (a column block of the windows, below, then 4 channels): against 4 x
-    // 6, 1 thread, batch 1, 3-7 alternated rounds: ResNet-20's 64->64 8x8
-    // 1.03-1.04x, ResNet-50's 3x3 layers 1.02-1.05x (its strided 128->128
-    // 0.98-1.04x), 64->64 56x56 1.06x; 2 threads 0.97-1.12x, within the
-    // host's drift there. The same sums.
-    if (cpu_isa() == Isa::avx512 && !s.last && s.nv == 4 && s.taps > 1 && s.csg % 4 == 0) s.nc = 4;
+    // Channels-first tiles of 16 accumulators (4 x 4, 2 x 8) where the
+    // source channels come in as many (a column block of the windows, below,
+    // then that many channels), against 24 (4 x 6, 2 x 12); 1 thread, batch
+    // 1, 3-7 alternated rounds: ResNet-20's 64->64 8x8 1.03-1.04x,
+    // ResNet-50's 3x3 layers 1.02-1.05x (its strided 128->128 0.98-1.04x),
+    // 64->64 56x56 1.06x; 2 x 8: ResNet-20's 32->32 16x16 1.045x, strided
+    // 16->32 1.024x, the digits' 16->32 8x8 1.033x, 32->32 56x56 1.02x;
+    // 2 threads 0.97-1.12x, within the host's drift there. The same sums.
+    const int narrow = kLanes / s.nv;
+    if (cpu_isa() == Isa::avx512 && !s.last && s.nv >= 2 && s.taps > 1 && s.csg % narrow == 0) s.nc = narrow;
     const int64_t row_bytes = s.nv * kLanes * s.wo * (int64_t)es;
     s.chunk_rows = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(row_bytes, 1), 1,
                                        std::max<int64_t>(s.ho, 1));
