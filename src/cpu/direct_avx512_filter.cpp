@@ -133,12 +133,6 @@ bool windows_matter(const FilterShape &s) {
     return false;
 }
 
-// Column j's tap (divisions: for the few 3-D tiles that need it).
-int64_t column_tap(const FilterShape &s, int64_t j) {
-    const int64_t first = j / (s.cblock * s.taps) * s.cblock, width = std::min(s.cblock, s.csg - first);
-    return (j - first * s.taps) / width;
-}
-
 // What a call works out about its columns, at the workspace's start.
 struct ColumnTables {
     int64_t *offset;  // per column: its first source element's offset in its group's padded x
@@ -146,12 +140,13 @@ struct ColumnTables {
     int64_t *tap_at;  // per tap: its offset in a padded plane
     Window *tap;      // per plane tap: its window
     Window *tile;     // per tile of columns: its window (its columns' windows' span)
+    uint64_t *depths; // per tile: the depth taps (bits) its columns read (all bits from 65 deep)
 };
 
 int64_t column_tables_bytes(const FilterShape &s) {
     const int64_t words = checked_add(checked_mul(s.ck, 2, "workspace"), s.taps, "workspace");
     const int64_t windows = checked_add(s.tiles, s.kr * s.ks, "workspace");
-    return checked_add(checked_mul(words, 8, "workspace"),
+    return checked_add(checked_mul(checked_add(words, s.tiles, "workspace"), 8, "workspace"),
                        checked_mul(windows, (int64_t)sizeof(Window), "workspace"), "workspace");
 }
 
@@ -162,6 +157,7 @@ ColumnTables column_tables(const FilterShape &s, char *base) {
     t.tap_at = t.column + s.ck;
     t.tap = reinterpret_cast<Window *>(t.tap_at + s.taps);
     t.tile = t.tap + s.kr * s.ks;
+    t.depths = reinterpret_cast<uint64_t *>(t.tile + s.tiles);
     return t;
 }
 
@@ -193,23 +189,27 @@ void fill_column_tables(const FilterShape &s, const ColumnTables &t) {
             tap / plane_taps * s.dz * s.src.slice + s.src.tap_offset(plane_tap / s.ks * s.dh, plane_tap % s.ks * s.dw);
     }
     for (int64_t tap = 0; tap < plane_taps; ++tap) t.tap[tap] = tap_window(s, tap);
-    // The tile's span so far: rows [r0, r1), columns [c0, c1).
+    // The tile's span so far: rows [r0, r1), columns [c0, c1), depth taps.
     int64_t r0 = s.ho, r1 = 0, c0 = s.wo, c1 = 0, j = 0, tile = 0, in_tile = 0;
+    uint64_t depths = 0;
     for (int64_t first = 0; first < s.csg; first += s.cblock) {
         const int64_t width = std::min(s.cblock, s.csg - first);
         for (int64_t tap = 0; tap < s.taps; ++tap) {
             const Window w = t.tap[tap % plane_taps];
             const int64_t at = t.tap_at[tap];
+            const uint64_t depth = s.kz <= 64 ? uint64_t(1) << (tap / plane_taps) : ~uint64_t(0);
             for (int64_t c = first; c < first + width; ++c, ++j) {
                 t.offset[j] = c * s.src.plane + at;
                 t.column[s.last ? tap * s.csg + c : c * s.taps + tap] = j;
+                depths |= depth;
                 if (w.r1 > w.r0) {
                     r0 = std::min(r0, w.r0), r1 = std::max(r1, w.r1);
                     c0 = std::min(c0, w.c0), c1 = std::max(c1, w.c0 + w.len);
                 }
                 if (++in_tile == s.nc || j + 1 == s.ck) {
+                    t.depths[tile] = depths;
                     t.tile[tile++] = r1 > r0 ? Window{r0, r1, c0, c1 - c0} : Window{0, 0, 0, 0};
-                    r0 = s.ho, r1 = 0, c0 = s.wo, c1 = 0, in_tile = 0;
+                    r0 = s.ho, r1 = 0, c0 = s.wo, c1 = 0, in_tile = 0, depths = 0;
                 }
             }
         }
@@ -853,8 +853,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                     // dw's rows of the item, far apart and cold on large filters:
                     // asked for now (into L2) so that their misses overlap the
                     // tiles instead of stalling the copy at the end.
-                    // Channels-last with columns (channel, tap): each tap's run
-                    // of the item's channels.
+                    // (the runs of dw's rows its columns fall in: item_runs)
                     T *rows = out + (gi * s.cdg + kb * s.nv * kLanes) * s.ck;
                     const Runs runs = item_runs(s, j0, j1);
                     const int64_t filters = std::min<int64_t>(nv * kLanes, s.cdg - kb * s.nv * kLanes);
@@ -865,17 +864,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                     __builtin_prefetch(
                                         reinterpret_cast<char *>(rows + f * s.ck + runs.first + r * runs.step) + b, 1,
                                         2);
-                    // The depth taps (bits) each of the item's tiles reads.
-                    uint64_t tile_depths[kMaxTilesPerItem];
-                    const bool skips = s.kz > 1 && s.kz <= 64;
-                    for (int64_t ti = 0; skips && ti < tiles; ++ti) {
-                        tile_depths[ti] = 0;
-                        for (int j = 0; j < s.nc; ++j) {
-                            const int64_t col = std::min(j0 + ti * s.nc + j, j1 - 1);
-                            const int64_t tap = column_tap(s, col);
-                            tile_depths[ti] |= uint64_t(1) << (tap / (s.kr * s.ks));
-                        }
-                    }
+                    const bool skips = s.kz > 1 && s.kz <= 64;  // tiles whose depth taps miss a slice
                     // Chunks of rows of one output slice (oz) at a time: the
                     // source's next slice is not a row on.
                     for (int64_t n = 0; n < images; ++n)
@@ -912,7 +901,7 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                                     // padding left out (none where a tap's depth reads only it).
                                     const Window &w = tables.tile[cb * s.item_tiles + ti];
                                     const int64_t a = std::max(r0, w.r0), b = std::min(r1, w.r1);
-                                    if (b <= a || (skips && !(tile_depths[ti] & inside))) {
+                                    if (b <= a || (skips && !(tables.depths[cb * s.item_tiles + ti] & inside))) {
                                         if (t.mode == Mode::fresh)
                                             std::fill(tile_sums, tile_sums + nv * s.nc * kLanes, T(0));
                                         continue;
