@@ -749,6 +749,47 @@ static void test_few_sources_stride2(void **state)
     }
 }
 
+/* Backward-filter from 1-4 channels at unit column stride as dot products
+ * along the positions (direct_dot_filter.cpp): row strides 1-3 (one run a
+ * band, or a run a row), dilation, padding up to 3 past the kernel (rows
+ * and columns that read only padding), planes from 1x1 to 70x70 (several
+ * bands of rows; small planes several images a band), 1-70 filters
+ * (threads sharing the filters or the column tiles), 1-3 images, bias;
+ * each against the reference on 1-3 threads, exact workspaces against
+ * guard pages, and every tenth with the same bits on 1, 2 and 3 threads. */
+static void test_dot_filter(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(5900);
+    int n = tu_env_count(60);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        /* Each draw its own statement: the order of a call's arguments is unspecified. */
+        int64_t kernel[2], in[2];
+        kernel[0] = tu_range(&r, 1, 7);
+        kernel[1] = tu_range(&r, 2, 7);
+        in[0] = i % 5 == 0 ? tu_range(&r, 40, 70) : tu_range(&r, 1, 24);
+        in[1] = i % 5 == 0 ? tu_range(&r, 40, 70) : tu_range(&r, 1, 40);
+        const int64_t images = tu_range(&r, 1, 3), sources = tu_range(&r, 1, 4);
+        const int64_t filters = tu_chance(&r, 50) ? tu_range(&r, 1, 15) : tu_range(&r, 16, 70);
+        tu_problem tp;
+        tu_problem_init(&tp, 2, images, sources, filters, in, kernel);
+        tp.p.stride[0] = tu_range(&r, 1, 3);
+        for (int a = 0; a < 2; a++) {
+            tp.p.dilation[a] = tu_chance(&r, 25) ? 2 : 1;
+            tp.desc_pad_begin[a] = tu_range(&r, 0, kernel[a] + 3);
+            tp.desc_pad_end[a] = tu_range(&r, 0, kernel[a] + 3);
+        }
+        tp.bias = tu_chance(&r, 50);
+        tp.algo = direct();
+        if (!tu_resolve(&tp)) continue;
+        tu_check_random_pass(tu_contexts, seed, &tp, CONV_OP_BACKWARD_FILTER, &r, i % 4 < 2);
+        if (i % 10 == 0) tu_check_bits_by_threads(&tp, CONV_OP_BACKWARD_FILTER, seed, "dot filter");
+    }
+}
+
 /* Backward-filter onto small filters over a batch (dw up to 256 KiB): the
  * batch split into 2 or 4 parts of images, each part's sums into its own
  * copy of dw, the copies added up a tree of pairs. Batches 2-9 (parts of
@@ -802,7 +843,7 @@ int main(void)
         cmocka_unit_test(test_few_sources_stride2),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns), cmocka_unit_test(test_filter_balanced_columns),
-        cmocka_unit_test(test_filter_windows),
+        cmocka_unit_test(test_filter_windows), cmocka_unit_test(test_dot_filter),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
         cmocka_unit_test(test_thread_copies), cmocka_unit_test(test_filter_image_parts),
     };

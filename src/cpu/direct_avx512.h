@@ -57,4 +57,11 @@ bool direct_few_sources_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_
 size_t direct_few_sources_workspace(const ConvGeometry &g, int threads);
 void direct_few_sources_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
 
+// Backward-filter from at most 4 source channels as dot products along
+// the positions (direct_dot_filter.cpp, AVX-512): where it applies the
+// solver runs it instead of its filter-vector tiles.
+bool direct_dot_filter_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype);
+size_t direct_dot_filter_workspace(const ConvGeometry &g, int threads);
+void direct_dot_filter_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads);
+
 }  // namespace conv::cpu
