@@ -749,9 +749,9 @@ static void test_few_sources_stride2(void **state)
     }
 }
 
-/* Backward-filter from 1-4 channels at unit column stride as dot products
- * along the positions (direct_dot_filter.cpp): row strides 1-3 (one run a
- * band, or a run a row), dilation, padding up to 3 past the kernel (rows
+/* Backward-filter from 1-4 channels as dot products along the positions
+ * (direct_dot_filter.cpp): row strides 1-3 (one run a band, or a run a
+ * row), column strides 1 and 2 (x's column phases), dilation, padding up to 3 past the kernel (rows
  * and columns that read only padding), planes from 1x1 to 70x70 (several
  * bands of rows; small planes several images a band), 1-70 filters
  * (threads sharing the filters or the column tiles), 1-3 images, bias;
@@ -777,6 +777,7 @@ static void test_dot_filter(void **state)
         tu_problem tp;
         tu_problem_init(&tp, 2, images, sources, filters, in, kernel);
         tp.p.stride[0] = tu_range(&r, 1, 3);
+        tp.p.stride[1] = tu_chance(&r, 30) ? 2 : 1;
         for (int a = 0; a < 2; a++) {
             tp.p.dilation[a] = tu_chance(&r, 25) ? 2 : 1;
             tp.desc_pad_begin[a] = tu_range(&r, 0, kernel[a] + 3);
