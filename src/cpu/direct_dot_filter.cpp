@@ -6,16 +6,12 @@
 // dW[k][j] for column j = (c, r, s) is the sum over images and output
 // positions p of dy[k][p] * x[c][p's tap (r, s)]. dy's rows run along p in
 // memory as they are; x is copied, a band of output rows at a time, into
-// rows that tap (c, r, s) of output row oh reads as they lie: at unit
-// column stride one row per (channel, tap column s) and padded source row,
-// holding what tap column s reads at each output column (zeros where it
-// reads padding); at column stride 2 x's two column phases (even and odd
-// columns) a row each, tap column s reading phase s % 2 from column s / 2
-// on (with dilation, s * d). A tile of 6 filters x 4 columns keeps 24
-// vectors of partial sums, each step (16 positions) loading 6 vectors of dy
-// and 4 of the copy for 24 FMAs: no broadcast, no transpose. At unit
-// strides consecutive output rows are consecutive in both, so a band is one
-// run of positions (8-wide planes fill vectors); else a run a row.
+// rows that each tap reads as they lie (tap_rows.h: a row per tap column
+// at unit column stride, x's two column phases at stride 2). A tile of 6
+// filters x 4 columns keeps 24 vectors of partial sums, each step (16
+// positions) loading 6 vectors of dy and 4 of the copy for 24 FMAs: no
+// broadcast, no transpose. At unit strides a band is one run of positions
+// (8-wide planes fill vectors); else a run a row.
 // The filter-vector tiles (direct_avx512_filter.cpp) instead lay dy out
 // as vectors of 16 filters (16 x 16 transposes) and read a padded copy of
 // x: with 27 columns a filter their transposes and copy were 41% of
@@ -29,7 +25,6 @@
 // order at any thread count.
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <utility>
 
 #include "core/checked.h"
@@ -37,6 +32,7 @@
 #include "cpu/direct_avx512.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
+#include "cpu/tap_rows.h"
 
 namespace conv::cpu {
 namespace {
@@ -57,55 +53,40 @@ constexpr int64_t kMostSums = 4096;
 // The pass in the kernel's terms (channels-first, 2-D, column stride 1 or
 // 2; 1-D has one row).
 struct DotShape {
-    int64_t n, c, k, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+    int64_t n, c, k, oh, ow, sh, sw;
+    TapRows t;            // x's copy a band
     int64_t cols;         // dW's row: c * kh * kw columns (c, r, s)
     int64_t band_rows;    // output rows a band of one image, at most
     int64_t band_images;  // whole images a band (1 where a band is part of one)
-    int64_t xrows;        // padded source rows a band's image reads, at most
-    int64_t parts;        // threads' shares: of the filters, or of the column tiles
+    int64_t parts;        // threads' shares: of the filters, or of the columns
     bool by_columns;
     int64_t segments;     // runs of positions a band, at most
-    int64_t vecs;         // vectors an output row: ceil(ow / 16)
-    // The copy's rows a channel and source row: a tap column each (column
-    // stride 1), or x's two column phases (stride 2); floats a copy row.
-    int64_t lanes, xpitch, xvecs;
 
-    int64_t image_floats() const { return c * lanes * xrows * xpitch; }  // one image's copy in a band
-    int64_t copy_floats() const { return round_up(band_images * image_floats(), (int64_t)16); }
+    int64_t copy_floats() const { return round_up(band_images * t.image_floats(), (int64_t)16); }
     int64_t part_filters() const { return by_columns ? k : ceil_div(k, parts); }
     int64_t sums_floats() const { return part_filters() * cols * 16; }
     int64_t segment_floats() const { return round_up(segments * 3 * 2, (int64_t)16); }  // int64 triples
     // Each column's first row in the copy (int64), and the copy's load
-    // masks for each tap column and vector of an output row (16 bits).
-    int64_t mask_count() const { return sw == 1 ? kw * vecs : 2 * xvecs; }
-    int64_t table_floats() const { return round_up(cols * 2 + ceil_div(mask_count(), (int64_t)2), (int64_t)16); }
+    // masks (16 bits).
+    int64_t table_floats() const { return round_up(cols * 2 + ceil_div(t.mask_count(), (int64_t)2), (int64_t)16); }
     int64_t slot_floats() const { return copy_floats() + sums_floats() + segment_floats() + table_floats(); }
 };
 
 DotShape make_dot_shape(const ConvGeometry &g, int threads) {
     DotShape s{};
     s.n = g.n, s.c = g.c, s.k = g.k;
-    s.h = g.in[1], s.w = g.in[2], s.oh = g.out[1], s.ow = g.out[2];
-    s.kh = g.kernel[1], s.kw = g.kernel[2];
-    s.sh = g.stride[1], s.sw = g.stride[2], s.dh = g.dilation[1], s.dw = g.dilation[2];
-    s.pt = g.pad_begin[1], s.pl = g.pad_begin[2];
-    s.cols = s.c * s.kh * s.kw;
+    s.oh = g.out[1], s.ow = g.out[2], s.sh = g.stride[1], s.sw = g.stride[2];
+    s.cols = s.c * g.kernel[1] * g.kernel[2];
     const int64_t plane = s.oh * s.ow;
     s.band_rows = std::clamp<int64_t>(kBandPositions / s.ow, 1, s.oh);
     s.band_images = s.band_rows < s.oh ? 1 : std::clamp<int64_t>(kBandPositions / plane, 1, s.n);
-    s.xrows = (s.band_rows - 1) * s.sh + (s.kh - 1) * s.dh + 1;
+    s.t = make_tap_rows(g, s.band_rows);
     // Threads share the filters where each gets two tiles' worth; else the
     // columns (ResNet-20's 16 filters at 2 threads: tiles of 6, 5, 5
     // filters each rather than of 4, whose 16 sums a step load 8 vectors).
     s.by_columns = s.k < 2 * kTileFilters * threads;
     s.parts = std::clamp<int64_t>(threads, 1, s.by_columns ? s.cols : s.k);
     s.segments = s.band_images * (s.sh == 1 && s.sw == 1 ? 1 : s.band_rows);
-    s.vecs = ceil_div(s.ow, (int64_t)16);
-    // A phase row holds the columns its taps read, ow + (kw - 1) * dw / 2,
-    // in whole vectors (its rows then stay aligned).
-    s.lanes = s.sw == 1 ? s.kw : 2;
-    s.xpitch = s.sw == 1 ? s.ow : round_up(s.ow + (s.kw - 1) * s.dw / 2, (int64_t)16);
-    s.xvecs = s.xpitch / 16;
     return s;
 }
 
@@ -186,76 +167,6 @@ const std::array<TileFn, kTileFilters> kTiles[kTileColumns] = {
     tile_row<3>(std::make_integer_sequence<int, kTileFilters>{}),
     tile_row<4>(std::make_integer_sequence<int, kTileFilters>{})};
 
-// The lanes of x's row that the copy's loads keep (those inside [0, w),
-// the rest zeros), the same for every row and channel, so made once a
-// call. Column stride 1: vector v of tap column tc's row loads the 16
-// floats from v * 16 + tc * dw - pl. Stride 2: vector v of the phase rows
-// is made of the 32 floats from v * 32 - pl, two masks.
-void fill_load_masks(const DotShape &s, uint16_t *masks) {
-    if (s.sw == 1) {
-        for (int64_t tc = 0; tc < s.kw; ++tc)
-            for (int64_t v = 0; v < s.vecs; ++v) {
-                const int64_t at = v * 16 + tc * s.dw - s.pl;
-                masks[tc * s.vecs + v] = lane_range(-at, s.w - at);
-            }
-        return;
-    }
-    for (int64_t v = 0; v < s.xvecs; ++v) {
-        const int64_t at = v * 32 - s.pl;
-        masks[2 * v] = lane_range(-at, s.w - at);
-        masks[2 * v + 1] = lane_range(-at - 16, s.w - at - 16);
-    }
-}
-
-// dst[o] = row[o + off] for o in [0, ow), zero where o + off is outside
-// [0, w): what tap column tc (off = tc * dw - pl) reads along an output
-// row. Masked loads: never outside x's row, the zeros for free.
-CONV_TARGET_AVX512 inline void copy_tap_row(const DotShape &s, const float *row, int64_t off, const uint16_t *masks,
-                                            float *dst) {
-    const __mmask16 tail = first_lanes(s.ow - (s.vecs - 1) * 16);
-    for (int64_t v = 0; v < s.vecs; ++v) {
-        const __m512 a = _mm512_maskz_loadu_ps(masks[v], row + v * 16 + off);
-        _mm512_mask_storeu_ps(dst + v * 16, v + 1 < s.vecs ? (__mmask16)0xFFFF : tail, a);
-    }
-}
-
-// Column stride 2: even[j] = row[2 j - pl], odd[j] = row[2 j + 1 - pl] for
-// j in [0, xpitch), zero outside [0, w); tap column tc reads phase
-// (tc * dw) % 2 from j = o + (tc * dw) / 2.
-CONV_TARGET_AVX512 inline void copy_phase_rows(const DotShape &s, const float *row, const uint16_t *masks,
-                                               float *even, float *odd) {
-    for (int64_t v = 0; v < s.xvecs; ++v) {
-        const float *at = row + v * 32 - s.pl;
-        const __m512 a = _mm512_maskz_loadu_ps(masks[2 * v], at);
-        const __m512 b = _mm512_maskz_loadu_ps(masks[2 * v + 1], at + 16);
-        _mm512_store_ps(even + v * 16, _mm512_permutex2var_ps(a, even_lanes(), b));
-        _mm512_store_ps(odd + v * 16, _mm512_permutex2var_ps(a, odd_lanes(), b));
-    }
-}
-
-// Image n's copy for output rows [r0, r1), one row per (channel, lane) and
-// padded source row r0 * sh + i: what tap column `lane` reads along it, or
-// x's column phase `lane`.
-CONV_TARGET_AVX512 void copy_band_image(const DotShape &s, const float *x, int64_t n, int64_t r0, int64_t r1,
-                                        const uint16_t *masks, float *out) {
-    const int64_t rows = (r1 - r0 - 1) * s.sh + (s.kh - 1) * s.dh + 1;
-    for (int64_t c = 0; c < s.c; ++c)
-        for (int64_t i = 0; i < rows; ++i) {
-            const int64_t src = r0 * s.sh + i - s.pt;
-            const bool inside = src >= 0 && src < s.h;
-            const float *row = inside ? x + ((n * s.c + c) * s.h + src) * s.w : nullptr;
-            for (int64_t lane = 0; lane < s.lanes; ++lane) {
-                float *dst = out + ((c * s.lanes + lane) * s.xrows + i) * s.xpitch;
-                if (!inside)
-                    std::memset(dst, 0, (size_t)s.xpitch * sizeof(float));
-                else if (s.sw == 1)
-                    copy_tap_row(s, row, lane * s.dw - s.pl, masks + lane * s.vecs, dst);
-                else if (lane == 0)
-                    copy_phase_rows(s, row, masks, dst, dst + s.xrows * s.xpitch);
-            }
-        }
-}
-
 // A thread's share of dW: filters [k0, k1) x columns [j0, j1).
 struct Part {
     int64_t k0, k1, j0, j1;
@@ -275,12 +186,8 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
     Segment *segs = reinterpret_cast<Segment *>(sums + s.sums_floats());
     int64_t *col_at = reinterpret_cast<int64_t *>(sums + s.sums_floats() + s.segment_floats());
     uint16_t *masks = reinterpret_cast<uint16_t *>(col_at + s.cols);
-    for (int64_t j = 0; j < s.cols; ++j) {
-        const int64_t tc = j % s.kw, tr = j / s.kw % s.kh, c = j / (s.kw * s.kh);
-        const int64_t lane = s.sw == 1 ? tc : tc * s.dw % 2, shift = s.sw == 1 ? 0 : tc * s.dw / 2;
-        col_at[j] = ((c * s.lanes + lane) * s.xrows + tr * s.dh) * s.xpitch + shift;
-    }
-    fill_load_masks(s, masks);
+    for (int64_t j = 0; j < s.cols; ++j) col_at[j] = s.t.column_at(j);
+    fill_tap_masks(s.t, masks);
     const int64_t plane = s.oh * s.ow, filters = k1 - k0;
     // Filters in groups of at most kTileFilters, as even as they come.
     const int64_t groups = ceil_div(filters, (int64_t)kTileFilters), low = filters / groups,
@@ -296,13 +203,13 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
             const int64_t r1 = std::min(s.oh, r0 + s.band_rows);
             int64_t nsegs = 0;
             for (int64_t i = 0; i < images; ++i) {
-                copy_band_image(s, x, n0 + i, r0, r1, masks, copy + i * s.image_floats());
-                const int64_t dy_at = (n0 + i) * s.k * plane + r0 * s.ow, x_at = i * s.image_floats();
+                copy_tap_rows(s.t, x, n0 + i, r0, r1, masks, copy + i * s.t.image_floats());
+                const int64_t dy_at = (n0 + i) * s.k * plane + r0 * s.ow, x_at = i * s.t.image_floats();
                 if (s.sh == 1 && s.sw == 1)
                     segs[nsegs++] = {dy_at, x_at, (r1 - r0) * s.ow};
                 else
                     for (int64_t r = 0; r < r1 - r0; ++r)
-                        segs[nsegs++] = {dy_at + r * s.ow, x_at + r * s.sh * s.xpitch, s.ow};
+                        segs[nsegs++] = {dy_at + r * s.ow, x_at + r * s.sh * s.t.xpitch, s.ow};
             }
             // Columns outside, filters inside: a tile's 4 copy rows stay in
             // L1 across the filter groups, dy's rows come from L2.
