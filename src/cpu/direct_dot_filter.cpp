@@ -58,12 +58,18 @@ struct DotShape {
     int64_t cols;         // dW's row: c * kh * kw columns (c, r, s)
     int64_t band_rows;    // output rows a band of one image, at most
     int64_t band_images;  // whole images a band (1 where a band is part of one)
-    int64_t parts;        // threads' shares: of the filters, or of the columns
+    int64_t bands;        // in all: image groups x bands of rows
+    // The images in 1 or 2 parts of consecutive bands, each summed from
+    // zero into its own vectors, the second's then added to the first's
+    // (onto few filters, so that two threads share the work without each
+    // copying x whole; from the geometry alone: the same bits on 1 thread).
+    int64_t position_parts;
+    int64_t parts;        // threads' shares: of the positions, or the filters, or the columns
     bool by_columns;
     int64_t segments;     // runs of positions a band, at most
 
     int64_t copy_floats() const { return round_up(band_images * t.image_floats(), (int64_t)16); }
-    int64_t part_filters() const { return by_columns ? k : ceil_div(k, parts); }
+    int64_t part_filters() const { return position_parts > 1 || by_columns ? k : ceil_div(k, parts); }
     int64_t sums_floats() const { return part_filters() * cols * 16; }
     int64_t segment_floats() const { return round_up(segments * 3 * 2, (int64_t)16); }  // int64 triples
     // Each column's first row in the copy (int64), and the copy's load
@@ -80,12 +86,25 @@ DotShape make_dot_shape(const ConvGeometry &g, int threads) {
     const int64_t plane = s.oh * s.ow;
     s.band_rows = std::clamp<int64_t>(kBandPositions / s.ow, 1, s.oh);
     s.band_images = s.band_rows < s.oh ? 1 : std::clamp<int64_t>(kBandPositions / plane, 1, s.n);
+    // Two parts of the images onto fewer than 4 tiles of filters, from 4
+    // images (a band then holds at most half of them). Against threads
+    // sharing the filters or columns, 7 alternations: 2 threads, batch 8,
+    // ResNet-20's stem 1.20x, LeNet-5's 1->6 5x5 1.20x, 3->16 64x64 1.20x;
+    // 1 thread 0.98-1.00x (batch 8 and 32); at batch 2 1.04-1.17x on 2
+    // threads but 0.93-0.99x on 1 (a band of two images halved), at batch 1
+    // (an image's rows halved) 0.90x on both.
+    s.position_parts = s.k < 4 * kTileFilters && s.n >= 4 ? 2 : 1;
+    if (s.position_parts == 2) s.band_images = std::min(s.band_images, ceil_div(s.n, (int64_t)2));
+    s.bands = s.band_images > 1 || s.band_rows >= s.oh ? ceil_div(s.n, s.band_images)
+                                                       : s.n * ceil_div(s.oh, s.band_rows);
     s.t = make_tap_rows(g, s.band_rows);
-    // Threads share the filters where each gets two tiles' worth; else the
-    // columns (ResNet-20's 16 filters at 2 threads: tiles of 6, 5, 5
-    // filters each rather than of 4, whose 16 sums a step load 8 vectors).
+    // Threads share the positions' parts, or the filters where each gets
+    // two tiles' worth, else the columns (ResNet-20's 16 filters at 2
+    // threads: tiles of 6, 5, 5 filters each rather than of 4, whose 16
+    // sums a step load 8 vectors).
     s.by_columns = s.k < 2 * kTileFilters * threads;
-    s.parts = std::clamp<int64_t>(threads, 1, s.by_columns ? s.cols : s.k);
+    s.parts = s.position_parts > 1 ? s.position_parts
+                                   : std::clamp<int64_t>(threads, 1, s.by_columns ? s.cols : s.k);
     s.segments = s.band_images * (s.sh == 1 && s.sw == 1 ? 1 : s.band_rows);
     return s;
 }
@@ -167,14 +186,16 @@ const std::array<TileFn, kTileFilters> kTiles[kTileColumns] = {
     tile_row<3>(std::make_integer_sequence<int, kTileFilters>{}),
     tile_row<4>(std::make_integer_sequence<int, kTileFilters>{})};
 
-// A thread's share of dW: filters [k0, k1) x columns [j0, j1).
+// A thread's share: filters [k0, k1) x columns [j0, j1) of dW over bands
+// [b0, b1).
 struct Part {
-    int64_t k0, k1, j0, j1;
+    int64_t k0, k1, j0, j1, b0, b1;
 };
 
 Part part_of(const DotShape &s, int64_t t) {
-    if (!s.by_columns) return {s.k * t / s.parts, s.k * (t + 1) / s.parts, 0, s.cols};
-    return {0, s.k, s.cols * t / s.parts, s.cols * (t + 1) / s.parts};
+    if (s.position_parts > 1) return {0, s.k, 0, s.cols, s.bands * t / s.parts, s.bands * (t + 1) / s.parts};
+    if (!s.by_columns) return {s.k * t / s.parts, s.k * (t + 1) / s.parts, 0, s.cols, 0, s.bands};
+    return {0, s.k, s.cols * t / s.parts, s.cols * (t + 1) / s.parts, 0, s.bands};
 }
 
 // One share over every band: sums in the slot, then dW.
@@ -197,10 +218,11 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
                   col_low = (part.j1 - part.j0) / col_tiles, col_high = (part.j1 - part.j0) % col_tiles;
     int cols = 0;
     bool first = true;
-    for (int64_t n0 = 0; n0 < s.n; n0 += s.band_images) {
-        const int64_t images = std::min(s.band_images, s.n - n0);
-        for (int64_t r0 = 0; r0 < s.oh; r0 += s.band_rows) {
-            const int64_t r1 = std::min(s.oh, r0 + s.band_rows);
+    const int64_t row_bands = s.bands / ceil_div(s.n, s.band_images);  // a group of images'
+    for (int64_t b = part.b0; b < part.b1; ++b) {
+        const int64_t n0 = b / row_bands * s.band_images, images = std::min(s.band_images, s.n - n0);
+        const int64_t r0 = b % row_bands * s.band_rows, r1 = std::min(s.oh, r0 + s.band_rows);
+        {
             int64_t nsegs = 0;
             for (int64_t i = 0; i < images; ++i) {
                 copy_tap_rows(s.t, x, n0 + i, r0, r1, masks, copy + i * s.t.image_floats());
@@ -230,8 +252,17 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
             first = false;
         }
     }
+    if (s.position_parts > 1) return;  // (added up by add_position_parts)
     for (int64_t kk = k0; kk < k1; ++kk)
         store_lane_sums(sums + ((kk - k0) * s.cols + part.j0) * 16, part.j1 - part.j0, dw + kk * s.cols + part.j0);
+}
+
+// The second part's sums added to the first's, then dW from them.
+CONV_TARGET_AVX512 void add_position_parts(const DotShape &s, float *base, float *dw) {
+    float *first = base + s.copy_floats(), *second = base + s.slot_floats() + s.copy_floats();
+    for (int64_t e = 0; e < s.k * s.cols * 16; e += 16)
+        _mm512_store_ps(first + e, _mm512_add_ps(_mm512_load_ps(first + e), _mm512_load_ps(second + e)));
+    store_lane_sums(first, s.k * s.cols, dw);
 }
 
 #endif  // CONV_HAVE_AVX512_KERNELS
@@ -246,8 +277,8 @@ bool direct_dot_filter_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
     return op == CONV_OP_BACKWARD_FILTER && dtype == CONV_DTYPE_FLOAT32 &&
            g.layout == CONV_LAYOUT_CHANNELS_FIRST && g.groups == 1 && g.is_planar() && g.c <= kMaxSources &&
-           (g.stride[2] == 1 || (g.stride[2] == 2 && g.n >= 2)) && g.kernel_size() > 1 && g.n > 0 && g.c > 0 && g.k > 0 &&
-           g.out_size() > 0 && g.k * g.c * g.kernel_size() <= kMostSums;
+           (g.stride[2] == 1 || (g.stride[2] == 2 && g.n >= 2)) && g.kernel_size() > 1 && g.n > 0 && g.c > 0 &&
+           g.k > 0 && g.out_size() > 0 && g.k * g.c * g.kernel_size() <= kMostSums;
 }
 
 size_t direct_dot_filter_workspace(const ConvGeometry &g, int threads) {
@@ -267,9 +298,11 @@ void direct_dot_filter_run(const ConvArgs &args, void *ws, ThreadPool &pool, int
         s.parts,
         [&](int64_t t, int) {
             const Part part = part_of(s, t);
-            if (part.k0 < part.k1 && part.j0 < part.j1) run_part(s, x, dy, dw, part, base + t * s.slot_floats());
+            if (part.k0 < part.k1 && part.j0 < part.j1 && part.b0 < part.b1)
+                run_part(s, x, dy, dw, part, base + t * s.slot_floats());
         },
         threads);
+    if (s.position_parts > 1) add_position_parts(s, base, dw);
     if (args.bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool, threads);
 #else
     (void)args, (void)ws, (void)pool, (void)threads;
