@@ -40,9 +40,10 @@ namespace {
 constexpr int64_t kMaxSources = 4;
 constexpr int kTileFilters = 6;   // filters a tile (dy vectors a step)
 constexpr int kTileColumns = 4;   // columns of dW a tile (copy vectors a step)
-// Positions a band, about: a tile's 6 rows of dy and 4 of the copy (40
-// KiB) pass through L1 once per band, its 24 partial sums are loaded and
-// stored once per band (3% of its 1536 FMAs).
+// Positions a band, about: a tile loads and stores its 24 partial sums
+// once a band (48 against 3072 FMAs), and the copy's extra rows (the taps'
+// reach) are a few of a band's. 1.05-1.28x bands of 1024 on conv1 layers
+// at batch 8 (256-8192 measured; docs/performance.md).
 constexpr int64_t kBandPositions = 2048;
 // dW's outputs at most (their partial sums, 64 B each, 256 KiB): the sums
 // pass through L2 once a band. ResNet-50's conv1 (3->64 7x7 s2, 9408
@@ -63,13 +64,13 @@ struct DotShape {
     // zero into its own vectors, the second's then added to the first's
     // (onto few filters, so that two threads share the work without each
     // copying x whole; from the geometry alone: the same bits on 1 thread).
-    int64_t position_parts;
-    int64_t parts;        // threads' shares: of the positions, or the filters, or the columns
+    int64_t image_parts;
+    int64_t parts;        // threads' shares: of the images, or the filters, or the columns
     bool by_columns;
     int64_t segments;     // runs of positions a band, at most
 
     int64_t copy_floats() const { return round_up(band_images * t.image_floats(), (int64_t)16); }
-    int64_t part_filters() const { return position_parts > 1 || by_columns ? k : ceil_div(k, parts); }
+    int64_t part_filters() const { return image_parts > 1 || by_columns ? k : ceil_div(k, parts); }
     int64_t sums_floats() const { return part_filters() * cols * 16; }
     int64_t segment_floats() const { return round_up(segments * 3 * 2, (int64_t)16); }  // int64 triples
     // Each column's first row in the copy (int64), and the copy's load
@@ -93,17 +94,17 @@ DotShape make_dot_shape(const ConvGeometry &g, int threads) {
     // 1 thread 0.98-1.00x (batch 8 and 32); at batch 2 1.04-1.17x on 2
     // threads but 0.93-0.99x on 1 (a band of two images halved), at batch 1
     // (an image's rows halved) 0.90x on both.
-    s.position_parts = s.k < 4 * kTileFilters && s.n >= 4 ? 2 : 1;
-    if (s.position_parts == 2) s.band_images = std::min(s.band_images, ceil_div(s.n, (int64_t)2));
+    s.image_parts = s.k < 4 * kTileFilters && s.n >= 4 ? 2 : 1;
+    if (s.image_parts == 2) s.band_images = std::min(s.band_images, ceil_div(s.n, (int64_t)2));
     s.bands = s.band_images > 1 || s.band_rows >= s.oh ? ceil_div(s.n, s.band_images)
                                                        : s.n * ceil_div(s.oh, s.band_rows);
     s.t = make_tap_rows(g, s.band_rows);
-    // Threads share the positions' parts, or the filters where each gets
+    // Threads share the image parts, or the filters where each gets
     // two tiles' worth, else the columns (ResNet-20's 16 filters at 2
     // threads: tiles of 6, 5, 5 filters each rather than of 4, whose 16
     // sums a step load 8 vectors).
     s.by_columns = s.k < 2 * kTileFilters * threads;
-    s.parts = s.position_parts > 1 ? s.position_parts
+    s.parts = s.image_parts > 1 ? s.image_parts
                                    : std::clamp<int64_t>(threads, 1, s.by_columns ? s.cols : s.k);
     s.segments = s.band_images * (s.sh == 1 && s.sw == 1 ? 1 : s.band_rows);
     return s;
@@ -193,7 +194,7 @@ struct Part {
 };
 
 Part part_of(const DotShape &s, int64_t t) {
-    if (s.position_parts > 1) return {0, s.k, 0, s.cols, s.bands * t / s.parts, s.bands * (t + 1) / s.parts};
+    if (s.image_parts > 1) return {0, s.k, 0, s.cols, s.bands * t / s.parts, s.bands * (t + 1) / s.parts};
     if (!s.by_columns) return {s.k * t / s.parts, s.k * (t + 1) / s.parts, 0, s.cols, 0, s.bands};
     return {0, s.k, s.cols * t / s.parts, s.cols * (t + 1) / s.parts, 0, s.bands};
 }
@@ -252,13 +253,13 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
             first = false;
         }
     }
-    if (s.position_parts > 1) return;  // (added up by add_position_parts)
+    if (s.image_parts > 1) return;  // (added up by add_image_parts)
     for (int64_t kk = k0; kk < k1; ++kk)
         store_lane_sums(sums + ((kk - k0) * s.cols + part.j0) * 16, part.j1 - part.j0, dw + kk * s.cols + part.j0);
 }
 
 // The second part's sums added to the first's, then dW from them.
-CONV_TARGET_AVX512 void add_position_parts(const DotShape &s, float *base, float *dw) {
+CONV_TARGET_AVX512 void add_image_parts(const DotShape &s, float *base, float *dw) {
     float *first = base + s.copy_floats(), *second = base + s.slot_floats() + s.copy_floats();
     for (int64_t e = 0; e < s.k * s.cols * 16; e += 16)
         _mm512_store_ps(first + e, _mm512_add_ps(_mm512_load_ps(first + e), _mm512_load_ps(second + e)));
@@ -302,7 +303,7 @@ void direct_dot_filter_run(const ConvArgs &args, void *ws, ThreadPool &pool, int
                 run_part(s, x, dy, dw, part, base + t * s.slot_floats());
         },
         threads);
-    if (s.position_parts > 1) add_position_parts(s, base, dw);
+    if (s.image_parts > 1) add_image_parts(s, base, dw);
     if (args.bias) channel_sums({g.layout, g.n, g.k, g.out_size()}, args.dtype, args.y, args.bias, pool, threads);
 #else
     (void)args, (void)ws, (void)pool, (void)threads;
