@@ -32,6 +32,25 @@ inline __mmask16 lane_range(int64_t a, int64_t b) {
 // The first n lanes (n clamped to [0, 16]).
 inline __mmask16 first_lanes(int64_t n) { return lane_range(0, n); }
 
+// One step of dot products along a run: acc[i * T + t] += d[i][p, p + 16)
+// * x[t][p, p + 16), lanes outside `lanes` read as zeros (MR + T loads for
+// MR * T FMAs). The dot-product backward-filter kernels' tile body.
+template <int MR, int T>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dot_outer_step(const float *const (&d)[MR],
+                                                                             const float *const (&x)[T], int64_t p,
+                                                                             __mmask16 lanes,
+                                                                             __m512 (&acc)[MR * T]) {
+    __m512 b[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) b[t] = _mm512_maskz_loadu_ps(lanes, x[t] + p);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+        const __m512 v = _mm512_maskz_loadu_ps(lanes, d[i] + p);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) acc[i * T + t] = _mm512_fmadd_ps(v, b[t], acc[i * T + t]);
+    }
+}
+
 // vpermt2ps indices picking the even (odd) lanes of two concatenated vectors:
 // columns 0, 2, ..., 30 (1, 3, ..., 31) of 32 consecutive ones.
 CONV_TARGET_AVX512 inline __m512i even_lanes() {

@@ -132,21 +132,6 @@ struct TileArgs {
 };
 
 template <int MR, int T>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dot_step(const float *const (&d)[MR],
-                                                                       const float *const (&x)[T], int64_t p,
-                                                                       __mmask16 lanes, __m512 (&acc)[MR * T]) {
-    __m512 b[T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) b[t] = _mm512_maskz_loadu_ps(lanes, x[t] + p);
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) {
-        const __m512 v = _mm512_maskz_loadu_ps(lanes, d[i] + p);
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) acc[i * T + t] = _mm512_fmadd_ps(v, b[t], acc[i * T + t]);
-    }
-}
-
-template <int MR, int T>
 CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
     __m512 acc[MR * T];
 #pragma GCC unroll 24
@@ -165,10 +150,10 @@ CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
             for (; p + 16 <= seg.len; p += 16) {
 #pragma GCC unroll 6
                 for (int i = 0; i < MR; ++i) _mm_prefetch((const char *)(d[i] + p + a.ahead), _MM_HINT_T0);
-                dot_step<MR, T>(d, x, p, 0xFFFF, acc);
+                dot_outer_step<MR, T>(d, x, p, 0xFFFF, acc);
             }
-        for (; p + 16 <= seg.len; p += 16) dot_step<MR, T>(d, x, p, 0xFFFF, acc);
-        if (p < seg.len) dot_step<MR, T>(d, x, p, first_lanes(seg.len - p), acc);
+        for (; p + 16 <= seg.len; p += 16) dot_outer_step<MR, T>(d, x, p, 0xFFFF, acc);
+        if (p < seg.len) dot_outer_step<MR, T>(d, x, p, first_lanes(seg.len - p), acc);
     }
     // Unrolled: an indexed acc[] would live on the stack.
 #pragma GCC unroll 24

@@ -54,27 +54,19 @@ struct TileArgs {
 };
 
 template <int MR, int T>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void step(const TileArgs &a, int64_t p, __mmask16 lanes,
-                                                                   __m512 (&acc)[MR * T]) {
-    __m512 b[T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) b[t] = _mm512_maskz_loadu_ps(lanes, a.x + t * a.ld + p);
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) {
-        const __m512 d = _mm512_maskz_loadu_ps(lanes, a.dy + i * a.ld + p);
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) acc[i * T + t] = _mm512_fmadd_ps(d, b[t], acc[i * T + t]);
-    }
-}
-
-template <int MR, int T>
 CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
     __m512 acc[MR * T];
 #pragma GCC unroll 24
     for (int i = 0; i < MR * T; ++i) acc[i] = _mm512_setzero_ps();
+    const float *d[MR];
+    const float *x[T];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) d[i] = a.dy + i * a.ld;
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) x[t] = a.x + t * a.ld;
     int64_t p = a.q0;
-    for (; p + 16 <= a.q1; p += 16) step<MR, T>(a, p, 0xFFFF, acc);
-    if (p < a.q1) step<MR, T>(a, p, first_lanes(a.q1 - p), acc);
+    for (; p + 16 <= a.q1; p += 16) dot_outer_step<MR, T>(d, x, p, 0xFFFF, acc);
+    if (p < a.q1) dot_outer_step<MR, T>(d, x, p, first_lanes(a.q1 - p), acc);
     // Unrolled: an indexed acc[] would live on the stack.
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i)
