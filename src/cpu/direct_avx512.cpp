@@ -2820,14 +2820,14 @@ public:
         // Longer rows of 1-D layers: im2col unfolds their taps into the
         // pointwise GEMM's panels (measured there).
         if (pw_avx512_taps_win(g, op)) return false;
-        // Backward-filter from at most 4 channels at unit column stride as
-        // dot products (direct_dot_filter.cpp), against AUTO's choice
-        // before, Zen 4, 1 thread, strict, 5 interleaved rounds, batch 1 /
-        // 8: ResNet-20's 3->16 stem 1.13x / 1.13x (the filter-vector tiles),
-        // VGG-16's 3->64 224x224 1.26x / 1.17x (the same), LeNet-5's 1->6
-        // 5x5 1.9x / 1.5x (implicit_gemm). One channel's 3x3 (MNIST's 1->32,
-        // the digits' 1->16) stays with depthwise_direct's flat sums
-        // (0.96x and 0.72x there).
+        // Backward-filter from at most 4 channels as dot products where
+        // direct_dot_filter.cpp applies, against AUTO's choice before, Zen
+        // 4, 1 thread, strict, 5 interleaved rounds, batch 1 / 8: ResNet-20's
+        // 3->16 stem 1.13x / 1.13x (the filter-vector tiles), VGG-16's 3->64
+        // 224x224 1.26x / 1.17x (the same), LeNet-5's 1->6 5x5 1.9x / 1.5x
+        // (implicit_gemm), MobileNet's 3->32 s2 at batch 8 1.11x. One
+        // channel's 3x3 (MNIST's 1->32, the digits' 1->16) stays with
+        // depthwise_direct's flat sums (0.96x and 0.72x there).
         if (direct_dot_filter_applies(g, op, dtype)) return true;
         if (!g.is_planar()) return competitive_3d(g, op);
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
