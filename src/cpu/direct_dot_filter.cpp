@@ -20,9 +20,10 @@
 //
 // The partial sums stay in vectors in the workspace between bands and are
 // added across their lanes once at the end (lane_sums16: a column's 16
-// lanes to one sum). Threads split the filters (or, onto few, the
-// columns), never the positions: each output is the same sum in the same
-// order at any thread count.
+// lanes to one sum). Threads split the filters or the columns; onto few
+// filters over 4+ images, two parts of the images summed apart and added
+// at the end, the parts set by the geometry alone: each output is the same
+// sum in the same order at any thread count.
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -184,7 +185,8 @@ Part part_of(const DotShape &s, int64_t t) {
     return {0, s.k, s.cols * t / s.parts, s.cols * (t + 1) / s.parts, 0, s.bands};
 }
 
-// One share over every band: sums in the slot, then dW.
+// One share over its bands: sums in the slot, then dW (or, for an image
+// part, left there for add_image_parts).
 CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float *dy, float *dw, const Part &part,
                                  float *slot) {
     const int64_t k0 = part.k0, k1 = part.k1;

@@ -38,7 +38,7 @@ struct TapRows {
 // most band_rows output rows.
 TapRows make_tap_rows(const ConvGeometry &g, int64_t band_rows);
 // The copy's load masks (mask_count() of them), the same for every row and
-// channel: made once a call.
+// channel: made once a call (in each thread's share), not per row.
 void fill_tap_masks(const TapRows &t, uint16_t *masks);
 // Image n's copy for output rows [r0, r1) into `out` (image_floats(),
 // 64-byte aligned).
