@@ -43,6 +43,16 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 :
 // a rounded up to a multiple of b (a >= 0, b >= 1).
 inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
+// n (>= 1) in ceil(n / most) pieces as even as they come, sizes one apart
+// at most (49 as 4 x 6 + 5 x 5, not 8 x 6 and a 1 that runs a tile at a
+// sixth of its rate): piece t starts at start(t) and holds size(t).
+struct EvenPieces {
+    int64_t count, low, high;
+    EvenPieces(int64_t n, int64_t most) : count(ceil_div(n, most)), low(n / count), high(n % count) {}
+    int64_t start(int64_t t) const { return t * low + (t < high ? t : high); }
+    int64_t size(int64_t t) const { return low + (t < high ? 1 : 0); }
+};
+
 // Floor division that is right for negative numerators too.
 inline int64_t floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;

@@ -55,12 +55,13 @@ constexpr int64_t kMostSums = 4096;
 // The pass in the kernel's terms (channels-first, 2-D, column stride 1 or
 // 2; 1-D has one row).
 struct DotShape {
-    int64_t n, c, k, oh, ow, sh, sw;
+    int64_t n, k, oh, ow, sh, sw;
     TapRows t;            // x's copy a band
     int64_t cols;         // dW's row: c * kh * kw columns (c, r, s)
     int64_t band_rows;    // output rows a band of one image, at most
     int64_t band_images;  // whole images a band (1 where a band is part of one)
-    int64_t bands;        // in all: image groups x bands of rows
+    int64_t row_bands;    // bands an image's rows make (1 where a band holds whole images)
+    int64_t bands;        // in all: groups of band_images images x row_bands
     // The images in 1 or 2 parts of consecutive bands, each summed from
     // zero into its own vectors, the second's then added to the first's
     // (onto few filters, so that two threads share the work without each
@@ -82,9 +83,9 @@ struct DotShape {
 
 DotShape make_dot_shape(const ConvGeometry &g, int threads) {
     DotShape s{};
-    s.n = g.n, s.c = g.c, s.k = g.k;
+    s.n = g.n, s.k = g.k;
     s.oh = g.out[1], s.ow = g.out[2], s.sh = g.stride[1], s.sw = g.stride[2];
-    s.cols = s.c * g.kernel[1] * g.kernel[2];
+    s.cols = g.c * g.kernel[1] * g.kernel[2];
     const int64_t plane = s.oh * s.ow;
     s.band_rows = std::clamp<int64_t>(kBandPositions / s.ow, 1, s.oh);
     s.band_images = s.band_rows < s.oh ? 1 : std::clamp<int64_t>(kBandPositions / plane, 1, s.n);
@@ -97,8 +98,8 @@ DotShape make_dot_shape(const ConvGeometry &g, int threads) {
     // (an image's rows halved) 0.90x on both.
     s.image_parts = s.k < 4 * kTileFilters && s.n >= 4 ? 2 : 1;
     if (s.image_parts == 2) s.band_images = std::min(s.band_images, ceil_div(s.n, (int64_t)2));
-    s.bands = s.band_images > 1 || s.band_rows >= s.oh ? ceil_div(s.n, s.band_images)
-                                                       : s.n * ceil_div(s.oh, s.band_rows);
+    s.row_bands = ceil_div(s.oh, s.band_rows);
+    s.bands = ceil_div(s.n, s.band_images) * s.row_bands;
     s.t = make_tap_rows(g, s.band_rows);
     // Threads share the image parts, or the filters where each gets
     // two tiles' worth, else the columns (ResNet-20's 16 filters at 2
@@ -197,48 +198,41 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
     uint16_t *masks = reinterpret_cast<uint16_t *>(col_at + s.cols);
     for (int64_t j = 0; j < s.cols; ++j) col_at[j] = s.t.column_at(j);
     fill_tap_masks(s.t, masks);
-    const int64_t plane = s.oh * s.ow, filters = k1 - k0;
-    // Filters in groups of at most kTileFilters, as even as they come.
-    const int64_t groups = ceil_div(filters, (int64_t)kTileFilters), low = filters / groups,
-                  high = filters % groups;
-    // Columns likewise (a share of 14 as 4 4 3 3, of 27 as six 4s and a 3).
-    const int64_t col_tiles = ceil_div(part.j1 - part.j0, (int64_t)kTileColumns),
-                  col_low = (part.j1 - part.j0) / col_tiles, col_high = (part.j1 - part.j0) % col_tiles;
-    int cols = 0;
+    const int64_t plane = s.oh * s.ow;
+    // Filters in tiles of at most kTileFilters, as even as they come;
+    // columns likewise (a share of 14 as 4 4 3 3, of 27 as six 4s and a 3).
+    const EvenPieces groups(k1 - k0, kTileFilters), col_tiles(part.j1 - part.j0, kTileColumns);
     bool first = true;
-    const int64_t row_bands = s.bands / ceil_div(s.n, s.band_images);  // a group of images'
     for (int64_t b = part.b0; b < part.b1; ++b) {
-        const int64_t n0 = b / row_bands * s.band_images, images = std::min(s.band_images, s.n - n0);
-        const int64_t r0 = b % row_bands * s.band_rows, r1 = std::min(s.oh, r0 + s.band_rows);
-        {
-            int64_t nsegs = 0;
-            for (int64_t i = 0; i < images; ++i) {
-                copy_tap_rows(s.t, x, n0 + i, r0, r1, masks, copy + i * s.t.image_floats());
-                const int64_t dy_at = (n0 + i) * s.k * plane + r0 * s.ow, x_at = i * s.t.image_floats();
-                if (s.sh == 1 && s.sw == 1)
-                    segs[nsegs++] = {dy_at, x_at, (r1 - r0) * s.ow};
-                else
-                    for (int64_t r = 0; r < r1 - r0; ++r)
-                        segs[nsegs++] = {dy_at + r * s.ow, x_at + r * s.sh * s.t.xpitch, s.ow};
-            }
-            // Columns outside, filters inside: a tile's 4 copy rows stay in
-            // L1 across the filter groups, dy's rows come from L2.
-            for (int64_t ti = 0, j0 = part.j0; ti < col_tiles; ++ti, j0 += cols) {
-                cols = (int)(col_low + (ti < col_high ? 1 : 0));
-                // The first column tile asks for the next band's dy as it goes.
-                TileArgs a{nullptr, plane, {}, segs, nsegs, nullptr, s.cols * 16, first,
-                           j0 == part.j0 && images == 1 && r1 < s.oh ? (r1 - r0) * s.ow : 0};
-                for (int t = 0; t < cols; ++t) a.col[t] = copy + col_at[j0 + t];
-                for (int64_t gi = 0, kg = k0; gi < groups; ++gi) {
-                    const int mr = (int)(low + (gi < high ? 1 : 0));
-                    a.dy = dy + kg * plane;
-                    a.sums = sums + ((kg - k0) * s.cols + j0) * 16;
-                    kTiles[cols - 1][mr - 1](a);
-                    kg += mr;
-                }
-            }
-            first = false;
+        const int64_t n0 = b / s.row_bands * s.band_images, images = std::min(s.band_images, s.n - n0);
+        const int64_t r0 = b % s.row_bands * s.band_rows, r1 = std::min(s.oh, r0 + s.band_rows);
+        int64_t nsegs = 0;
+        for (int64_t i = 0; i < images; ++i) {
+            copy_tap_rows(s.t, x, n0 + i, r0, r1, masks, copy + i * s.t.image_floats());
+            const int64_t dy_at = (n0 + i) * s.k * plane + r0 * s.ow, x_at = i * s.t.image_floats();
+            if (s.sh == 1 && s.sw == 1)
+                segs[nsegs++] = {dy_at, x_at, (r1 - r0) * s.ow};
+            else
+                for (int64_t r = 0; r < r1 - r0; ++r)
+                    segs[nsegs++] = {dy_at + r * s.ow, x_at + r * s.sh * s.t.xpitch, s.ow};
         }
+        // Columns outside, filters inside: a tile's 4 copy rows stay in
+        // L1 across the filter groups, dy's rows come from L2.
+        for (int64_t ti = 0; ti < col_tiles.count; ++ti) {
+            const int64_t j0 = part.j0 + col_tiles.start(ti);
+            const int cols = (int)col_tiles.size(ti);
+            // The first column tile asks for the next band's dy as it goes.
+            TileArgs a{nullptr, plane, {}, segs, nsegs, nullptr, s.cols * 16, first,
+                       j0 == part.j0 && images == 1 && r1 < s.oh ? (r1 - r0) * s.ow : 0};
+            for (int t = 0; t < cols; ++t) a.col[t] = copy + col_at[j0 + t];
+            for (int64_t gi = 0; gi < groups.count; ++gi) {
+                const int64_t kg = k0 + groups.start(gi);
+                a.dy = dy + kg * plane;
+                a.sums = sums + ((kg - k0) * s.cols + j0) * 16;
+                kTiles[cols - 1][groups.size(gi) - 1](a);
+            }
+        }
+        first = false;
     }
     if (s.image_parts > 1) return;  // (added up by add_image_parts)
     for (int64_t kk = k0; kk < k1; ++kk)

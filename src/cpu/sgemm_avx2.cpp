@@ -99,16 +99,6 @@ constexpr auto kernel_table(std::index_sequence<I...>) {
 }
 constexpr auto kKernels = kernel_table(std::make_index_sequence<kMr>());
 
-// The row panels of an mc-row block: as even as they come, heights one
-// apart at most (49 rows as 4 x 6 + 5 x 5, not 8 x 6 and a 1-row panel
-// that runs the tile at a sixth of its rate). Panel t starts at start(t).
-struct RowPanels {
-    int64_t count, low, high;
-    explicit RowPanels(int64_t mc) : count(ceil_div(mc, kMr)), low(mc / count), high(mc % count) {}
-    int64_t start(int64_t t) const { return t * low + std::min(t, high); }
-    int64_t rows(int64_t t) const { return low + (t < high ? 1 : 0); }
-};
-
 // t[j] = column j of the rows x q block at s (rows `ld` apart; rows, q <=
 // 8), zeros past it: the rows loaded and transposed in registers.
 CONV_TARGET_AVX2 inline void load_columns(__m256 t[8], const float *s, int64_t ld, int64_t rows,
@@ -121,8 +111,8 @@ CONV_TARGET_AVX2 inline void load_columns(__m256 t[8], const float *s, int64_t l
     transpose8(t);
 }
 
-// Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of op(A) into RowPanels
-// (at most kMr rows), r values per step of k. Steps are stored as
+// Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of op(A) into row panels
+// (EvenPieces of at most kMr rows: 49 as 4 x 6 + 5 x 5), r values per step of k. Steps are stored as
 // whole vectors, the lanes past r overwritten by the panel's next step; a
 // panel's last step stores only its r values.
 CONV_TARGET_AVX2 void pack_a(bool trans, const float *a, int64_t lda, int64_t m, int64_t k,
@@ -134,13 +124,13 @@ CONV_TARGET_AVX2 void pack_a(bool trans, const float *a, int64_t lda, int64_t m,
         // A whole vector where its 8 values lie inside A, whose last element
         // is a[(k - 1) * lda + m - 1].
         const int64_t end = (k - 1) * lda + m;
-        const RowPanels panels(mc);
+        const EvenPieces panels(mc, kMr);  // row panels
         for (int64_t p = 0; p < kc; ++p) {
             const float *row = a + (p0 + p) * lda + i0;
             if (p + kAhead < kc)
                 for (int64_t i = 0; i < mc; i += 16) _mm_prefetch((const char *)(row + kAhead * lda + i), _MM_HINT_T0);
             for (int64_t t = 0; t < panels.count; ++t) {
-                const int64_t ir = panels.start(t), r = panels.rows(t);
+                const int64_t ir = panels.start(t), r = panels.size(t);
                 const float *at = row + ir;
                 const __m256 v = (at - a) + 8 <= end ? _mm256_loadu_ps(at) : load_first_avx2(at, r);
                 float *d = dst + ir * kc + p * r;
@@ -152,9 +142,9 @@ CONV_TARGET_AVX2 void pack_a(bool trans, const float *a, int64_t lda, int64_t m,
         }
         return;
     }
-    const RowPanels panels(mc);
+    const EvenPieces panels(mc, kMr);  // row panels
     for (int64_t panel = 0; panel < panels.count; ++panel) {
-        const int64_t ir = panels.start(panel), r = panels.rows(panel);
+        const int64_t ir = panels.start(panel), r = panels.size(panel);
         float *d = dst + ir * kc;
         // op(A)(i, p) = a[i * lda + p]: r rows transposed, 8 steps at a time
         const float *s = a + (i0 + ir) * lda + p0;
@@ -230,7 +220,7 @@ bool few_rows_pays(int64_t m, bool tb, int64_t ldb) { return m <= kMc && !tb && 
 CONV_TARGET_AVX2 void sgemm_few_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                                      float *c, int64_t ldc, float *ap, float *bp, bool stream) {
-    const RowPanels panels(m);
+    const EvenPieces panels(m, kMr);  // row panels
     for (int64_t pc = 0; pc < k; pc += kKc) {
         const int64_t kc = std::min(kKc, k - pc);
         const Store how = sgemm::store_for(pc, stream, beta);
@@ -247,7 +237,7 @@ CONV_TARGET_AVX2 void sgemm_few_rows(bool ta, bool tb, int64_t m, int64_t n, int
             for (int64_t t = 0; t < panels.count; ++t) {
                 for (const int64_t end = std::min(lines, line + share); line < end; ++line)
                     _mm_prefetch((const char *)(b + (pc + line) * ldb + next), _MM_HINT_T1);
-                const int64_t ir = panels.start(t), r = panels.rows(t);
+                const int64_t ir = panels.start(t), r = panels.size(t);
                 kKernels.k[r - 1][v - 1](kc, ap + ir * kc, bp, c + ir * ldc + jr, ldc, (int)w, alpha, beta, how);
             }
         }
@@ -272,9 +262,9 @@ CONV_TARGET_AVX2 void sgemm_blocked(bool ta, bool tb, int64_t m, int64_t n, int6
                     const int64_t w = std::min<int64_t>(kNr, nc - jr);
                     const int v = w > 8 ? 2 : 1;
                     const float *bpanel = bp + jr * kc;
-                    const RowPanels panels(mc);
+                    const EvenPieces panels(mc, kMr);  // row panels
                     for (int64_t t = 0; t < panels.count; ++t) {
-                        const int64_t ir = panels.start(t), r = panels.rows(t);
+                        const int64_t ir = panels.start(t), r = panels.size(t);
                         kKernels.k[r - 1][v - 1](kc, ap + ir * kc, bpanel,
                                                  c + (ic + ir) * ldc + jc + jr, ldc, (int)w, alpha,
                                                  beta, how);
