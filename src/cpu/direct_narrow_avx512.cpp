@@ -107,13 +107,11 @@ void pack(const Narrow &s, const float *w, float *out) {
 // every destination row lies in the source (most of a large plane), so the
 // taps run without row tests. Taps: a 3 x 3 window's size (0: the shape's),
 // its tap loops then unrolled, weights and source rows at constant offsets
-// (VGG-16's 3->64 224x224: 1.26x). `tile`: the block's generated code
-// (cpu/jit/narrow_tile.h), which then sums in place of the compiled taps
-// (RowsInside only).
+// (VGG-16's 3->64 224x224: 1.26x). Where the block has generated code
+// (cpu/jit/narrow_tile.h), tile_rows below runs in its place.
 template <int M, int R, bool RowsInside, int Taps>
 CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void block_rows_with(const Narrow &s, const float *src, const float *packed,
-                                                           float *dst, int64_t i0, const float *bias, bool relu,
-                                                           jit::NarrowTileFn tile) {
+                                                           float *dst, int64_t i0, const float *bias, bool relu) {
     static_assert(M * R <= kMaxSums, "the sums must stay in registers");
     const int64_t splane = s.hs * s.ws, dplane = s.hd * s.wd;
     const __m512 zero = _mm512_setzero_ps();
@@ -123,35 +121,14 @@ CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void block_rows_with(const Narrow &s, cons
         // taps run: on a plane larger than L2 each of its M x R stores
         // missed and stalled (VGG-16's 3->64 224x224 without: 0.90x; asked
         // for one or two blocks ahead instead: 0.90-0.98x).
-        if (!(RowsInside && tile))  // (the generated block asks for them itself)
-            for (int m = 0; m < M; ++m)
-                for (int i = 0; i < R; ++i) __builtin_prefetch(dst + m * dplane + (i0 + i) * s.wd + j0, 1, 3);
+        for (int m = 0; m < M; ++m)
+            for (int i = 0; i < R; ++i) __builtin_prefetch(dst + m * dplane + (i0 + i) * s.wd + j0, 1, 3);
         __mmask16 column[kMaxTapColumns];  // tap column q: lanes whose source column lies in the row
         for (int64_t q = 0; q < s.ks; ++q) {
             const int64_t col = j0 + q - s.pl;
             column[q] = store & lane_range(-col, s.ws - col);
         }
         alignas(64) float partial[M * R * kLanes];  // the channel blocks' sums so far
-        if (RowsInside && tile) {
-            jit::NarrowTileCall call;
-            call.sums = partial, call.dst = dst + i0 * s.wd + j0, call.bias = bias;
-            // A fixed count (the generated blocks take at most 7 tap
-            // columns): a loop to ks became a call of memmove per block.
-            for (int q = 0; q < 7; ++q) call.masks[q] = q < s.ks ? column[q] : 0;
-            call.masks[7] = store;
-            for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
-                const int64_t c1 = std::min(s.cs, c0 + kBlock);
-                call.x = src + c0 * splane + (i0 - s.pt) * s.ws + j0 - s.pl;
-                call.w = packed + c0 * s.kr * s.ks * s.cd;
-                call.channels = c1 - c0;
-                call.mode = (c0 > 0 ? jit::kNarrowAddSums : 0) |
-                            (c1 == s.cs ? jit::kNarrowFinal | (relu ? jit::kNarrowRelu : 0) |
-                                              (store != 0xffff ? jit::kNarrowPartVector : 0)
-                                        : 0);
-                tile(&call);
-            }
-            continue;
-        }
         for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
             __m512 acc[M][R];
             for (int m = 0; m < M; ++m)
@@ -215,17 +192,51 @@ CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void block_rows_with(const Narrow &s, cons
     }
 }
 
-// `tile`: the generated code of an M x R block whose rows lie inside, or null.
+// The same block through its generated code `tile` (cpu/jit/narrow_tile.h),
+// made for the block's channels, rows and the rows of its window that lie
+// in the source.
+CONV_TARGET_AVX512 void tile_rows(const Narrow &s, const float *src, const float *packed, float *dst, int64_t i0,
+                                  const float *bias, bool relu, jit::NarrowTileFn tile) {
+    const int64_t splane = s.hs * s.ws;
+    for (int64_t j0 = 0; j0 < s.wd; j0 += kLanes) {
+        const __mmask16 store = first_lanes(s.wd - j0);
+        alignas(64) float partial[kMaxSums * kLanes];  // the channel blocks' sums so far
+        jit::NarrowTileCall call;
+        call.sums = partial, call.dst = dst + i0 * s.wd + j0, call.bias = bias;
+        // Per tap column the lanes whose source column lies in the row. A
+        // fixed count (the generated blocks take at most 7 tap columns): a
+        // loop to ks became a call of memmove per block.
+        for (int q = 0; q < 7; ++q) {
+            const int64_t col = j0 + q - s.pl;
+            call.masks[q] = q < s.ks ? store & lane_range(-col, s.ws - col) : 0;
+        }
+        call.masks[7] = store;
+        for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
+            const int64_t c1 = std::min(s.cs, c0 + kBlock);
+            call.x = src + c0 * splane + (i0 - s.pt) * s.ws + j0 - s.pl;
+            call.w = packed + c0 * s.kr * s.ks * s.cd;
+            call.channels = c1 - c0;
+            call.mode = (c0 > 0 ? jit::kNarrowAddSums : 0) |
+                        (c1 == s.cs ? jit::kNarrowFinal | (relu ? jit::kNarrowRelu : 0) |
+                                          (store != 0xffff ? jit::kNarrowPartVector : 0)
+                                    : 0);
+            tile(&call);
+        }
+    }
+}
+
+// `tile`: the generated code of this M x R block (for its rows), or null.
 template <int M, int R>
 void block_rows(const Narrow &s, const float *src, const float *packed, float *dst, int64_t i0,
                 const float *bias, bool relu, jit::NarrowTileFn tile) {
+    if (tile) return tile_rows(s, src, packed, dst, i0, bias, relu, tile);
     const bool inside = i0 - s.pt >= 0 && i0 + R - 1 + s.kr - 1 - s.pt < s.hs;
     if constexpr (M == kMaxChannels)  // (the unrolled 3x3 blocks of 8 channels only: compile time)
         if (s.kr == 3 && s.ks == 3)
             return (inside ? block_rows_with<M, R, true, 3> : block_rows_with<M, R, false, 3>)(s, src, packed, dst,
-                                                                                                i0, bias, relu, tile);
-    (inside ? block_rows_with<M, R, true, 0> : block_rows_with<M, R, false, 0>)(s, src, packed, dst, i0, bias, relu,
-                                                                                 tile);
+                                                                                                i0, bias, relu);
+    (inside ? block_rows_with<M, R, true, 0> : block_rows_with<M, R, false, 0>)(s, src, packed, dst, i0, bias,
+                                                                                 relu);
 }
 
 using BlockFn = void (*)(const Narrow &, const float *, const float *, float *, int64_t, const float *, bool,
@@ -399,6 +410,82 @@ bool direct_narrow_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dty
     return op == CONV_OP_BACKWARD_DATA || 4 * wd >= 3 * lanes * ceil_div(wd, lanes);
 }
 
+#if CONV_HAVE_AVX512_KERNELS
+// The generated code of each block the pass meets (a plan's or the
+// context's cached plan's calls find them in jit's cache): whole and last
+// blocks of channels and of rows, for the rows inside the plane and for
+// the row blocks at its top and bottom whose window overhangs it. Made
+// before the items run; find() only reads. Null where the generator makes
+// none: the compiled block runs.
+class BlockTiles {
+public:
+    BlockTiles(const Narrow &s, int rows) : s_(s) {
+        const int64_t row_blocks = ceil_div(s.hd, rows);
+        const int channel_blocks[2] = {(int)std::min<int64_t>(s.cd, kMaxChannels), (int)(s.cd % kMaxChannels)};
+        for (int m : channel_blocks) {
+            if (m == 0) continue;
+            // The first and last kEdgeBlocks row blocks (those that
+            // overhang the plane where the padding is at most kEdgeBlocks
+            // blocks deep), and a whole and a last block inside.
+            for (int64_t b = 0; b < row_blocks; ++b) {
+                if (b == kEdgeBlocks && row_blocks - kEdgeBlocks > b) b = row_blocks - kEdgeBlocks;
+                const int64_t i0 = b * rows;
+                const int r = (int)std::min<int64_t>({(int64_t)rows, s.hd - i0, (int64_t)rows_for(m)});
+                add(m, r, i0);
+            }
+            if (row_blocks > 2 * kEdgeBlocks) add(m, std::min(rows, rows_for(m)), kEdgeBlocks * rows);
+        }
+    }
+
+    // The code of the block of m channels and r rows from destination row i0.
+    jit::NarrowTileFn find(int m, int r, int64_t i0) const {
+        const Window w = window(r, i0);
+        for (int e = 0; e < count_; ++e)
+            if (entries_[e].m == m && entries_[e].r == r && entries_[e].live == w) return entries_[e].fn;
+        return nullptr;
+    }
+
+private:
+    static constexpr int kEdgeBlocks = 3;
+    // [live_begin, live_end): the rows of the window of the block from i0 that lie in the source.
+    struct Window {
+        int begin, end;
+        bool operator==(const Window &o) const { return begin == o.begin && end == o.end; }
+    };
+    struct Entry {
+        int m = 0, r = 0;
+        Window live{0, 0};
+        jit::NarrowTileFn fn = nullptr;
+    };
+
+    Window window(int r, int64_t i0) const {
+        const int64_t span = s_.kr + r - 1, top = i0 - s_.pt;  // the window's first row in the source
+        return {(int)std::clamp<int64_t>(-top, 0, span), (int)std::clamp<int64_t>(s_.hs - top, 0, span)};
+    }
+
+    void add(int m, int r, int64_t i0) {
+        const Window w = window(r, i0);
+        if (find(m, r, i0) || count_ == kMaxEntries) return;
+        jit::NarrowTileSpec spec;
+        spec.m = m, spec.r = r, spec.kr = (int)s_.kr, spec.ks = (int)s_.ks;
+        spec.row = s_.ws, spec.channel_x = s_.hs * s_.ws, spec.tap_w = s_.cd;
+        spec.dst_row = s_.wd, spec.dst_channel = s_.hd * s_.wd;
+        spec.live_begin = w.begin, spec.live_end = w.end;
+        std::shared_ptr<const jit::NarrowTileKernel> made = jit::narrow_tile(spec);
+        if (!made) return;
+        entries_[count_] = {m, r, w, made->fn()};
+        kept_[count_++] = std::move(made);
+    }
+
+    // Two channel blocks x (2 kEdgeBlocks + 2) row blocks.
+    static constexpr int kMaxEntries = 2 * (2 * kEdgeBlocks + 2);
+    const Narrow &s_;
+    int count_ = 0;
+    Entry entries_[kMaxEntries];
+    std::shared_ptr<const jit::NarrowTileKernel> kept_[kMaxEntries];
+};
+#endif
+
 size_t direct_narrow_workspace(const ConvGeometry &g, conv_op_t op, int threads) {
     int64_t floats = checked_mul(g.c * g.k, g.kernel_size(), "workspace");
     if (cpu_isa() == Isa::avx2) {  // and a padded source image per thread
@@ -464,23 +551,7 @@ void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
     // block's first), each of an item's rows.
     const int rows = rows_for((int)std::min<int64_t>(s.cd, kMaxChannels));
     const int64_t row_blocks = ceil_div(s.hd, rows);
-    // The generated code of each block shape the pass meets (a plan's or
-    // the context's cached plan's calls find them in jit's cache): whole
-    // and last blocks of channels, of rows.
-    std::shared_ptr<const jit::NarrowTileKernel> kept[2][2];
-    jit::NarrowTileFn tiles[kMaxChannels][kMaxRows] = {};
-    const int channel_blocks[2] = {(int)std::min<int64_t>(s.cd, kMaxChannels), (int)(s.cd % kMaxChannels)};
-    const int row_counts[2] = {rows, (int)(s.hd % rows)};
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
-            const int m = channel_blocks[a], r = std::min(row_counts[b], m ? rows_for(m) : 0);
-            if (m == 0 || r == 0 || tiles[m - 1][r - 1]) continue;
-            jit::NarrowTileSpec spec;
-            spec.m = m, spec.r = r, spec.kr = (int)s.kr, spec.ks = (int)s.ks;
-            spec.row = s.ws, spec.channel_x = s.hs * s.ws, spec.tap_w = s.cd;
-            spec.dst_row = s.wd, spec.dst_channel = dplane;
-            if ((kept[a][b] = jit::narrow_tile(spec))) tiles[m - 1][r - 1] = kept[a][b]->fn();
-        }
+    const BlockTiles tiles(s, rows);
     pool.parallel_for(
         s.n * row_blocks,
         [&](int64_t item, int) {
@@ -489,7 +560,7 @@ void direct_narrow_run(const ConvArgs &args, void *ws, ThreadPool &pool, int thr
             for (int64_t m0 = 0; m0 < s.cd; m0 += kMaxChannels) {
                 const int m = (int)std::min<int64_t>(kMaxChannels, s.cd - m0), rm = std::min(r, rows_for(m));
                 kBlocks[m - 1][rm - 1](s, src + n * s.cs * s.hs * s.ws, packed + m0, dst + (n * s.cd + m0) * dplane,
-                                       i0, bias ? bias + m0 : nullptr, relu, tiles[m - 1][rm - 1]);
+                                       i0, bias ? bias + m0 : nullptr, relu, tiles.find(m, rm, i0));
             }
         },
         threads);

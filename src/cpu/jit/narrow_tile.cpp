@@ -1,5 +1,6 @@
 #include "cpu/jit/narrow_tile.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 
@@ -16,7 +17,8 @@ namespace conv::cpu::jit {
 
 bool NarrowTileSpec::operator==(const NarrowTileSpec &o) const {
     return m == o.m && r == o.r && kr == o.kr && ks == o.ks && row == o.row && channel_x == o.channel_x &&
-           tap_w == o.tap_w && dst_row == o.dst_row && dst_channel == o.dst_channel;
+           tap_w == o.tap_w && dst_row == o.dst_row && dst_channel == o.dst_channel && live_begin == o.live_begin &&
+           live_end == o.live_end;
 }
 
 #if CONV_HAVE_XBYAK
@@ -34,12 +36,14 @@ size_t hash_spec(const NarrowTileSpec &s) {
     hash_mix(h, std::hash<int64_t>()(s.tap_w));
     hash_mix(h, std::hash<int64_t>()(s.dst_row));
     hash_mix(h, std::hash<int64_t>()(s.dst_channel));
+    hash_mix(h, std::hash<int64_t>()(s.live_begin * 64 + s.live_end));
     return h;
 }
 
 bool fits(const NarrowTileSpec &s) {
     if (s.m < 1 || s.r < 1 || s.kr < 1 || s.ks < 1 || s.ks > kMaxTapColumns || s.kr * s.ks > kMaxTaps) return false;
     if (s.m * s.r + s.r + 1 > kMaxRegisters) return false;  // sums, source rows, a broadcast
+    if (s.live_begin < 0 || s.live_begin > s.live_end || s.live_end > s.kr + s.r - 1) return false;
     // Every displacement and per-channel advance is a signed 32-bit immediate.
     constexpr int64_t kLimit = (int64_t(1) << 31) / (int64_t)sizeof(float) - 4096;
     auto small = [&](int64_t v) { return v >= 0 && v <= kLimit; };
@@ -97,12 +101,16 @@ private:
                 // all M x R asked for before the taps left 1.17x of this.
                 const int t = tr * s.ks + q;
                 for (int p = t; p < m * r; p += s.kr * s.ks) prefetchw(out(p / r, p % r));
-                for (int i = 0; i < r; ++i)
+                // Rows i whose tap row tr + i lies in the source (never
+                // read elsewhere: x may point above the plane).
+                const int first = std::max(0, s.live_begin - tr), end = std::min(r, s.live_end - tr);
+                if (first >= end) continue;
+                for (int i = first; i < end; ++i)
                     vmovups(src(i) | Opmask(q + 1) | T_z, ptr[x + (int)(((tr + i) * s.row + q) * 4)]);
                 const int64_t wt = (tr * s.ks + q) * s.tap_w;
                 for (int mm = 0; mm < m; ++mm) {
                     vbroadcastss(bcast, ptr[w + (int)((wt + mm) * 4)]);
-                    for (int i = 0; i < r; ++i) vfmadd231ps(acc(mm, i), bcast, src(i));
+                    for (int i = first; i < end; ++i) vfmadd231ps(acc(mm, i), bcast, src(i));
                 }
             }
         add(x, (int)(s.channel_x * 4));
