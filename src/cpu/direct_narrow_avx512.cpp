@@ -90,16 +90,23 @@ int rows_for(int m) { return std::min(kMaxRows, kMaxSums / m); }
 
 #if CONV_HAVE_AVX512_KERNELS
 // W[c][r][q][m]: forward from w[m][c][r][q], backward-data from
-// w[c][m][kr - 1 - r][ks - 1 - q].
+// w[c][m][kr - 1 - r][ks - 1 - q]. A filter's taps are read as one run
+// (tap t = r * ks + q, rotated: taps - 1 - t): indexed element by element
+// from the destination's side, this copy took 10% of a 32->3 5x5
+// backward-data onto 16x16 at batch 1.
 void pack(const Narrow &s, const float *w, float *out) {
+    const int64_t taps = s.kr * s.ks, cd = s.cd;
     for (int64_t c = 0; c < s.cs; ++c)
-        for (int64_t r = 0; r < s.kr; ++r)
-            for (int64_t q = 0; q < s.ks; ++q)
-                for (int64_t m = 0; m < s.cd; ++m) {
-                    const int64_t at = s.backward ? ((c * s.cd + m) * s.kr + s.kr - 1 - r) * s.ks + s.ks - 1 - q
-                                                  : ((m * s.cs + c) * s.kr + r) * s.ks + q;
-                    out[((c * s.kr + r) * s.ks + q) * s.cd + m] = w[at];
-                }
+        for (int64_t m = 0; m < cd; ++m) {
+            float *to = out + c * taps * cd + m;
+            if (s.backward) {
+                const float *from = w + (c * cd + m) * taps + taps - 1;
+                for (int64_t t = 0; t < taps; ++t) to[t * cd] = from[-t];
+            } else {
+                const float *from = w + (m * s.cs + c) * taps;
+                for (int64_t t = 0; t < taps; ++t) to[t * cd] = from[t];
+            }
+        }
 }
 
 // R rows from i0 of one image's M destination planes (src: the image's
