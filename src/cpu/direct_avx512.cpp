@@ -1552,7 +1552,16 @@ CONV_TARGET_AVX2 void store_last_avx2(const Shape &s, const Item &it, const floa
 // 1.01-1.12x (ResNet-50's res3a_2b 1.09x), conv1's 1.04x. Channels-last
 // (ResNet-50's and VGG-16's layers, forward and backward-data, 3 rounds
 // each way): 1.02-1.03x.
+// Not on planes under kOwnedPlane positions (CIFAR's and MNIST's 8x8 and
+// 16x16, at any batch): there a tile's few products did not cover the
+// prefetches' own cost. Zen 4, 1 thread, 5 alternated rounds, without
+// against with: the digits' 16->32 8x8 forward 1.064x at batch 32 (its
+// 256 KiB output) and 1.067x at 128, ResNet-20's 32->64 16x16 s2 1.017x
+// at 128; the large planes above measured even either way on that machine
+// (0.996-1.006x: VGG-16's 224x224 and 112x112, ResNet-50's 28x28 and
+// 56x56, conv1 7x7 s2).
 constexpr int64_t kOwnedBytes = 256 << 10;
+constexpr int64_t kOwnedPlane = 512;
 
 template <class T>
 void store_item(const Shape &s, const Item &it, const T *sums, T *dst, const T *bias, bool relu) {
@@ -2214,9 +2223,10 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     // Rows [rg * rows, ...) and segment sg of phase p of image n, for channel
     // block kb of group gi, whose packed vectors start at w.
     // `image`: image n's padded source planes.
-    // Items whose destination rows are asked for ownership under their tiles (kOwnedBytes).
-    const bool owns_lines = CONV_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512 &&
-                            !s.wrap && (double)s.n * (double)s.cd * (double)s.dst_plane * sizeof(float) >= double(kOwnedBytes);
+    // Items whose destination rows are asked for ownership under their tiles (kOwnedBytes, kOwnedPlane).
+    const bool owns_lines = CONV_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512 && !s.wrap &&
+                            s.dst_plane >= kOwnedPlane &&
+                            (double)s.n * (double)s.cd * (double)s.dst_plane * sizeof(float) >= double(kOwnedBytes);
     // Source channels [c_begin, c_end) of the item (c_begin a multiple of
     // s.cblock), weights from w (channel c_begin's, vectors wvec apart); its sums
     // in `item_sums` (or, where null, in the item's own buffer), stored to
