@@ -47,16 +47,13 @@ struct Few {
     int64_t in_rows;  // source rows a band of (at most) kBand output rows reads
     int64_t row_floats() const { return c * 2 * lp; }  // one source row's two phases, all channels
     int64_t slot_floats() const { return checked_mul(in_rows, row_floats(), "workspace"); }
-    // Filters in groups of at most kFilters, as even as they come (32 as
+    // Filters in groups of at most `most`, as even as they come (32 as
     // 6 6 5 5 5 5, not five 6s and a 2 whose 4 sums wait on the FMA
-    // latency): group f starts at filter first(f), and `low` or `low + 1`
-    // filters (the first `high` groups one more).
-    int64_t groups, low, high;
+    // latency).
+    EvenPieces filters{1, 1};
     int64_t most;  // filters a group at most: kFilters, or kFilters512 on AVX-512
-    int64_t first(int64_t f) const { return f * low + std::min(f, high); }
-    int64_t size(int64_t f) const { return low + (f < high ? 1 : 0); }
     int64_t packed_floats() const {
-        return round_up(checked_mul(groups * most, c * kh * kw, "workspace"), (int64_t)16);
+        return round_up(checked_mul(filters.count * most, c * kh * kw, "workspace"), (int64_t)16);
     }
 };
 
@@ -71,7 +68,7 @@ Few few_shape(const ConvGeometry &g) {
     s.lp = round_up(round_up(s.ow, lanes) + (s.kw - 1) / 2, lanes);
     s.in_rows = checked_add(checked_mul(std::min(kBand, s.oh) - 1, s.sh, "workspace"), s.kh, "workspace");
     s.most = cpu_isa() == Isa::avx512 ? kFilters512 : kFilters;
-    s.groups = ceil_div(s.k, s.most), s.low = s.k / s.groups, s.high = s.k % s.groups;
+    s.filters = EvenPieces(s.k, s.most);
     return s;
 }
 
@@ -80,10 +77,11 @@ Few few_shape(const ConvGeometry &g) {
 // past a group's size): a tap's F weights are consecutive broadcasts.
 void pack(const Few &s, const float *w, float *out) {
     const int64_t taps = s.c * s.kh * s.kw;
-    for (int64_t grp = 0; grp < s.groups; ++grp)
+    for (int64_t grp = 0; grp < s.filters.count; ++grp)
         for (int64_t t = 0; t < taps; ++t)
             for (int f = 0; f < s.most; ++f)
-                out[(grp * taps + t) * s.most + f] = f < s.size(grp) ? w[(s.first(grp) + f) * taps + t] : 0.0f;
+                out[(grp * taps + t) * s.most + f] =
+                    f < s.filters.size(grp) ? w[(s.filters.start(grp) + f) * taps + t] : 0.0f;
 }
 
 // split_row's start, all but its vector steps: an out-of-range row all
@@ -318,9 +316,9 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
     // y. Row by row, every group in turn, the y lines of all the filters
     // (28 KiB a row at 64 filters) pushed the source rows and weights out of
     // L1 (1.03-1.05x this way).
-    for (int64_t grp = 0; grp < s.groups; ++grp) {
-        const int64_t k0 = s.first(grp);
-        const int f = (int)s.size(grp);
+    for (int64_t grp = 0; grp < s.filters.count; ++grp) {
+        const int64_t k0 = s.filters.start(grp);
+        const int f = (int)s.filters.size(grp);
         a.weights = packed + grp * taps * s.most;
         const float *b = bias ? bias + k0 : nullptr;
         for (int64_t r = r0; r < r1; ++r) {

@@ -1244,12 +1244,11 @@ template <class Tile>
 void walk_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool rows_inner, int64_t tile_rows,
                 int64_t panel, Tile &&tile, bool aligned = false) {
     if (i1 <= i0) return;
-    const int64_t count = ceil_div(i1 - i0, tile_rows);
-    const int64_t low = aligned ? tile_rows : (i1 - i0) / count, high = aligned ? 0 : (i1 - i0) % count;
-    // Row tile t starts at i0 + t * low + min(t, high) and has low + (t < high) rows.
+    const EvenPieces even(i1 - i0, tile_rows);
+    const int64_t count = even.count;
     auto one = [&](int64_t t, int64_t q0) {
-        const int64_t at = i0 + t * low + std::min(t, high);
-        tile(at, q0, std::min(low + (t < high ? 1 : 0), i1 - at), std::min(panel, j1 - q0));
+        const int64_t at = i0 + (aligned ? t * tile_rows : even.start(t));
+        tile(at, q0, aligned ? std::min(tile_rows, i1 - at) : even.size(t), std::min(panel, j1 - q0));
     };
     if (rows_inner) {
         for (int64_t q0 = j0; q0 < j1; q0 += panel)
