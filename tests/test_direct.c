@@ -615,6 +615,43 @@ static void test_narrow_destination(void **state)
     }
 }
 
+/* The same kernel's row blocks where the window overhangs the source's top
+ * or bottom (the generated blocks are made for the rows of their window
+ * that lie in the source, the first and last three row blocks' and one
+ * inside; any other block that overhangs runs the compiled code): row
+ * padding of 8-14, so that four or more blocks overhang at one end, and
+ * planes of 1-6 rows under 3-5-row windows, whose blocks overhang at both
+ * ends; forward onto and backward-data from 1-8 channels, 1-40 on the
+ * other side, bias and ReLU, threads 1-3 and guard pages. */
+static void test_narrow_deep_padding(void **state)
+{
+    (void)state;
+    uint64_t first = tu_env_seed(5350);
+    int n = tu_env_count(24);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = first + (uint64_t)i;
+        tu_rng r;
+        tu_seed(&r, seed);
+        const conv_op_t op = i % 2 ? CONV_OP_BACKWARD_DATA : CONV_OP_FORWARD;
+        const int deep = i % 4 < 2;
+        int64_t kernel[2] = {tu_range(&r, deep ? 1 : 3, 5), tu_range(&r, 1, 5)};
+        int64_t in[2] = {deep ? tu_range(&r, 1, 30) : tu_range(&r, 1, 6), tu_range(&r, 16, 40)};
+        const int64_t few = tu_range(&r, 1, 8), many = tu_range(&r, 1, 40);
+        tu_problem tp;
+        tu_problem_init(&tp, 2, tu_range(&r, 1, 2), op == CONV_OP_FORWARD ? many : few,
+                        op == CONV_OP_FORWARD ? few : many, in, kernel);
+        tp.desc_pad_begin[0] = deep ? tu_range(&r, 8, 14) : tu_range(&r, 0, kernel[0] - 1);
+        tp.desc_pad_end[0] = deep ? tu_range(&r, 8, 14) : tu_range(&r, 0, kernel[0] - 1);
+        tp.desc_pad_begin[1] = tu_range(&r, 0, kernel[1] - 1);
+        tp.desc_pad_end[1] = tu_range(&r, 0, kernel[1] - 1);
+        tp.bias = op == CONV_OP_FORWARD && tu_chance(&r, 50);
+        tp.p.relu = op == CONV_OP_FORWARD && tu_chance(&r, 30);
+        tp.algo = direct();
+        if (!tu_resolve(&tp)) continue;
+        tu_check_random_pass(tu_contexts, seed, &tp, op, &r, i % 4 == 1);
+    }
+}
+
 /* Forward from 2-4 source channels onto 9-64 (direct_narrow_avx512.cpp's
  * blocks of 8 destination channels, the last one partial), kernels 1-5,
  * asymmetric padding, planes whose rows fill a vector or spill into a
@@ -842,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_layers),      cmocka_unit_test(test_prepared_weights),
         cmocka_unit_test(test_wide_strides),
         cmocka_unit_test(test_image_blocks), cmocka_unit_test(test_narrow_destination),
+        cmocka_unit_test(test_narrow_deep_padding),
         cmocka_unit_test(test_narrow_few_sources), cmocka_unit_test(test_narrow_few_sources_3x3),
         cmocka_unit_test(test_narrow_bands),
         cmocka_unit_test(test_few_sources_stride2),

@@ -1556,10 +1556,12 @@ CONV_TARGET_AVX2 void store_last_avx2(const Shape &s, const Item &it, const floa
 // 16x16, at any batch): there a tile's few products did not cover the
 // prefetches' own cost. Zen 4, 1 thread, 5 alternated rounds, without
 // against with: the digits' 16->32 8x8 forward 1.064x at batch 32 (its
-// 256 KiB output) and 1.067x at 128, ResNet-20's 32->64 16x16 s2 1.017x
-// at 128; the large planes above measured even either way on that machine
-// (0.996-1.006x: VGG-16's 224x224 and 112x112, ResNet-50's 28x28 and
-// 56x56, conv1 7x7 s2).
+// 256 KiB output) and 1.067x at 128, ResNet-20's 32->64 16x16 s2 forward
+// 1.017x at 128 and backward-data 1.08x at 32; the large planes above
+// measured even either way on that machine (0.996-1.006x at batch 1:
+// VGG-16's 224x224 and 112x112, ResNet-50's 28x28 and 56x56, conv1 7x7
+// s2), and so did ResNet-50's 14x14 and 7x7 3x3 layers at batch 8, which
+// this takes out too (0.993-1.004x).
 constexpr int64_t kOwnedBytes = 256 << 10;
 constexpr int64_t kOwnedPlane = 512;
 

@@ -431,30 +431,27 @@ public:
         const int channel_blocks[2] = {(int)std::min<int64_t>(s.cd, kMaxChannels), (int)(s.cd % kMaxChannels)};
         for (int m : channel_blocks) {
             if (m == 0) continue;
-            // The first and last kEdgeBlocks row blocks (those that
-            // overhang the plane where the padding is at most kEdgeBlocks
-            // blocks deep), and a whole and a last block inside.
+            // A whole block whose window lies in the source, then the
+            // first and last kEdgeBlocks row blocks: those that overhang
+            // the plane where its padding is at most kEdgeBlocks blocks
+            // deep, and the last, which may be shorter.
+            const int whole = std::min(rows, rows_for(m));
+            add(m, whole, Window{0, (int)s.kr + whole - 1});
             for (int64_t b = 0; b < row_blocks; ++b) {
                 if (b == kEdgeBlocks && row_blocks - kEdgeBlocks > b) b = row_blocks - kEdgeBlocks;
                 const int64_t i0 = b * rows;
                 const int r = (int)std::min<int64_t>({(int64_t)rows, s.hd - i0, (int64_t)rows_for(m)});
-                add(m, r, i0);
+                add(m, r, window(r, i0));
             }
-            if (row_blocks > 2 * kEdgeBlocks) add(m, std::min(rows, rows_for(m)), kEdgeBlocks * rows);
         }
     }
 
     // The code of the block of m channels and r rows from destination row i0.
-    jit::NarrowTileFn find(int m, int r, int64_t i0) const {
-        const Window w = window(r, i0);
-        for (int e = 0; e < count_; ++e)
-            if (entries_[e].m == m && entries_[e].r == r && entries_[e].live == w) return entries_[e].fn;
-        return nullptr;
-    }
+    jit::NarrowTileFn find(int m, int r, int64_t i0) const { return lookup(m, r, window(r, i0)); }
 
 private:
     static constexpr int kEdgeBlocks = 3;
-    // [live_begin, live_end): the rows of the window of the block from i0 that lie in the source.
+    // [begin, end): the rows of a block's window (0 .. kr + r - 2) that lie in the source.
     struct Window {
         int begin, end;
         bool operator==(const Window &o) const { return begin == o.begin && end == o.end; }
@@ -470,9 +467,14 @@ private:
         return {(int)std::clamp<int64_t>(-top, 0, span), (int)std::clamp<int64_t>(s_.hs - top, 0, span)};
     }
 
-    void add(int m, int r, int64_t i0) {
-        const Window w = window(r, i0);
-        if (find(m, r, i0) || count_ == kMaxEntries) return;
+    jit::NarrowTileFn lookup(int m, int r, const Window &w) const {
+        for (int e = 0; e < count_; ++e)
+            if (entries_[e].m == m && entries_[e].r == r && entries_[e].live == w) return entries_[e].fn;
+        return nullptr;
+    }
+
+    void add(int m, int r, const Window &w) {
+        if (lookup(m, r, w) || count_ == kMaxEntries) return;
         jit::NarrowTileSpec spec;
         spec.m = m, spec.r = r, spec.kr = (int)s_.kr, spec.ks = (int)s_.ks;
         spec.row = s_.ws, spec.channel_x = s_.hs * s_.ws, spec.tap_w = s_.cd;
@@ -484,8 +486,8 @@ private:
         kept_[count_++] = std::move(made);
     }
 
-    // Two channel blocks x (2 kEdgeBlocks + 2) row blocks.
-    static constexpr int kMaxEntries = 2 * (2 * kEdgeBlocks + 2);
+    // Two channel blocks x (a whole block inside + 2 kEdgeBlocks row blocks).
+    static constexpr int kMaxEntries = 2 * (2 * kEdgeBlocks + 1);
     const Narrow &s_;
     int count_ = 0;
     Entry entries_[kMaxEntries];

@@ -5,7 +5,7 @@
 //
 //   for c < channels:                        (a loop; x, w advance per channel)
 //     for each tap (r, q) (unrolled; offsets are displacements):
-//       v_i = load(x + (r + i) * row + q), lanes of mask q   i < R
+//       v_i = load(x + (r + i) * row + q), lanes of mask q   i < R, row r + i live
 //       acc[m][i] += broadcast(w[(r * ks + q) * tap_w + m]) * v_i    m < M
 //
 // What it saves over the compiled block: GCC's code for the unrolled 3x3
@@ -13,15 +13,19 @@
 // registers at each tap row, and on other windows ran the tap loops with
 // their address arithmetic; here every load is a displacement and the sums
 // never move. The products are added in the compiled block's order (source
-// channel, tap row, tap column), so both give the same bits.
+// channel, tap row, tap column), so both give the same bits (for finite
+// weights: the compiled block multiplies a row outside the source as
+// zeros, which an infinite weight turns into NaN; this code leaves those
+// products out).
 //
 // A block's window spans kr + r - 1 source rows; those outside the source
 // (a block at the top or bottom of a padded plane) are left out when the
 // code is made, with their products: no row tests, and the padding's
 // products are not computed at all (a zero row's FMAs cost as much as a
 // live one's: the compiled edge blocks of ResNet-20's 3->16 32x32 stem, 2
-// of its 11 row blocks, took 17-21% of the pass). The columns where the window
-// overhangs the row are the masks' (lanes off read as zero and never fault). The last channel block's call also adds the
+// of its 11 row blocks, took 17-21% of the pass). The columns where the
+// window overhangs the row are the masks' (lanes off read as zero and
+// never fault). The last channel block's call also adds the
 // bias, applies ReLU and stores the sums to the destination's rows: the
 // sums' round trip through memory and the compiled store after it stalled
 // on a full store queue (VGG-16's 3->64 224x224).
