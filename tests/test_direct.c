@@ -742,6 +742,42 @@ static void test_narrow_bands(void **state)
     }
 }
 
+/* The same kernel onto outputs of 8 MiB or more whose rows are whole
+ * lines (AVX-512: each line one vector stored non-temporally, the stores
+ * fenced before each work item counts as done): MobileNet's conv1 (3->32
+ * 3x3 s2 onto 112x112, batch 6) with bias and ReLU, 2->40 5x5 s2 onto
+ * 128x128; rows of 100 columns (not whole lines) store as before. 1-3
+ * threads, the output against a guard page before or after, every element
+ * checked. */
+static void test_few_sources_streamed(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t h, c, k, n, kernel;
+        int bias;
+    } cases[] = {{224, 3, 32, 6, 3, 1}, {256, 2, 40, 4, 5, 0}, {200, 3, 32, 8, 3, 1}};
+    tu_rng r;
+    tu_seed(&r, 5601);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].h, cases[i].h}, kernel[2] = {cases[i].kernel, cases[i].kernel};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, cases[i].n, cases[i].c, cases[i].k, in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = 2;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = cases[i].kernel / 2;
+        }
+        tp.bias = cases[i].bias;
+        tp.p.relu = cases[i].bias;
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        char what[160];
+        snprintf(what, sizeof what, "%lld->%lld %lldx%lld s2 onto %lld columns, batch %lld%s", (long long)cases[i].c,
+                 (long long)cases[i].k, (long long)cases[i].kernel, (long long)cases[i].kernel,
+                 (long long)tp.p.out[1], (long long)cases[i].n, cases[i].bias ? " bias relu" : "");
+        tu_check_guarded_threads(&tp, CONV_OP_FORWARD, &r, 1, what);
+    }
+}
+
 /* Forward from 1-4 source channels at column stride 2 with AVX2 and AVX-512
  * (direct_few_sources.cpp: positions in the vector, source rows split
  * into their two column phases a band of 8 output rows at a time): kernels
@@ -882,7 +918,7 @@ int main(void)
         cmocka_unit_test(test_narrow_deep_padding),
         cmocka_unit_test(test_narrow_few_sources), cmocka_unit_test(test_narrow_few_sources_3x3),
         cmocka_unit_test(test_narrow_bands),
-        cmocka_unit_test(test_few_sources_stride2),
+        cmocka_unit_test(test_few_sources_stride2), cmocka_unit_test(test_few_sources_streamed),
         cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns), cmocka_unit_test(test_filter_balanced_columns),
         cmocka_unit_test(test_filter_windows), cmocka_unit_test(test_dot_filter),
