@@ -1582,18 +1582,15 @@ size_t dw_nchw_workspace_bytes(const ConvGeometry &, conv_op_t, int) { return 0;
 
 namespace {
 // Whether a pass writes its output (`floats` of it from `out`, rows of
-// `row`) with non-temporal stores: where it is kPastCacheBytes or more (as
-// gemm_1x1's channels-first outputs) and its rows are whole
-// lines, so that no line is part streamed and part stored (MobileNet's
-// 128 channels of 56x56 at batch 8, rows of 3.5 lines, lost 0.81-0.95x
-// so). 1 thread, strict, MobileNet-v1 at batch 8 in the suite, 3
-// alternated runs: dw1 (32 channels of 112x112) forward 1.86-2.17x,
-// backward-data 1.56-1.92x (0.64 -> 1.31 and 0.82 -> 1.43 of oneDNN).
-// Those are repeated calls on the same tensors: the input then stays in
-// L3 where the output no longer pushes it out; in a network the next
-// layer reads the streamed output from memory.
+// `row`) with non-temporal stores: streams_whole_lines (past_cache.h), as
+// gemm_1x1's channels-first outputs. 1 thread, strict, MobileNet-v1 at
+// batch 8 in the suite, 3 alternated runs: dw1 (32 channels of 112x112)
+// forward 1.86-2.17x, backward-data 1.56-1.92x (0.64 -> 1.31 and 0.82 ->
+// 1.43 of oneDNN). Those are repeated calls on the same tensors: the input
+// then stays in L3 where the output no longer pushes it out; in a network
+// the next layer reads the streamed output from memory.
 bool streams_output(int64_t floats, const float *out, int64_t row) {
-    return (double)floats * 4 >= kPastCacheBytes && row % kVec == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
+    return streams_whole_lines((double)floats, out, row);
 }
 
 #if CONV_HAVE_AVX512_KERNELS

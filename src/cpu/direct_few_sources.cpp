@@ -305,18 +305,16 @@ const TileTable512 &tiles512_for(const Few &s, bool stream) {
     return stream ? tiles512_with<true>(s) : tiles512_with<false>(s);
 }
 
-// Whether an AVX-512 pass writes y with non-temporal stores: where it is
-// kPastCacheBytes or more (as gemm_1x1's and the depthwise planes' outputs)
-// and its rows are whole lines, so that each line is one streamed vector
-// (no line part streamed and part stored). A conv1 layer's output is a
+// Whether an AVX-512 pass writes y with non-temporal stores
+// (streams_whole_lines, as gemm_1x1's and the depthwise planes' outputs).
+// A conv1 layer's output is a
 // network's largest: MobileNet's 3->32 onto 112x112 at batch 8 writes 12.8
 // MB, whose every line the stores first read for ownership from memory.
 // 1 thread, 5 alternated rounds, batch 8: MobileNet's conv1 1.08x (0.80-0.81
 // -> 0.85 of oneDNN), ResNet-50's 3->64 7x7 s2 1.02x (0.95 -> 0.98); 2
 // threads 1.06x and 1.035x.
 bool streams_output(const Few &s, const float *y) {
-    return s.most == kFilters512 && (double)s.n * (double)s.k * (double)(s.oh * s.ow) * 4 >= kPastCacheBytes &&
-           s.ow % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 64 == 0;
+    return s.most == kFilters512 && streams_whole_lines((double)s.n * (double)s.k * (double)(s.oh * s.ow), y, s.ow);
 }
 
 // Output rows [r0, r1) of image n (r1 - r0 <= kBand): the band's source rows
@@ -336,6 +334,8 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
     const int64_t plane = s.oh * s.ow, taps = s.c * s.kh * s.kw;
     TileArgs a{nullptr, s.row_floats(), tap, s.c, s.kh, s.kw, nullptr, s.lp};
     const bool wide = s.most == kFilters512;  // AVX-512
+    const TileTable &narrow_tiles = tiles_for(s);
+    const TileTable512 &wide_tiles = tiles512_for(s, stream);
     const int64_t step = wide ? 32 : 16, half = step / 2;  // positions a tile of two vectors, of one
     // Filter group by filter group, each down the band's rows: the group's
     // weights stay in L1 while the rows' tiles store 16 columns of 6 rows of
@@ -353,7 +353,7 @@ CONV_TARGET_AVX2 void run_band(const Few &s, const float *x, const float *packed
             for (int64_t j0 = 0; j0 < s.ow; j0 += step) {
                 const int64_t cols = std::min<int64_t>(step, s.ow - j0);
                 const int v = cols > half ? 2 : 1;
-                const TileFn tile = wide ? tiles512_for(s, stream)[f - 1][v - 1] : tiles_for(s)[f - 1][v - 1];
+                const TileFn tile = wide ? wide_tiles[f - 1][v - 1] : narrow_tiles[f - 1][v - 1];
                 tile(a, j0, out, plane, (int)(cols - half * (v - 1)), b, relu);
             }
         }

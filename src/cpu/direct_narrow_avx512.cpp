@@ -109,6 +109,13 @@ void pack(const Narrow &s, const float *w, float *out) {
         }
 }
 
+// Tap column q's lanes of the 16 columns from j0 (of those in `store`)
+// whose source column lies in the row.
+CONV_TARGET_AVX512 inline __mmask16 tap_column_lanes(const Narrow &s, int64_t j0, int64_t q, __mmask16 store) {
+    const int64_t col = j0 + q - s.pl;
+    return store & lane_range(-col, s.ws - col);
+}
+
 // R rows from i0 of one image's M destination planes (src: the image's
 // source planes, dst: its destination planes). RowsInside: every tap row of
 // every destination row lies in the source (most of a large plane), so the
@@ -131,10 +138,7 @@ CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void block_rows_with(const Narrow &s, cons
         for (int m = 0; m < M; ++m)
             for (int i = 0; i < R; ++i) __builtin_prefetch(dst + m * dplane + (i0 + i) * s.wd + j0, 1, 3);
         __mmask16 column[kMaxTapColumns];  // tap column q: lanes whose source column lies in the row
-        for (int64_t q = 0; q < s.ks; ++q) {
-            const int64_t col = j0 + q - s.pl;
-            column[q] = store & lane_range(-col, s.ws - col);
-        }
+        for (int64_t q = 0; q < s.ks; ++q) column[q] = tap_column_lanes(s, j0, q, store);
         alignas(64) float partial[M * R * kLanes];  // the channel blocks' sums so far
         for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
             __m512 acc[M][R];
@@ -213,10 +217,7 @@ CONV_TARGET_AVX512 void tile_rows(const Narrow &s, const float *src, const float
         // Per tap column the lanes whose source column lies in the row. A
         // fixed count (the generated blocks take at most 7 tap columns): a
         // loop to ks became a call of memmove per block.
-        for (int q = 0; q < 7; ++q) {
-            const int64_t col = j0 + q - s.pl;
-            call.masks[q] = q < s.ks ? store & lane_range(-col, s.ws - col) : 0;
-        }
+        for (int q = 0; q < 7; ++q) call.masks[q] = q < s.ks ? tap_column_lanes(s, j0, q, store) : 0;
         call.masks[7] = store;
         for (int64_t c0 = 0; c0 < s.cs; c0 += kBlock) {
             const int64_t c1 = std::min(s.cs, c0 + kBlock);

@@ -112,9 +112,9 @@ CONV_TARGET_AVX2 inline void load_columns(__m256 t[8], const float *s, int64_t l
 }
 
 // Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of op(A) into row panels
-// (EvenPieces of at most kMr rows: 49 as 4 x 6 + 5 x 5), r values per step of k. Steps are stored as
-// whole vectors, the lanes past r overwritten by the panel's next step; a
-// panel's last step stores only its r values.
+// (EvenPieces of at most kMr rows: 49 as 4 x 6 + 5 x 5), r values per step
+// of k. Steps are stored as whole vectors, the lanes past r overwritten by
+// the panel's next step; a panel's last step stores only its r values.
 CONV_TARGET_AVX2 void pack_a(bool trans, const float *a, int64_t lda, int64_t m, int64_t k,
                              int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst) {
     if (trans) {

@@ -25,10 +25,10 @@
 // live one's: the compiled edge blocks of ResNet-20's 3->16 32x32 stem, 2
 // of its 11 row blocks, took 17-21% of the pass). The columns where the
 // window overhangs the row are the masks' (lanes off read as zero and
-// never fault). The last channel block's call also adds the
-// bias, applies ReLU and stores the sums to the destination's rows: the
-// sums' round trip through memory and the compiled store after it stalled
-// on a full store queue (VGG-16's 3->64 224x224).
+// never fault). The last channel block's call also adds the bias, applies
+// ReLU and stores the sums to the destination's rows: the sums' round trip
+// through memory and the compiled store after it stalled on a full store
+// queue (VGG-16's 3->64 224x224).
 #pragma once
 
 #include <cstdint>
