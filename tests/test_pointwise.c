@@ -99,14 +99,15 @@ static void test_real_data(void **state)
 
 /* ResNet-50's pointwise shapes, scaled down where the reference would be
  * slow: wide planes with few channels (split by positions), 7x7 planes
- * with many (split by rows), expansion and reduction. */
+ * with many (split by rows), expansion and reduction; 40->57 channels-first
+ * reads x (dy) in place, 8 row tiles the last of one row, both ways. */
 static void test_resnet_like(void **state)
 {
     (void)state;
     static const struct {
         int64_t c, k, hw;
     } layers[] = {{64, 192, 36}, {256, 64, 30}, {128, 200, 20}, {512, 96, 14},
-                  {2048, 64, 7}, {96, 2048, 7}, {3, 50, 33}};
+                  {2048, 64, 7}, {96, 2048, 7}, {3, 50, 33}, {40, 57, 23}};
     tu_rng r;
     tu_seed(&r, 5050);
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)

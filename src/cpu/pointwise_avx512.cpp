@@ -133,11 +133,15 @@ constexpr int64_t kDotColumns = 4;
 // tiles pass. 1 thread, 3 alternated rounds, AMX Xeon: 32->16 56x56
 // forward 1.53-1.72x, 16->32 112x112 1.31-1.39x (backward-data 1.60-1.66x),
 // MobileNet's 32->64 112x112 backward-data 1.32-1.38x, 32->32 28x28
-// 1.19-1.31x, 64->32 56x56 0.99-1.12x. Onto 64+ channels it lost
+// 1.19-1.31x, 64->32 56x56 0.99-1.12x. Onto more than 64 channels it lost
 // (0.83-0.99x: 64->256 56x56 forward 0.87x): the 32-128 rows of x, each a
 // stream of its own, came from L2 at a slower rate than one packed panel.
+// Onto 64 (Zen 4, 5 alternated rounds): ResNet-50's 64->64 56x56 forward
+// and backward-data 1.03x (2 threads 1.07-1.11x), 48->64 28x28 2 threads
+// 1.16-1.18x, MobileNet's pw1 (32->64 112x112) forward 1.05x at batch 8,
+// 0.985x at batch 1; onto 128 and 256 still even to 0.97x there.
 constexpr int64_t kInPlaceReduction = 64;
-constexpr int64_t kInPlaceOutputs = 32;
+constexpr int64_t kInPlaceOutputs = 64;
 // Panels ahead that an in-place tile prefetches, row by row, as it goes:
 // pw1's backward-data 1.17x, 16->32 112x112 1.06-1.13x, smaller planes even.
 constexpr int64_t kInPlaceAhead = 2;
