@@ -34,6 +34,7 @@
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
 #include "cpu/tap_rows.h"
+#include "cpu/trickle.h"
 
 namespace conv::cpu {
 namespace {
@@ -51,7 +52,7 @@ constexpr int64_t kBandPositions = 2048;
 // sums) was even with the filter-vector tiles on one thread, 0.89-0.96x
 // on two.
 constexpr int64_t kMostSums = 4096;
-// Lines of the next band's x asked for a segment (LinesAhead): with 4,
+// Lines of the next band's x asked for a segment (a Trickle): with 4,
 // a band's copy no longer waits on memory (15% of MobileNet's conv1
 // backward-filter at batch 8 in perf). 1 thread, batch 8, 5 alternations:
 // 1.10-1.14x there (0.77-0.79 -> 0.81-0.85 of oneDNN), VGG-16's conv1 even
@@ -126,21 +127,6 @@ struct Segment {
 
 #if CONV_HAVE_AVX512_KERNELS
 
-// The next band's x, asked for a few lines a segment while this band's
-// tiles run: its copy otherwise waited on memory at the band's start.
-struct LinesAhead {
-    const char *at[kMaxSources], *end[kMaxSources];
-    int ranges = 0, cur = 0;
-
-    CONV_TARGET_AVX512 inline void ask(int lines) {
-        for (int l = 0; l < lines && cur < ranges; ++l) {
-            _mm_prefetch(at[cur], _MM_HINT_T0);
-            at[cur] += 64;
-            if (at[cur] >= end[cur]) ++cur;
-        }
-    }
-};
-
 // What a tile reads and where its sums go.
 struct TileArgs {
     const float *dy;                      // the tile's first filter's dy, image 0, position 0
@@ -152,7 +138,7 @@ struct TileArgs {
     int64_t sums_row;  // floats between filters' sums
     bool first;        // the first band: start from zero
     int64_t ahead;     // > 0: also ask for dy's lines this many floats on (the next band's)
-    LinesAhead *x_ahead;  // or null
+    Trickle *x_ahead;  // the next band's x, a step a segment
 };
 
 template <int MR, int T>
@@ -163,7 +149,7 @@ CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
         acc[i] = a.first ? _mm512_setzero_ps() : _mm512_load_ps(a.sums + (i / T) * a.sums_row + (i % T) * 16);
     for (int64_t e = 0; e < a.nsegs; ++e) {
         const Segment &seg = a.segs[e];
-        if (a.x_ahead) a.x_ahead->ask(kXLinesASegment);
+        a.x_ahead->step();
         const float *d[MR];
         const float *x[T];
 #pragma GCC unroll 6
@@ -239,18 +225,20 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
                 for (int64_t r = 0; r < r1 - r0; ++r)
                     segs[nsegs++] = {dy_at + r * s.ow, x_at + r * s.sh * s.t.xpitch, s.ow};
         }
-        // A band of one image: its successor's x rows, channel by channel.
-        LinesAhead next{};
+        // A band of one image: its successor's x rows, a run a channel,
+        // kXLinesASegment lines a segment (its copy otherwise waited on
+        // memory at the band's start).
+        Trickle next;
         if (s.band_images == 1 && b + 1 < part.b1) {
             const int64_t nn = (b + 1) / s.row_bands, q0 = (b + 1) % s.row_bands * s.band_rows;
             const int64_t q1 = std::min(s.oh, q0 + s.band_rows);
             const int64_t lo = std::max<int64_t>(0, q0 * s.sh - s.t.pt);
             const int64_t hi = std::min(s.t.h, (q1 - 1) * s.sh - s.t.pt + (s.t.kh - 1) * s.t.dh + 1);
-            for (int64_t c = 0; c < s.t.c && lo < hi; ++c) {
-                const float *plane_x = x + (nn * s.t.c + c) * s.t.h * s.t.w;
-                next.at[next.ranges] = reinterpret_cast<const char *>(plane_x + lo * s.t.w);
-                next.end[next.ranges++] = reinterpret_cast<const char *>(plane_x + hi * s.t.w);
-            }
+            const int64_t bytes = (hi - lo) * s.t.w * (int64_t)sizeof(float), x_plane = s.t.h * s.t.w;
+            const int64_t lines = s.t.c * (ceil_div(bytes, (int64_t)64) + 1);
+            next = Trickle(x + nn * s.t.c * x_plane + lo * s.t.w, bytes, s.t.c, x_plane * (int64_t)sizeof(float),
+                           ceil_div(lines, (int64_t)kXLinesASegment))
+                       .into_l1();
         }
         // Columns outside, filters inside: a tile's 4 copy rows stay in
         // L1 across the filter groups, dy's rows come from L2.
@@ -259,8 +247,7 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
             const int cols = (int)col_tiles.size(ti);
             // The first column tile asks for the next band's dy as it goes.
             TileArgs a{nullptr, plane, {}, segs, nsegs, nullptr, s.cols * 16, first,
-                       j0 == part.j0 && images == 1 && r1 < s.oh ? (r1 - r0) * s.ow : 0,
-                       next.ranges > 0 ? &next : nullptr};
+                       j0 == part.j0 && images == 1 && r1 < s.oh ? (r1 - r0) * s.ow : 0, &next};
             for (int t = 0; t < cols; ++t) a.col[t] = copy + col_at[j0 + t];
             for (int64_t gi = 0; gi < groups.count; ++gi) {
                 const int64_t kg = k0 + groups.start(gi);

@@ -37,8 +37,17 @@ public:
                 run_ += stride_;
                 start_run();
             }
-            __builtin_prefetch(next_, 0, 2);
+            if (l1_)
+                __builtin_prefetch(next_, 0, 3);
+            else
+                __builtin_prefetch(next_, 0, 2);
         }
+    }
+    // Into L1 as well (prefetcht0), for a copy that reads the span soon
+    // after: direct_dot_filter's next band, 1.03x over prefetcht1.
+    Trickle &into_l1() {
+        l1_ = true;
+        return *this;
     }
 
 private:
@@ -49,6 +58,7 @@ private:
     }
     const char *run_ = nullptr, *next_ = nullptr, *end_ = nullptr;
     int64_t bytes_ = 0, stride_ = 0, runs_ = 0, per_step_ = 0;
+    bool l1_ = false;
 };
 
 
