@@ -12,12 +12,13 @@
 namespace conv::api {
 
 void set_last_error(const char *message) noexcept;
+void clear_last_error() noexcept;  // on success: no store where the message is empty already
 
 template <class F>
 conv_status_t guarded(F &&body) noexcept {
     try {
         body();
-        set_last_error("");
+        clear_last_error();
         return CONV_STATUS_SUCCESS;
     } catch (const Error &e) {
         set_last_error(e.what());

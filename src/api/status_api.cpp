@@ -20,6 +20,11 @@ void set_last_error(const char *message) noexcept {
     }
 }
 
+void clear_last_error() noexcept {
+    std::string &message = t_last_error;  // one look-up of the thread's copy
+    if (!message.empty()) message.clear();
+}
+
 }  // namespace conv::api
 
 using namespace conv;

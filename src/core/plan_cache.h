@@ -23,11 +23,18 @@ struct PlanKey {
         return n == o.n && std::memcmp(v, o.v, sizeof(int64_t) * (size_t)n) == 0;
     }
 };
+// FNV-1a in four lanes, every fourth word each, then mixed: one chain of
+// multiplies over ~45 words was 4 cycles a word, two thirds of a cache hit
+// (10% of a 1->16 8x8 backward-filter call); four chains overlap.
 struct PlanKeyHash {
     size_t operator()(const PlanKey &k) const noexcept {
-        uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the words
-        for (int i = 0; i < k.n; ++i) h = (h ^ (uint64_t)k.v[i]) * 0x100000001b3ull;
-        return (size_t)h;
+        constexpr uint64_t kPrime = 0x100000001b3ull;
+        uint64_t h[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull,
+                         0xc2b2ae3d27d4eb4full};
+        for (int i = 0; i < k.n; ++i) h[i & 3] = (h[i & 3] ^ (uint64_t)k.v[i]) * kPrime;
+        uint64_t m = (uint64_t)k.n;
+        for (uint64_t x : h) m = (m ^ x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
+        return (size_t)(m ^ (m >> 31));
     }
 };
 
