@@ -209,7 +209,10 @@ static void test_source_major(void **state)
  * the call (mirrors_weights). Forward and backward-data, unit and stride 2,
  * both layouts and math modes, each case twice on one context with new
  * data (a thread's record of what it packed must not outlive the call),
- * exact workspaces against guard pages. */
+ * exact workspaces against guard pages. The tile weighs each thread's
+ * packing at 2+ threads on a batch too small to share out by images
+ * (choose_tile): 64 channels on 8x8 take two blocks of 2 x 8 tiles there
+ * (one block of 4 x 4 at 1 thread), 512 on 7x8 blocks of 4 vectors, not 3. */
 static void test_thread_copies(void **state)
 {
     (void)state;
@@ -227,6 +230,9 @@ static void test_thread_copies(void **state)
         {1, 48, 80, 12, 2, 0, 4, CONV_OP_FORWARD, CONV_MATH_STRICT},
         {2, 130, 24, 6, 2, 1, 3, CONV_OP_BACKWARD_DATA, CONV_MATH_DEFAULT},
         {2, 32, 48, 10, 1, 0, 2, CONV_OP_FORWARD, CONV_MATH_DEFAULT},
+        {1, 96, 512, 7, 1, 0, 2, CONV_OP_FORWARD, CONV_MATH_STRICT},
+        {1, 512, 96, 7, 1, 0, 2, CONV_OP_BACKWARD_DATA, CONV_MATH_DEFAULT},
+        {1, 64, 64, 8, 1, 0, 1, CONV_OP_FORWARD, CONV_MATH_DEFAULT},
     };
     tu_rng r;
     tu_seed(&r, 0xd1ec5c);

@@ -196,12 +196,30 @@ bool tiles_wrap(size_t es) {
 #endif
 }
 
+bool takes_images(const Shape &s, int threads);
+
+// Packing a vector's weights for one (source channel, tap) step, in
+// step_cycles' units (half a cycle on Zen 4, whose FMA unit takes one 512-bit
+// FMA a cycle): ~8 cycles a vector there, measured as what a thread saved
+// packing two vectors of a 64-channel filter instead of four (below).
+constexpr double kPackUnits = 4.0;
+
 // The tile (nv, ur) with the fewest modelled cycles for every channel
 // vector: the full tiles and the remainder tile of a row (of the whole
 // plane where tiles wrap), and the last, narrower channel block.
-void choose_tile(Shape &s) {
+// Where several threads split an image (too few images to share out whole),
+// each thread packs the channel blocks its items use into its own copy
+// (mirrors_weights), so a thread's cost is its share of the tiles plus the
+// vectors of its blocks: with one block of four vectors (64 channels) every
+// thread packed the whole filter. ResNet-20's 64->64 8x8 and 32->64 16x16 s2
+// at batch 1, 2 threads: 2 x 8 tiles, a block a thread, 1.12-1.15x over one
+// block of 4 x 4 tiles (even at 1 thread, where the model ties them).
+void choose_tile(Shape &s, int threads) {
     s.nv = s.ur = 1;  // where nothing is summed (no channels): sizes only
     const int64_t run = s.wrap ? s.hd * s.wd : s.wd;  // positions a tile's run covers
+    const bool splits_images = threads > 1 && !takes_images(s, threads);
+    // Tile rows a (source channel, tap) step runs over.
+    const double rows = (double)(s.n * s.zd * s.hd * s.fz * s.fh * s.fw) / (s.wrap ? (double)s.hd : 1.0);
     double best = 0;
     for (int nv = 1; nv <= std::min<int64_t>(kMaxVectors, s.dvec); ++nv)
         for (int u = 1; u <= std::min<int64_t>(max_positions(nv), run); ++u) {
@@ -211,11 +229,19 @@ void choose_tile(Shape &s) {
             };
             int64_t full = s.dvec / nv, rest = s.dvec % nv;
             double cost = (double)full * row(nv) + (rest ? row((int)rest) : 0.0);
+            if (splits_images) {
+                // A thread's items are a contiguous share of the blocks' rows:
+                // ceil(blocks / threads) blocks, one more where shares straddle.
+                const int64_t blocks = ceil_div(s.dvec, nv);
+                const int64_t held = std::min(blocks, ceil_div(blocks, threads) + (blocks % threads ? 1 : 0));
+                cost = cost * rows / threads + kPackUnits * (double)std::min<int64_t>(held * nv, s.dvec);
+            }
             if (best == 0 || cost < best) best = cost, s.nv = nv, s.ur = u;
         }
 }
 
-Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
+// `threads`: those the pass runs on (the tile's choice weighs their packing).
+Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict, int threads) {
     Shape s;
     s.backward = op == CONV_OP_BACKWARD_DATA;
     s.last = g.layout == CONV_LAYOUT_CHANNELS_LAST;
@@ -259,7 +285,7 @@ Shape make_shape(const ConvGeometry &g, conv_op_t op, size_t es, bool strict) {
     s.dvec = ceil_div(s.cdg, kLanes);
     s.wvec = checked_mul(checked_mul(s.csg, s.taps, "workspace"), kLanes, "workspace");
     s.wrap = tiles_wrap(es);
-    choose_tile(s);
+    choose_tile(s, threads);
     const int64_t width = s.nv * kLanes;
     s.seg = s.wd * width <= kItemSums ? s.wd : kItemSums / (width * s.ur) * s.ur;
     s.rows = std::clamp<int64_t>(kItemSums / (width * s.seg), 1, s.hd);
@@ -2074,14 +2100,14 @@ bool reads_in_place(const Shape &s) {
 // filter, the items' slots or the threads' copies), as either math mode's
 // channel blocks make them; then the threads' copies of the padded source.
 int64_t weights_bytes(const ConvGeometry &g, conv_op_t op, size_t es, int threads) {
-    const Shape s = make_shape(g, op, es, true);
+    const Shape s = make_shape(g, op, es, true, threads);
     int64_t weights = packs_per_item(s, threads)
                           ? checked_mul(checked_mul(threads * s.nv, s.wvec, "workspace"), (int64_t)es, "workspace")
                       : mirrors_weights(s, threads) ? checked_mul(threads, s.packed, "workspace")
                                                     : s.packed;
     // Source-major slots, or items' ranges.
     for (bool strict : {true, false}) {
-        const Shape m = make_shape(g, op, es, strict);
+        const Shape m = make_shape(g, op, es, strict, threads);
         int64_t slot = 0;
         if (runs_source_major(m, threads, es))
             slot = source_major(m, threads, m.rows).slot;
@@ -2116,14 +2142,16 @@ void make_steps(const Shape &s, char *tables) {
 constexpr int64_t kPlannedSteps = 1 << 20;  // bytes
 struct DirectPlan final : RunPlan {
     bool strict = false;
+    int threads = 1;
     Shape s{};
     std::vector<int64_t> tables;  // the steps and step lists, as at a call's workspace start
 };
 
-std::shared_ptr<const RunPlan> direct_plan(const ConvGeometry &g, conv_op_t op, bool strict) {
+std::shared_ptr<const RunPlan> direct_plan(const ConvGeometry &g, conv_op_t op, bool strict, int threads) {
     auto plan = std::make_shared<DirectPlan>();
     plan->strict = strict;
-    plan->s = make_shape(g, op, sizeof(float), strict);
+    plan->threads = threads;
+    plan->s = make_shape(g, op, sizeof(float), strict, threads);
     if ((int64_t)plan->s.source_at > kPlannedSteps) return nullptr;
     plan->tables.resize((size_t)ceil_div((int64_t)plan->s.source_at, 8));
     make_steps(plan->s, reinterpret_cast<char *>(plan->tables.data()));
@@ -2134,8 +2162,8 @@ template <class T>
 void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
     const ConvGeometry &g = *args.g;
     const DirectPlan *plan = std::is_same_v<T, float> ? dynamic_cast<const DirectPlan *>(args.planned) : nullptr;
-    if (plan && plan->strict != args.strict) plan = nullptr;
-    const Shape s = plan ? plan->s : make_shape(g, args.op, sizeof(T), args.strict);
+    if (plan && (plan->strict != args.strict || plan->threads != threads)) plan = nullptr;
+    const Shape s = plan ? plan->s : make_shape(g, args.op, sizeof(T), args.strict, threads);
     char *base = static_cast<char *>(ws);
     const T *w_in = static_cast<const T *>(args.w);
     const T *packed = static_cast<const T *>(args.prepared);
@@ -2965,7 +2993,7 @@ public:
         if (direct_narrow_applies(g, op, dtype)) return direct_narrow_workspace(g, op, threads);
         if (direct_few_sources_applies(g, op, dtype)) return direct_few_sources_workspace(g, threads);
         const size_t es = dtype_size(dtype);
-        const Shape s = make_shape(g, op, es, true);
+        const Shape s = make_shape(g, op, es, true, threads);
         return (size_t)checked_add(checked_add((int64_t)s.packed_at, weights_bytes(g, op, es, threads), "workspace"),
                                    source_copies_bytes(s, threads), "workspace");
     }
@@ -2973,7 +3001,7 @@ public:
         if (direct_dot_filter_applies(p.g, p.op, p.dtype)) return nullptr;
         if (p.op == CONV_OP_BACKWARD_FILTER) return direct_filter_plan(p.g, p.dtype, p.threads);
         if (p.dtype != CONV_DTYPE_FLOAT32 || runs_own_kernel(p.g, p.op, p.dtype)) return nullptr;
-        return direct_plan(p.g, p.op, p.math == CONV_MATH_STRICT);
+        return direct_plan(p.g, p.op, p.math == CONV_MATH_STRICT, p.threads);
     }
     void run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) const override {
         if (direct_dot_filter_applies(*args.g, args.op, args.dtype))
@@ -2997,12 +3025,12 @@ public:
     // The packed weights, once per plan instead of once per call.
     size_t prepared_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) const override {
         if (op == CONV_OP_BACKWARD_FILTER || runs_own_kernel(g, op, dtype)) return 0;
-        return (size_t)make_shape(g, op, dtype_size(dtype), false).packed;
+        return (size_t)make_shape(g, op, dtype_size(dtype), false, 1).packed;  // (the same at any tile)
     }
     void prepare_weights(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype, const void *w,
                          void *out, ThreadPool &pool, int threads) const override {
         if (op == CONV_OP_BACKWARD_FILTER || runs_own_kernel(g, op, dtype)) return;
-        const Shape s = make_shape(g, op, dtype_size(dtype), false);
+        const Shape s = make_shape(g, op, dtype_size(dtype), false, threads);
         if (dtype == CONV_DTYPE_FLOAT32)
             pack_weights(s, static_cast<const float *>(w), static_cast<float *>(out), pool, threads);
         else
@@ -3013,25 +3041,25 @@ public:
 }  // namespace
 
 DirectSource direct_source(const ConvGeometry &g) {
-    const Shape s = make_shape(g, CONV_OP_FORWARD, sizeof(float), false);
+    const Shape s = make_shape(g, CONV_OP_FORWARD, sizeof(float), false, 1);  // (the planes: any tile)
     return {s.plane, s.rstep, s.wq, s.sw, s.slice, s.sz};
 }
 
 void direct_pad_source(const ConvGeometry &g, const float *x, float *out, ThreadPool &pool, int threads,
                        const RunPlan *source) {
     const DirectPlan *plan = dynamic_cast<const DirectPlan *>(source);
-    Shape s = plan ? plan->s : make_shape(g, CONV_OP_FORWARD, sizeof(float), false);
+    Shape s = plan ? plan->s : make_shape(g, CONV_OP_FORWARD, sizeof(float), false, 1);
     s.n = g.n;  // (the plan's images may be more)
     pad_source(s, x, out, pool, threads);
 }
 
 std::shared_ptr<const RunPlan> direct_source_plan(const ConvGeometry &g) {
-    return direct_plan(g, CONV_OP_FORWARD, false);
+    return direct_plan(g, CONV_OP_FORWARD, false, 1);  // (the source's planes)
 }
 
 void direct_pad_source(const ConvGeometry &g, const double *x, double *out, ThreadPool &pool, int threads,
                        const RunPlan *) {  // (plans: float32's)
-    pad_source(make_shape(g, CONV_OP_FORWARD, sizeof(double), false), x, out, pool, threads);
+    pad_source(make_shape(g, CONV_OP_FORWARD, sizeof(double), false, 1), x, out, pool, threads);
 }
 
 const Algorithm &direct_avx512_algorithm() {
