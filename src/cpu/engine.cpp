@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -94,6 +95,21 @@ size_t workspace_bound(const Problem &p, size_t least) {
     const double bound = std::max({(double)kWorkspaceFloor, (double)least * kWorkspaceRatio,
                                    tensors * kWorkspaceRatio});
     return bound >= (double)SIZE_MAX ? SIZE_MAX : (size_t)bound;
+}
+
+// The threads a problem's plan runs on: the context's, but no more than
+// each get kFlopsPerThread of work. Handing a share to another thread and
+// waiting for it costs about what a share that small takes. 2 threads
+// against 1 (Zen 4, batch 1, 9 alternated runs): 8->8 8x8 3x3 (74 KFLOP)
+// 0.63-0.69x as fast on 2, the digits' 1->16 8x8 backward-filter (18 KFLOP)
+// 0.31x; from LeNet-5's 1->6 5x5 (235 KFLOP) on, 2 threads mostly pay
+// (its forward 1.28x, MNIST's 1->32 (389 KFLOP) 1.53x, the digits' 16->32
+// 8x8 (590 KFLOP) 1.15-1.23x). The sums do not depend on the threads.
+constexpr double kFlopsPerThread = 128e3;
+Problem on_useful_threads(const Problem &p) {
+    Problem q = p;
+    q.threads = (int)std::clamp<double>(std::ceil(p.g.flops() / kFlopsPerThread), 1.0, (double)std::max(p.threads, 1));
+    return q;
 }
 
 class CpuPlan final : public EnginePlan {
@@ -215,9 +231,10 @@ public:
                (jit::enabled() ? "+jit" : "") + ")";
     }
 
-    std::shared_ptr<const EnginePlan> plan(const Problem &p, const Solver *forced,
+    std::shared_ptr<const EnginePlan> plan(const Problem &user, const Solver *forced,
                                            const Solver *tuned, DeviceRuntime *,
                                            const SkipReport &skip) const override {
+        const Problem p = on_useful_threads(user);
         if (forced) {
             if (!is_mine(*forced))
                 fail(CONV_STATUS_UNSUPPORTED, "algorithm %s (%d) is not available on the CPU",
@@ -292,8 +309,9 @@ private:
     }
 };
 
-std::vector<Trial> CpuEngine::find(const Problem &p, const Operands &o, Workspace &ws,
+std::vector<Trial> CpuEngine::find(const Problem &user, const Operands &o, Workspace &ws,
                                    ThreadPool &pool, DeviceRuntime *, int repeats) const {
+    const Problem p = on_useful_threads(user);  // as plan() runs it
     // Everything that can fail -- the plans, the workspace, the result list
     // -- is allocated before the first trial writes the output, so a failed
     // search (OUT_OF_MEMORY included) leaves the output untouched.
