@@ -211,9 +211,10 @@ constexpr double kPackUnits = 4.0;
 // each thread packs the channel blocks its items use into its own copy
 // (mirrors_weights), so a thread's cost is its share of the tiles plus the
 // vectors of its blocks: with one block of four vectors (64 channels) every
-// thread packed the whole filter. ResNet-20's 64->64 8x8 and 32->64 16x16 s2
-// at batch 1, 2 threads: 2 x 8 tiles, a block a thread, 1.12-1.15x over one
-// block of 4 x 4 tiles (even at 1 thread, where the model ties them).
+// thread packed the whole filter. Batch 1, 2 threads: ResNet-20's 64->64 8x8
+// and 32->64 16x16 s2 as 2 x 8 tiles, a block a thread, 1.11-1.15x over one
+// block of 4 x 4 (even at 1 thread, where the model ties them); ResNet-50's
+// 512->512 7x7 as 4 x 5 rather than 3 x 7, 1.06-1.09x.
 void choose_tile(Shape &s, int threads) {
     s.nv = s.ur = 1;  // where nothing is summed (no channels): sizes only
     const int64_t run = s.wrap ? s.hd * s.wd : s.wd;  // positions a tile's run covers
