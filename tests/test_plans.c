@@ -13,7 +13,9 @@
  *    check always said no would fail here), with plan-cache hit and miss;
  *  - AUTO never takes a solver whose workspace exceeds 8x the smallest
  *    applicable one's, 8x the pass's tensors and 4 MiB, e.g. for a
- *    padding of 2^28; it still takes Winograd on wide layers.
+ *    padding of 2^28; it still takes Winograd on wide layers;
+ *  - a plan takes no more threads than give each 128 KFLOP, unless
+ *    CONV_CPU_THREAD_KFLOPS=0.
  */
 #include "test_util.h"
 
@@ -569,6 +571,52 @@ static void check_bound(const tu_problem *tp, conv_op_t op)
     }
 }
 
+/* ------------------------------------------------- threads by the work */
+
+/* The workspace of a forced direct_avx512 forward plan of tp on a context
+ * of `threads` threads (each thread packs its own copy of the filter there). */
+static size_t direct_workspace(tu_problem *tp, int threads)
+{
+    conv_context_t c;
+    conv_plan_t plan;
+    size_t bytes = 0;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &c));
+    assert_ok(conv_context_set_threads(c, threads));
+    assert_ok(conv_algo_from_name("direct_avx512", &tp->algo));
+    assert_ok(tu_plan_of(c, tp, CONV_OP_FORWARD, &plan));
+    assert_ok(conv_plan_get_workspace_size(plan, &bytes));
+    conv_plan_destroy(plan);
+    conv_context_destroy(c);
+    return bytes;
+}
+
+/* A CPU plan runs on no more threads than give each 128 KFLOP of the pass
+ * (CONV_CPU_THREAD_KFLOPS; 0: the context's threads, as the other tests
+ * run): an 8->8 8x8 3x3 forward (74 KFLOP) plans on 2 threads as on 1, a
+ * 64->64 one (4.7 MFLOP) on 2, each thread then holding a copy of the
+ * packed filter. Run both ways by CTest (test_plans, test_plans_thread_work). */
+static void test_threads_by_work(void **state)
+{
+    (void)state;
+    const char *e = getenv("CONV_CPU_THREAD_KFLOPS");
+    const int capped = !(e && strcmp(e, "0") == 0);
+    int64_t in[2] = {8, 8}, three[2] = {3, 3};
+    tu_problem tiny, wide;
+    tu_problem_init(&tiny, 2, 1, 8, 8, in, three);
+    tu_problem_init(&wide, 2, 1, 64, 64, in, three);
+    for (int a = 0; a < 2; a++)
+        tiny.desc_pad_begin[a] = tiny.desc_pad_end[a] = wide.desc_pad_begin[a] = wide.desc_pad_end[a] = 1;
+    assert_int_equal(tu_resolve(&tiny), 1);
+    assert_int_equal(tu_resolve(&wide), 1);
+    const size_t tiny1 = direct_workspace(&tiny, 1), tiny2 = direct_workspace(&tiny, 2);
+    const size_t wide1 = direct_workspace(&wide, 1), wide2 = direct_workspace(&wide, 2);
+    assert_true(wide2 > wide1);
+    if (capped)
+        assert_int_equal(tiny2, tiny1);
+    else
+        assert_true(tiny2 > tiny1);
+}
+
 static void test_auto_workspace_bound(void **state)
 {
     (void)state;
@@ -619,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_auto_workspace_bound),
+        cmocka_unit_test(test_threads_by_work),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -105,10 +105,24 @@ size_t workspace_bound(const Problem &p, size_t least) {
 // 0.31x; from LeNet-5's 1->6 5x5 (235 KFLOP) on, 2 threads mostly pay
 // (its forward 1.28x, MNIST's 1->32 (389 KFLOP) 1.53x, the digits' 16->32
 // 8x8 (590 KFLOP) 1.15-1.23x). The sums do not depend on the threads.
+// CONV_CPU_THREAD_KFLOPS (read once per process) sets the share in KFLOP;
+// 0 gives every plan the context's threads (the tests run so, to keep the
+// threaded paths of small problems covered).
 constexpr double kFlopsPerThread = 128e3;
+double flops_per_thread() {
+    static const double v = [] {
+        const char *e = std::getenv("CONV_CPU_THREAD_KFLOPS");
+        char *end = nullptr;
+        const double k = e && *e ? std::strtod(e, &end) : -1.0;
+        return e && *e && end && *end == '\0' && k >= 0 ? k * 1e3 : kFlopsPerThread;
+    }();
+    return v;
+}
 Problem on_useful_threads(const Problem &p) {
     Problem q = p;
-    q.threads = (int)std::clamp<double>(std::ceil(p.g.flops() / kFlopsPerThread), 1.0, (double)std::max(p.threads, 1));
+    const double share = flops_per_thread();
+    if (share > 0)
+        q.threads = (int)std::clamp<double>(std::ceil(p.g.flops() / share), 1.0, (double)std::max(p.threads, 1));
     return q;
 }
 
