@@ -123,7 +123,8 @@ public:
         };
         // 32 slots by a multiplicative hash of the address: in 8 slots a
         // call's five or six handles share one 9 times in 10 (by chance), and
-        // one of each such pair went to the lock on every call.
+        // two handles sharing a slot evict each other: both went to the lock
+        // on every call.
         static thread_local Cached cache[32];
         uint64_t epoch = epoch_.load(std::memory_order_acquire);
         Cached &c = cache[(reinterpret_cast<uintptr_t>(h) * 0x9E3779B97F4A7C15ull) >> 59];
