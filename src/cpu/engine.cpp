@@ -112,9 +112,10 @@ constexpr double kFlopsPerThread = 128e3;
 double flops_per_thread() {
     static const double v = [] {
         const char *e = std::getenv("CONV_CPU_THREAD_KFLOPS");
+        if (!e || !*e) return kFlopsPerThread;
         char *end = nullptr;
-        const double k = e && *e ? std::strtod(e, &end) : -1.0;
-        return e && *e && end && *end == '\0' && k >= 0 ? k * 1e3 : kFlopsPerThread;
+        const double k = std::strtod(e, &end);
+        return *end == '\0' && k >= 0 ? k * 1e3 : kFlopsPerThread;  // (not a number: the default)
     }();
     return v;
 }
