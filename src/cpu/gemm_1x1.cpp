@@ -49,7 +49,42 @@ size_t compact_bytes(const ConvGeometry &g, conv_dtype_t dtype) {
 // projection, forward and backward-filter, with the prefetch below): by
 // vectors where the CPU has AVX2.
 bool has_copy_even() { return CONV_HAVE_AVX512_KERNELS && (cpu_isa() == Isa::avx2 || cpu_isa() == Isa::avx512); }
-constexpr int64_t kRowsAhead = 4;
+
+// A channels-first gather asks for the rows it copies kRowsAhead rows
+// before it gets to them, into L2 (prefetcht1): rows of a strided layer's
+// input are skipped (every other one, every other plane in 3-D), which
+// the hardware prefetchers do not follow from memory. ResNet3D's 64->128
+// 16x56x56 s2 shortcut, 1 thread, 9 alternated rounds, against 4 rows
+// ahead into L1: forward 1.18x, backward-filter 1.13x (ResNet-50's
+// shortcuts, whose input stays in L3, even).
+constexpr int64_t kRowsAhead = 16;
+
+// Where a gather of planes [q, end) is kRowsAhead rows on: step() asks
+// for that row and moves to the next.
+template <typename T>
+class RowsAhead {
+public:
+    RowsAhead(const ConvGeometry &g, const T *x, int64_t q, int64_t end)
+        : g_(g), x_(x), q_(q), end_(end), plane_(g.in[0] * g.in[1] * g.in[2]),
+          bytes_(((g.out[2] - 1) * g.stride[2] + 1) * (int64_t)sizeof(T)) {
+        for (int64_t k = 0; k < kRowsAhead; ++k) step();  // the first rows
+    }
+    void step() {
+        if (q_ >= end_) return;
+        const char *row = reinterpret_cast<const char *>(
+            x_ + q_ * plane_ + (d_ * g_.stride[0] * g_.in[1] + h_ * g_.stride[1]) * g_.in[2]);
+        for (int64_t b = 0; b < bytes_ + 63; b += 64) __builtin_prefetch(row + b, 0, 2);
+        if (++h_ < g_.out[1]) return;
+        h_ = 0;
+        if (++d_ < g_.out[0]) return;
+        d_ = 0, ++q_;
+    }
+
+private:
+    const ConvGeometry &g_;
+    const T *x_;
+    int64_t q_, end_, plane_, bytes_, d_ = 0, h_ = 0;
+};
 
 template <typename T>
 void copy_even(T *dst, const T *src, int64_t n) {
@@ -76,7 +111,9 @@ void copy_planes(const ConvGeometry &g, T *x, T *xc, bool gather, ThreadPool &po
     pool.parallel_for(
         items,
         [&](int64_t item, int) {
-            for (int64_t q = planes * item / items; q < planes * (item + 1) / items; ++q) {
+            const int64_t first = planes * item / items, end = planes * (item + 1) / items;
+            RowsAhead<T> ahead(g, x, first, unit == 1 && gather ? end : first);
+            for (int64_t q = first; q < end; ++q) {
                 T *in = x + q * plane, *out = xc + q * out_plane;
                 if (!gather) std::fill(in, in + plane, T(0));
                 for (int64_t od = 0; od < g.out[0]; ++od)
@@ -84,11 +121,7 @@ void copy_planes(const ConvGeometry &g, T *x, T *xc, bool gather, ThreadPool &po
                         T *i = in + (od * g.stride[0] * g.in[1] + oh * g.stride[1]) * row;
                         T *o = out + (od * g.out[1] + oh) * out_row;
                         if (unit == 1 && gather) {
-                            // The row read kRowsAhead output rows on (of this plane or the
-                            // next; x's last rows ask for lines past it, which a prefetch
-                            // may): the gather waited on each row's lines.
-                            const char *next = (const char *)(i + kRowsAhead * g.stride[1] * row);
-                            for (int64_t b = 0; b < row * (int64_t)sizeof(T); b += 64) __builtin_prefetch(next + b);
+                            ahead.step();
                             if (even)
                                 copy_even(o, i, g.out[2]);
                             else
