@@ -7,9 +7,11 @@
 // row, the inputs under tap (kh, kw) are x row S * r + kh - 1's columns
 // S * j + kw - 1. At stride 1 they are one load from column -1 and the same
 // shifted down by one and two lanes (valignd); at stride 2 two loads split
-// into even and odd columns (vpermt2ps) give kw = 0 and 1, the even ones
-// shifted by a lane kw = 2. An x row is loaded and shifted once and used by
-// every dy row whose window covers it (three at stride 1, two at 2).
+// into even and odd columns (vpermt2ps) give kw = 0 and 1, and kw = 2 meets
+// the even ones with dy moved up a lane (a shift a dy row, not one an x
+// row: 1.02-1.03x on 14x14 and 56x56 s2). An x row is loaded and shifted
+// once and used by every dy row whose window covers it (three at stride 1,
+// two at 2).
 //
 // Masks: loads read only columns inside the row (masked-off lanes read as
 // 0 and never fault), and each FMA is merge-masked to the outputs whose tap
@@ -67,6 +69,23 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void add_row(
                 _mm512_mask3_fmadd_ps(s.v[kw][v], d[v], acc[kh * kK + kw], p.tap[v0 + v][kw]);
 }
 
+// Stride 2, with tap column 2's x not made (load_set_s2 without `Third`):
+// its products from the even columns (tap column 0's x) and dy moved up a
+// lane (`up`), lane j + 1 meeting column 2 j + 1. Both sets then share a
+// shift per dy row, where shifting x took one per input row (two a dy row).
+template <int V>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void add_row_s2(const RowShape &p,
+                                                                         __m512 (&acc)[kTaps], int kh,
+                                                                         const __m512 (&d)[V],
+                                                                         const __m512 (&up)[V],
+                                                                         const RowSet<V> &s) {
+    for (int v = 0; v < V; ++v) {
+        acc[kh * kK] = _mm512_mask3_fmadd_ps(s.v[0][v], d[v], acc[kh * kK], p.tap[v][0]);
+        acc[kh * kK + 1] = _mm512_mask3_fmadd_ps(s.v[1][v], d[v], acc[kh * kK + 1], p.tap[v][1]);
+        acc[kh * kK + 2] = _mm512_mask3_fmadd_ps(s.v[0][v], up[v], acc[kh * kK + 2], p.tap_next[v]);
+    }
+}
+
 // The dy row's vectors v0 ... (with two channels a vector: `other` as above).
 template <int V, int G>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void load_dy(const RowShape &p,
@@ -76,6 +95,15 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void load_dy(const RowS
     for (int v = 0; v < V; ++v)
         d[v] = _mm512_maskz_loadu_ps(p.out[v0 + v][0], row + (v0 + v) * kVec);
     if (G == 2) d[0] = _mm512_mask_loadu_ps(d[0], p.out[0][1], other - kVec / 2);
+}
+
+// The dy row's vectors a lane up (lane l holds lane l - 1's, the first
+// lane 0; with two channels a vector lane 8 holds lane 7's, no output, 0).
+template <int V>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dy_up(const __m512 (&d)[V], __m512 (&up)[V]) {
+    for (int v = 0; v < V; ++v)
+        up[v] = _mm512_castsi512_ps(_mm512_alignr_epi32(
+            _mm512_castps_si512(d[v]), v > 0 ? _mm512_castps_si512(d[v - 1]) : _mm512_setzero_si512(), 15));
 }
 
 // A vector's two channels' 18 dw values from the 9 taps' sums (lane_sums16
@@ -167,14 +195,16 @@ struct FilterRows {
     template <bool Checked>
     CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2(int64_t r, const RowSet<V> &top,
                                                                      RowSet<V> &bottom) {
-        __m512 d[V];
+        __m512 d[V], up[V];
         load_dy<V, G>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d);
-        if (!Checked || r > 0) add_row<V>(p, acc, 0, d, top);
+        dy_up<V>(d, up);
+        if (!Checked || r > 0) add_row_s2<V>(p, acc, 0, d, up, top);
         const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
-        if (!Checked || 2 * r < p.ih) add_row<V>(p, acc, 1, d, load_set_s2<V, G>(p, q.x + mid, q.x1 + mid));
+        if (!Checked || 2 * r < p.ih)
+            add_row_s2<V>(p, acc, 1, d, up, load_set_s2<V, G, false>(p, q.x + mid, q.x1 + mid));
         if (!Checked || 2 * r + 1 < p.ih) {
-            bottom = load_set_s2<V, G>(p, q.x + low, q.x1 + low);
-            add_row<V>(p, acc, 2, d, bottom);
+            bottom = load_set_s2<V, G, false>(p, q.x + low, q.x1 + low);
+            add_row_s2<V>(p, acc, 2, d, up, bottom);
         }
     }
 };

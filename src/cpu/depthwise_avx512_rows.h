@@ -54,6 +54,11 @@ struct RowShape {
     // channel), the lanes of the x loads that fall inside the row (stride
     // 1: per channel; stride 2: of the two loads a vector splits).
     __mmask16 tap[kMaxVectors][kK], out[kMaxVectors][2], read[kMaxVectors][2];
+    // Per vector, for a kernel that meets stride 2's even columns (tap
+    // column 0's x) with dy moved up a lane for tap column 2's products:
+    // the lanes whose output, a lane before in the same channel, has tap
+    // column 2 inside the row.
+    __mmask16 tap_next[kMaxVectors];
 };
 
 // The rows of an ih x iw input plane and its oh x ow output plane, stride s.
@@ -67,6 +72,8 @@ inline RowShape row_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_
             const int half = (int)(l / width);  // the lane's channel
             const int64_t j = pair ? l % width : v * kVec + l;  // its output column
             const uint16_t bit = (uint16_t)(1u << l);
+            const int64_t before = j - 1;  // the output a lane before, in the same channel
+            if (s == 2 && before >= 0 && before < p.ow && inside(2 * before + 1)) p.tap_next[v] |= bit;
             if (j < p.ow) {
                 p.out[v][half] |= bit;
                 for (int kw = 0; kw < kK; ++kw)
@@ -87,6 +94,7 @@ inline RowShape row_shape(int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_
 inline void keep_first_channel(RowShape &p) {
     for (int v = 0; v < kMaxVectors; ++v) {
         for (auto &m : p.tap[v]) m &= 0x00ff;
+        p.tap_next[v] &= 0x00ff;
         p.read[v][1] = p.out[v][1] = 0;
     }
 }
@@ -178,8 +186,9 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<1> load_set_s1(
 }
 
 // Stride 2: input row `row` under the output row's V vectors (two channels a
-// vector: `other` as above).
-template <int V, int G>
+// vector: `other` as above). Without `Third`, tap column 2's set is not made
+// (a kernel that shifts dy instead).
+template <int V, int G, bool Third = true>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(const RowShape &p,
                                                                                const float *row,
                                                                                const float *other) {
@@ -195,8 +204,9 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(c
         s.v[0][v] = _mm512_permutex2var_ps(a, even, b);  // columns 2 j - 1
         s.v[1][v] = _mm512_permutex2var_ps(a, odd, b);   // 2 j
     }
-    for (int v = 0; v < V; ++v)  // 2 j + 1: the next even lane
-        s.v[2][v] = shift_down(s.v[0][v], s.v[0][v + 1 < V ? v + 1 : v], 1);
+    if constexpr (Third)
+        for (int v = 0; v < V; ++v)  // 2 j + 1: the next even lane
+            s.v[2][v] = shift_down(s.v[0][v], s.v[0][v + 1 < V ? v + 1 : v], 1);
     return s;
 }
 
