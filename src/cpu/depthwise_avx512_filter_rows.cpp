@@ -9,7 +9,7 @@
 // shifted down by one and two lanes (valignd); at stride 2 two loads split
 // into even and odd columns (vpermt2ps) give kw = 0 and 1, and kw = 2 meets
 // the even ones with dy moved up a lane (a shift a dy row, not one an x
-// row: 1.02-1.03x on 14x14 and 56x56 s2). An x row is loaded and shifted
+// row: 1.02-1.04x on 14x14 and 56x56 s2). An x row is loaded and shifted
 // once and used by every dy row whose window covers it (three at stride 1,
 // two at 2).
 //
