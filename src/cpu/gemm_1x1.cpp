@@ -59,20 +59,26 @@ bool has_copy_even() { return CONV_HAVE_AVX512_KERNELS && (cpu_isa() == Isa::avx
 // shortcuts, whose input stays in L3, even).
 constexpr int64_t kRowsAhead = 16;
 
-// Where a gather of planes [q, end) is kRowsAhead rows on: step() asks
-// for that row and moves to the next.
+// Where output row (od, oh) of plane q reads x (`plane` and `row`
+// elements a plane and an input row).
+template <typename T>
+T *read_row(const ConvGeometry &g, T *x, int64_t plane, int64_t row, int64_t q, int64_t od, int64_t oh) {
+    return x + q * plane + (od * g.stride[0] * g.in[1] + oh * g.stride[1]) * row;
+}
+
+// Where a channels-first gather of planes [q, end) is kRowsAhead rows on:
+// step() asks for that row and moves to the next.
 template <typename T>
 class RowsAhead {
 public:
-    RowsAhead(const ConvGeometry &g, const T *x, int64_t q, int64_t end)
-        : g_(g), x_(x), q_(q), end_(end), plane_(g.in[0] * g.in[1] * g.in[2]),
+    RowsAhead(const ConvGeometry &g, const T *x, int64_t plane, int64_t q, int64_t end)
+        : g_(g), x_(x), plane_(plane), q_(q), end_(end),
           bytes_(((g.out[2] - 1) * g.stride[2] + 1) * (int64_t)sizeof(T)) {
         for (int64_t k = 0; k < kRowsAhead; ++k) step();  // the first rows
     }
     void step() {
         if (q_ >= end_) return;
-        const char *row = reinterpret_cast<const char *>(
-            x_ + q_ * plane_ + (d_ * g_.stride[0] * g_.in[1] + h_ * g_.stride[1]) * g_.in[2]);
+        const char *row = reinterpret_cast<const char *>(read_row(g_, x_, plane_, g_.in[2], q_, d_, h_));
         for (int64_t b = 0; b < bytes_ + 63; b += 64) __builtin_prefetch(row + b, 0, 2);
         if (++h_ < g_.out[1]) return;
         h_ = 0;
@@ -83,7 +89,7 @@ public:
 private:
     const ConvGeometry &g_;
     const T *x_;
-    int64_t q_, end_, plane_, bytes_, d_ = 0, h_ = 0;
+    int64_t plane_, q_, end_, bytes_, d_ = 0, h_ = 0;
 };
 
 template <typename T>
@@ -112,13 +118,13 @@ void copy_planes(const ConvGeometry &g, T *x, T *xc, bool gather, ThreadPool &po
         items,
         [&](int64_t item, int) {
             const int64_t first = planes * item / items, end = planes * (item + 1) / items;
-            RowsAhead<T> ahead(g, x, first, unit == 1 && gather ? end : first);
+            RowsAhead<T> ahead(g, x, plane, first, unit == 1 && gather ? end : first);
             for (int64_t q = first; q < end; ++q) {
                 T *in = x + q * plane, *out = xc + q * out_plane;
                 if (!gather) std::fill(in, in + plane, T(0));
                 for (int64_t od = 0; od < g.out[0]; ++od)
                     for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-                        T *i = in + (od * g.stride[0] * g.in[1] + oh * g.stride[1]) * row;
+                        T *i = read_row(g, x, plane, row, q, od, oh);
                         T *o = out + (od * g.out[1] + oh) * out_row;
                         if (unit == 1 && gather) {
                             ahead.step();
