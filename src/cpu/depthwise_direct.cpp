@@ -366,12 +366,15 @@ public:
         // A one-channel input's backward-data too, measured since on an
         // Intel Xeon with AMX (batch 32, 1 thread, against im2col): MNIST's
         // 1->32 28x28 0.29 vs 0.21 ms; the digits' 1->16 8x8 even.
-        // Its backward-filter summed flat where it can (multi_filter), since
-        // (Zen 4, batch 32, 1 thread, 5 alternations): 1->32 28x28 0.164 vs
-        // direct_avx512's 0.194 ms, 1->6 32x32 0.044 vs 0.093, 1->16 8x8 even.
+        // Its backward-filter summed flat where it can (multi_filter), on
+        // planes under 256 positions: against direct_avx512's dot products
+        // (direct_dot_filter.cpp), Zen 4, batch 32, 1 thread, 5
+        // alternations: the digits' 1->16 8x8 1.35x, 1->32 12x12 1.07x;
+        // 1->32 16x16 0.84x, MNIST's 1->32 28x28 0.88x (0.95x at batch 1).
         if (g.c == 1 && g.k > 1 && op == CONV_OP_BACKWARD_DATA) return false;
         if (g.c == 1 && g.k > 1 && op == CONV_OP_BACKWARD_FILTER)
-            return g.layout == CONV_LAYOUT_CHANNELS_FIRST && dw_nchw_multi_flat(g, op);
+            return g.layout == CONV_LAYOUT_CHANNELS_FIRST && dw_nchw_multi_flat(g, op) &&
+                   !(direct_dot_filter_applies(g, op, dtype) && g.out_size() >= 256);
         return g.k == g.c || dw_avx512_covers(g, op);
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,

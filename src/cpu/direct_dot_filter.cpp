@@ -7,11 +7,11 @@
 // positions p of dy[k][p] * x[c][p's tap (r, s)]. dy's rows run along p in
 // memory as they are; x is copied, a band of output rows at a time, into
 // rows that each tap reads as they lie (tap_rows.h: a row per tap column
-// at unit column stride, x's two column phases at stride 2). A tile of 6
-// filters x 4 columns keeps 24 vectors of partial sums, each step (16
-// positions) loading 6 vectors of dy and 4 of the copy for 24 FMAs: no
-// broadcast, no transpose. At unit strides a band is one run of positions
-// (8-wide planes fill vectors); else a run a row.
+// at unit column stride, x's two column phases at stride 2). A tile of 3
+// filters x 9 columns keeps 27 vectors of partial sums, each step (16
+// positions) loading 3 vectors of dy, held, and 9 of the copy, one at a
+// time, for 27 FMAs: no broadcast, no transpose. At unit strides a band is
+// one run of positions (8-wide planes fill vectors); else a run a row.
 // The filter-vector tiles (direct_avx512_filter.cpp) instead lay dy out
 // as vectors of 16 filters (16 x 16 transposes) and read a padded copy of
 // x: with 27 columns a filter their transposes and copy were 41% of
@@ -40,10 +40,17 @@ namespace conv::cpu {
 namespace {
 
 constexpr int64_t kMaxSources = 4;
-constexpr int kTileFilters = 6;   // filters a tile (dy vectors a step)
-constexpr int kTileColumns = 4;   // columns of dW a tile (copy vectors a step)
-// Positions a band, about: a tile loads and stores its 24 partial sums
-// once a band (48 against 3072 FMAs), and the copy's extra rows (the taps'
+// A tile: 27 sums, 3 dy vectors and one of the copy in the 32 registers.
+// Against 6 filters x 4 columns (4 copy vectors held, dy's streamed: 10
+// loads for 24 FMAs, but 6 of dy's lines from L2 where this reads 3 for
+// 27), 1 thread, 5 alternations: batch 32, MNIST's 1->32 28x28 (9
+// columns) 1.18x, the digits' 1->16 8x8 1.05x, LeNet-5's 1->6 5x5 1.03x,
+// ResNet-20's stem 1.02x; batch 1 and 8 (VGG-16's, MobileNet's conv1)
+// even; 2 threads at batch 32 1.05-1.19x.
+constexpr int kTileFilters = 3;   // filters a tile (dy vectors a step)
+constexpr int kTileColumns = 9;   // columns of dW a tile (copy vectors a step)
+// Positions a band, about: a tile loads and stores its 27 partial sums
+// once a band (54 against 3456 FMAs), and the copy's extra rows (the taps'
 // reach) are a few of a band's. 1.05-1.28x bands of 1024 on conv1 layers
 // at batch 8 (256-8192 measured; docs/performance.md).
 constexpr int64_t kBandPositions = 2048;
@@ -96,23 +103,23 @@ DotShape make_dot_shape(const ConvGeometry &g, int threads) {
     const int64_t plane = s.oh * s.ow;
     s.band_rows = std::clamp<int64_t>(kBandPositions / s.ow, 1, s.oh);
     s.band_images = s.band_rows < s.oh ? 1 : std::clamp<int64_t>(kBandPositions / plane, 1, s.n);
-    // Two parts of the images onto fewer than 4 tiles of filters, from 4
-    // images (a band then holds at most half of them). Against threads
-    // sharing the filters or columns, 7 alternations: 2 threads, batch 8,
+    // Two parts of the images onto fewer than 24 filters, from 4 images
+    // (a band then holds at most half of them). Against threads sharing
+    // the filters or columns, 7 alternations: 2 threads, batch 8,
     // ResNet-20's stem 1.20x, LeNet-5's 1->6 5x5 1.20x, 3->16 64x64 1.20x;
     // 1 thread 0.98-1.00x (batch 8 and 32); at batch 2 1.04-1.17x on 2
     // threads but 0.93-0.99x on 1 (a band of two images halved), at batch 1
     // (an image's rows halved) 0.90x on both.
-    s.image_parts = s.k < 4 * kTileFilters && s.n >= 4 ? 2 : 1;
+    s.image_parts = s.k < 24 && s.n >= 4 ? 2 : 1;
     if (s.image_parts == 2) s.band_images = std::min(s.band_images, ceil_div(s.n, (int64_t)2));
     s.row_bands = ceil_div(s.oh, s.band_rows);
     s.bands = ceil_div(s.n, s.band_images) * s.row_bands;
     s.t = make_tap_rows(g, s.band_rows);
-    // Threads share the image parts, or the filters where each gets
-    // two tiles' worth, else the columns (ResNet-20's 16 filters at 2
-    // threads: tiles of 6, 5, 5 filters each rather than of 4, whose 16
-    // sums a step load 8 vectors).
-    s.by_columns = s.k < 2 * kTileFilters * threads;
+    // Threads share the image parts, or the filters where each gets 12,
+    // else the columns: ResNet-20's 16 filters at 2 threads, batch 1, by
+    // columns 2.0x by filters (4 tiles of 9 columns each, not 3 x 3 tiles
+    // of 27 onto 8 filters).
+    s.by_columns = s.k < 12 * threads;
     s.parts = s.image_parts > 1 ? s.image_parts
                                    : std::clamp<int64_t>(threads, 1, s.by_columns ? s.cols : s.k);
     s.segments = s.band_images * (s.sh == 1 && s.sw == 1 ? 1 : s.band_rows);
@@ -141,12 +148,15 @@ struct TileArgs {
     Trickle *x_ahead;  // the next band's x, a step a segment
 };
 
+// acc[t * MR + i]: column t's and filter i's partial sums. The step is
+// dot_outer_step with the copy's T rows as its d and dy's MR as its x:
+// dy's vectors held, the copy's streamed.
 template <int MR, int T>
 CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
-    __m512 acc[MR * T];
-#pragma GCC unroll 24
-    for (int i = 0; i < MR * T; ++i)
-        acc[i] = a.first ? _mm512_setzero_ps() : _mm512_load_ps(a.sums + (i / T) * a.sums_row + (i % T) * 16);
+    __m512 acc[T * MR];
+#pragma GCC unroll 32
+    for (int e = 0; e < T * MR; ++e)
+        acc[e] = a.first ? _mm512_setzero_ps() : _mm512_load_ps(a.sums + (e % MR) * a.sums_row + (e / MR) * 16);
     for (int64_t e = 0; e < a.nsegs; ++e) {
         const Segment &seg = a.segs[e];
         a.x_ahead->step();
@@ -154,21 +164,21 @@ CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
         const float *x[T];
 #pragma GCC unroll 6
         for (int i = 0; i < MR; ++i) d[i] = a.dy + seg.dy + i * a.filter_pitch;
-#pragma GCC unroll 4
+#pragma GCC unroll 9
         for (int t = 0; t < T; ++t) x[t] = a.col[t] + seg.x;
         int64_t p = 0;
         if (a.ahead > 0)
             for (; p + 16 <= seg.len; p += 16) {
 #pragma GCC unroll 6
                 for (int i = 0; i < MR; ++i) _mm_prefetch((const char *)(d[i] + p + a.ahead), _MM_HINT_T0);
-                dot_outer_step<MR, T>(d, x, p, 0xFFFF, acc);
+                dot_outer_step<T, MR>(x, d, p, 0xFFFF, acc);
             }
-        for (; p + 16 <= seg.len; p += 16) dot_outer_step<MR, T>(d, x, p, 0xFFFF, acc);
-        if (p < seg.len) dot_outer_step<MR, T>(d, x, p, first_lanes(seg.len - p), acc);
+        for (; p + 16 <= seg.len; p += 16) dot_outer_step<T, MR>(x, d, p, 0xFFFF, acc);
+        if (p < seg.len) dot_outer_step<T, MR>(x, d, p, first_lanes(seg.len - p), acc);
     }
     // Unrolled: an indexed acc[] would live on the stack.
-#pragma GCC unroll 24
-    for (int i = 0; i < MR * T; ++i) _mm512_store_ps(a.sums + (i / T) * a.sums_row + (i % T) * 16, acc[i]);
+#pragma GCC unroll 32
+    for (int e = 0; e < T * MR; ++e) _mm512_store_ps(a.sums + (e % MR) * a.sums_row + (e / MR) * 16, acc[e]);
 }
 
 using TileFn = void (*)(const TileArgs &);
@@ -177,11 +187,11 @@ constexpr std::array<TileFn, kTileFilters> tile_row(std::integer_sequence<int, R
     return {{dot_tile<Rows + 1, T>...}};
 }
 // kTiles[T - 1][MR - 1]: the full tile and the edges' smaller ones.
-const std::array<TileFn, kTileFilters> kTiles[kTileColumns] = {
-    tile_row<1>(std::make_integer_sequence<int, kTileFilters>{}),
-    tile_row<2>(std::make_integer_sequence<int, kTileFilters>{}),
-    tile_row<3>(std::make_integer_sequence<int, kTileFilters>{}),
-    tile_row<4>(std::make_integer_sequence<int, kTileFilters>{})};
+template <int... Cols>
+constexpr std::array<std::array<TileFn, kTileFilters>, kTileColumns> tile_table(std::integer_sequence<int, Cols...>) {
+    return {{tile_row<Cols + 1>(std::make_integer_sequence<int, kTileFilters>{})...}};
+}
+const auto kTiles = tile_table(std::make_integer_sequence<int, kTileColumns>{});
 
 // A thread's share: filters [k0, k1) x columns [j0, j1) of dW over bands
 // [b0, b1).
@@ -209,7 +219,7 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
     fill_tap_masks(s.t, masks);
     const int64_t plane = s.oh * s.ow;
     // Filters in tiles of at most kTileFilters, as even as they come;
-    // columns likewise (a share of 14 as 4 4 3 3, of 27 as six 4s and a 3).
+    // columns likewise (a share of 14 as 7 7, of 25 as 9 8 8).
     const EvenPieces groups(k1 - k0, kTileFilters), col_tiles(part.j1 - part.j0, kTileColumns);
     bool first = true;
     for (int64_t b = part.b0; b < part.b1; ++b) {
@@ -240,7 +250,7 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
                            ceil_div(lines, (int64_t)kXLinesASegment))
                        .into_l1();
         }
-        // Columns outside, filters inside: a tile's 4 copy rows stay in
+        // Columns outside, filters inside: a tile's 9 copy rows stay in
         // L1 across the filter groups, dy's rows come from L2.
         for (int64_t ti = 0; ti < col_tiles.count; ++ti) {
             const int64_t j0 = part.j0 + col_tiles.start(ti);
