@@ -287,15 +287,15 @@ CONV_TARGET_AVX512 void add_image_parts(const DotShape &s, float *base, float *d
 
 // Output rows of at most kBandPositions: a band holds whole rows, so its
 // copy stays within c x taps x ~2048 floats (a 1-D row of a million
-// samples would be copied whole). Column stride 2 from two images:
-// MobileNet's conv1, against the filter-vector tiles, 1 thread, 5
-// alternations: batch 8 1.11-1.13x, batch 1 0.96-1.00x (its x and dy stay
-// in L2 and L3 there, where the tiles' layout of dy costs less).
+// samples would be copied whole). Column stride 2, against the
+// filter-vector tiles: MobileNet's conv1, 1 thread, 5 alternations, batch
+// 8 1.11-1.13x; at batch 1 (7 alternations, since the 3 x 9 tiles) 1.07x
+// on 1 thread, even on 2; 3->16 64x64 s2 1.04x and 1.31x.
 bool direct_dot_filter_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
     return op == CONV_OP_BACKWARD_FILTER && dtype == CONV_DTYPE_FLOAT32 &&
            g.layout == CONV_LAYOUT_CHANNELS_FIRST && g.groups == 1 && g.is_planar() && g.c <= kMaxSources &&
-           (g.stride[2] == 1 || (g.stride[2] == 2 && g.n >= 2)) && g.kernel_size() > 1 && g.n > 0 && g.c > 0 &&
+           g.stride[2] <= 2 && g.kernel_size() > 1 && g.n > 0 && g.c > 0 &&
            g.k > 0 && g.out_size() > 0 && g.k * g.c * g.kernel_size() <= kMostSums && g.out[2] <= kBandPositions;
 }
 
