@@ -267,7 +267,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void pixel_block(const 
         const float *row = in[kh] + ow0 * S * kVec;
 #pragma GCC unroll 32
         for (int i = 0; i < kCols; ++i) {
-            const __m512 v = _mm512_loadu_ps(row + i * kVec);
+            __m512 v = _mm512_loadu_ps(row + i * kVec);
+            asm("" : "+v"(v));  // one load for its up to 3 FMAs (GCC 12 folded it into each)
             for (int kw = 0; kw < kK; ++kw) {
                 const int d = i - kw;  // = S * (output pixel)
                 if (d < 0 || d % S != 0 || d / S >= P) continue;
