@@ -421,7 +421,9 @@ CONV_TARGET_AVX512 void backward_data_s2_band(const Layout &l, const S2Taps &t, 
 // or more apart): backward-filter 1.07-1.68x, stride-1 forward 1.04-1.22x
 // and backward-data 1.0-1.17x, stride-2 backward-data 1.64-1.85x (and 1.36x
 // at 128 channels); stride-2 forward 0.89-1.0x (its rows are read once each
-// in place too); with 128 channels or fewer the other passes 0.44-0.73x
+// in place too), but 1.13-1.17x (1024 channels 14x14 1.6x) since the ring's
+// forward loads each column once (fifty-fourth session); with 128 channels
+// or fewer the other passes 0.44-0.73x
 // (rows of 512 bytes or less stream well in place). At batch 8, x and y
 // outgrow L2, and a group's 256 bytes a pixel from L3 streamed worse than
 // whole rows in place: 0.68-0.86x, but for stride-2 backward-data (1.17x
@@ -439,7 +441,7 @@ bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     if (op == CONV_OP_BACKWARD_FILTER) return resident && g.c >= 256;
     if (threads > 1) return false;
     if (op == CONV_OP_BACKWARD_DATA && s2) return g.c >= 256 || (g.c >= 128 && resident);
-    return resident && g.c >= 256 && !(op == CONV_OP_FORWARD && s2);
+    return resident && g.c >= 256;
 }
 
 size_t dw_ring_workspace_bytes(const ConvGeometry &g, conv_op_t op, int threads) {
