@@ -428,19 +428,28 @@ CONV_TARGET_AVX512 void backward_data_s2_band(const Layout &l, const S2Taps &t, 
 // outgrow L2, and a group's 256 bytes a pixel from L3 streamed worse than
 // whole rows in place: 0.68-0.86x, but for stride-2 backward-data (1.17x
 // at 256 channels). With 2 threads backward-filter still gains (1.14-1.51x)
-// but forward and backward-data lose (0.62-0.69x; neither form gains from
-// a second thread on these 20-40 us passes), so those take the ring at 1
-// thread only -- with the same bits either way (finite weights: the
+// but forward and stride-1 backward-data lose (0.62-0.69x; neither form
+// gains from a second thread on these 20-40 us passes), so those take the
+// ring at 1 thread only -- with the same bits either way (finite weights: the
 // ring's zero columns): both forms add a pixel's taps in the same order.
 constexpr double kResidentBytes = 2 << 20;  // x and y of a pass within a core's L2 (2 MiB here)
+// Stride-2 backward-data takes the ring on any thread count, from 256
+// channels or with dx and dy within this (the in-place kernel sums one dx
+// pixel at a time and ran at 10-15 GFLOP/s). Against it, batch 1, 5
+// rounds: 1 thread, 32-96 channels on 28x28 to 112x112, 1.89-2.05x
+// (MobileNet's dw2, 64 channels 112x112, 2.03x); 2 threads 1.67-1.83x,
+// 512 channels even. At batch 8 (dx past L3, both memory-bound) dw2 0.81x,
+// dw4 0.94x, 96 channels 56x56 1.31x, in noisy rounds.
+constexpr double kRingS2Bytes = 8 << 20;
 
 bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads) {
     if (!dw_nhwc::covers(g)) return false;
     const bool s2 = g.stride[1] == 2;
-    const bool resident = 4.0 * (double)g.n * (double)g.c * (double)(g.in_size() + g.out_size()) <= kResidentBytes;
+    const double bytes = 4.0 * (double)g.n * (double)g.c * (double)(g.in_size() + g.out_size());
+    const bool resident = bytes <= kResidentBytes;
     if (op == CONV_OP_BACKWARD_FILTER) return resident && g.c >= 256;
+    if (op == CONV_OP_BACKWARD_DATA && s2) return g.c >= 256 || bytes <= kRingS2Bytes;
     if (threads > 1) return false;
-    if (op == CONV_OP_BACKWARD_DATA && s2) return g.c >= 256 || (g.c >= 128 && resident);
     return resident && g.c >= 256;
 }
 
