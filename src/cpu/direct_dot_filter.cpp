@@ -116,9 +116,9 @@ DotShape make_dot_shape(const ConvGeometry &g, int threads) {
     s.bands = ceil_div(s.n, s.band_images) * s.row_bands;
     s.t = make_tap_rows(g, s.band_rows);
     // Threads share the image parts, or the filters where each gets 12,
-    // else the columns: ResNet-20's 16 filters at 2 threads, batch 1, by
-    // columns 2.0x by filters (4 tiles of 9 columns each, not 3 x 3 tiles
-    // of 27 onto 8 filters).
+    // else the columns: ResNet-20's 16 filters at 2 threads, batch 1, ran
+    // 2.0x as fast by columns (13 and 14 a thread onto all 16 filters) as
+    // by filters (27 columns onto 8); 32 filters 0.78-0.88x by columns.
     s.by_columns = s.k < 12 * threads;
     s.parts = s.image_parts > 1 ? s.image_parts
                                    : std::clamp<int64_t>(threads, 1, s.by_columns ? s.cols : s.k);
@@ -162,14 +162,14 @@ CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
         a.x_ahead->step();
         const float *d[MR];
         const float *x[T];
-#pragma GCC unroll 6
+#pragma GCC unroll 3
         for (int i = 0; i < MR; ++i) d[i] = a.dy + seg.dy + i * a.filter_pitch;
 #pragma GCC unroll 9
         for (int t = 0; t < T; ++t) x[t] = a.col[t] + seg.x;
         int64_t p = 0;
         if (a.ahead > 0)
             for (; p + 16 <= seg.len; p += 16) {
-#pragma GCC unroll 6
+#pragma GCC unroll 3
                 for (int i = 0; i < MR; ++i) _mm_prefetch((const char *)(d[i] + p + a.ahead), _MM_HINT_T0);
                 dot_outer_step<T, MR>(x, d, p, 0xFFFF, acc);
             }
@@ -191,7 +191,7 @@ template <int... Cols>
 constexpr std::array<std::array<TileFn, kTileFilters>, kTileColumns> tile_table(std::integer_sequence<int, Cols...>) {
     return {{tile_row<Cols + 1>(std::make_integer_sequence<int, kTileFilters>{})...}};
 }
-const auto kTiles = tile_table(std::make_integer_sequence<int, kTileColumns>{});
+constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kTileColumns>{});
 
 // A thread's share: filters [k0, k1) x columns [j0, j1) of dW over bands
 // [b0, b1).
@@ -237,7 +237,9 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
         }
         // A band of one image: its successor's x rows, a run a channel,
         // kXLinesASegment lines a segment (its copy otherwise waited on
-        // memory at the band's start).
+        // memory at the band's start), more where the band's tiles make
+        // fewer steps than that takes (VGG-16's conv1_1: 66 for 117), so
+        // that all of it is asked for by the band's end (1.00-1.06x).
         Trickle next;
         if (s.band_images == 1 && b + 1 < part.b1) {
             const int64_t nn = (b + 1) / s.row_bands, q0 = (b + 1) % s.row_bands * s.band_rows;
@@ -246,8 +248,9 @@ CONV_TARGET_AVX512 void run_part(const DotShape &s, const float *x, const float 
             const int64_t hi = std::min(s.t.h, (q1 - 1) * s.sh - s.t.pt + (s.t.kh - 1) * s.t.dh + 1);
             const int64_t bytes = (hi - lo) * s.t.w * (int64_t)sizeof(float), x_plane = s.t.h * s.t.w;
             const int64_t lines = s.t.c * (ceil_div(bytes, (int64_t)64) + 1);
+            const int64_t calls = nsegs * col_tiles.count * groups.count;  // step()s the band's tiles make
             next = Trickle(x + nn * s.t.c * x_plane + lo * s.t.w, bytes, s.t.c, x_plane * (int64_t)sizeof(float),
-                           ceil_div(lines, (int64_t)kXLinesASegment))
+                           std::min(calls, ceil_div(lines, (int64_t)kXLinesASegment)))
                        .into_l1();
         }
         // Columns outside, filters inside: a tile's 9 copy rows stay in
@@ -290,7 +293,7 @@ CONV_TARGET_AVX512 void add_image_parts(const DotShape &s, float *base, float *d
 // samples would be copied whole). Column stride 2, against the
 // filter-vector tiles: MobileNet's conv1, 1 thread, 5 alternations, batch
 // 8 1.11-1.13x; at batch 1 (7 alternations, since the 3 x 9 tiles) 1.07x
-// on 1 thread, even on 2; 3->16 64x64 s2 1.04x and 1.31x.
+// on 1 thread, even on 2; 3->16 64x64 s2 1.04x on 1 thread, 1.31x on 2.
 bool direct_dot_filter_applies(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
     return op == CONV_OP_BACKWARD_FILTER && dtype == CONV_DTYPE_FLOAT32 &&
