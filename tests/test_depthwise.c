@@ -127,8 +127,9 @@ static void test_mobilenet_like(void **state)
                   /* the AVX-512 row kernels' fixed planes (fixed_plane) with a
                    * channel left without its pair, or a part of a block */
                   {9, 7, 1}, {17, 56, 2}, {21, 28, 1},
-                  /* channels-last stride-2 backward-data of 64-127 channels past L2: pixel blocks */
-                  {70, 81, 2},
+                  /* channels-last stride-2 backward-data of 64-127 channels past L2 and
+                   * past the ring's 8 MiB (2 images): the in-place kernel's pixel blocks */
+                  {70, 125, 2},
                   /* AVX2 channels-first inputs past 4 MiB on planes wider than 64: the
                    * 8-channel blocks, not the in-place plane sweeps */
                   {132, 100, 1}, {136, 90, 2},
@@ -201,7 +202,8 @@ static void test_channel_multiplier(void **state)
  * and 1, 2 and 3 threads give the same bits (the parts of the batch a
  * channel block sums do not depend on the thread count). Channels-last
  * forward and backward-data too: the ring kernels, which run at 1 thread
- * only, add a pixel's taps in the in-place kernels' order. */
+ * only (but stride-2 backward-data, on any), add a pixel's taps in the
+ * in-place kernels' order. */
 static void test_sums_by_threads(void **state)
 {
     (void)state;
