@@ -345,7 +345,8 @@ public:
     // and backward-data (1->16 on 8x8, batch 32, interleaved: 0.034-0.058 vs
     // direct_avx512's 0.067-0.075 ms and im2col's 0.094), but the direct
     // kernel's backward-filter wins (0.045 vs 0.055-0.109 ms; 1->32 on 28x28
-    // 0.59 vs 0.91-0.98).
+    // 0.59 vs 0.91-0.98) -- measured on an earlier machine; on Zen 4 the
+    // backward-filter splits by plane size (competitive() below).
     // With AVX2 the direct kernel takes a one-channel input's passes: its
     // tiles forward and backward-filter (MNIST's 1->32 on 28x28, batch 32,
     // Zen 3: 1.7 vs 4.3 ms and 0.41 vs 4.0; LeNet-5's 1->6 5x5 0.34 vs 1.04
@@ -366,15 +367,17 @@ public:
         // A one-channel input's backward-data too, measured since on an
         // Intel Xeon with AMX (batch 32, 1 thread, against im2col): MNIST's
         // 1->32 28x28 0.29 vs 0.21 ms; the digits' 1->16 8x8 even.
-        // Its backward-filter summed flat where it can (multi_filter), on
-        // planes under 256 positions: against direct_avx512's dot products
-        // (direct_dot_filter.cpp), Zen 4, batch 32, 1 thread, 5
-        // alternations: the digits' 1->16 8x8 1.35x, 1->32 12x12 1.07x;
+        // Its backward-filter summed flat where it can (multi_filter), but
+        // at unit stride from 256 output positions: against direct_avx512's
+        // dot products (direct_dot_filter.cpp), Zen 4, batch 32, 1 thread,
+        // 5 alternations: the digits' 1->16 8x8 1.35x, 1->32 12x12 1.07x;
         // 1->32 16x16 0.84x, MNIST's 1->32 28x28 0.88x (0.95x at batch 1).
+        // (Strided, not measured against each other.)
         if (g.c == 1 && g.k > 1 && op == CONV_OP_BACKWARD_DATA) return false;
         if (g.c == 1 && g.k > 1 && op == CONV_OP_BACKWARD_FILTER)
             return g.layout == CONV_LAYOUT_CHANNELS_FIRST && dw_nchw_multi_flat(g, op) &&
-                   !(direct_dot_filter_applies(g, op, dtype) && g.out_size() >= 256);
+                   !(direct_dot_filter_applies(g, op, dtype) && g.out_size() >= 256 && g.stride[1] == 1 &&
+                     g.stride[2] == 1);
         return g.k == g.c || dw_avx512_covers(g, op);
     }
     size_t workspace_bytes(const ConvGeometry &g, conv_op_t op, conv_dtype_t dtype,

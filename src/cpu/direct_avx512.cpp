@@ -2887,9 +2887,10 @@ public:
         // 4, 1 thread, strict, 5 interleaved rounds, batch 1 / 8: ResNet-20's
         // 3->16 stem 1.13x / 1.13x (the filter-vector tiles), VGG-16's 3->64
         // 224x224 1.26x / 1.17x (the same), LeNet-5's 1->6 5x5 1.9x / 1.5x
-        // (implicit_gemm), MobileNet's 3->32 s2 at batch 8 1.11x. One
-        // channel's 3x3 on planes under 256 positions (the digits' 1->16)
-        // stays with depthwise_direct's flat sums (its competitive()).
+        // (implicit_gemm), MobileNet's 3->32 s2 at batch 8 1.11x (batch 1
+        // 1.07x, direct_dot_filter_applies). One channel's 3x3 on planes
+        // under 256 positions (the digits' 1->16), or strided, stays with
+        // depthwise_direct's flat sums (its competitive()).
         if (direct_dot_filter_applies(g, op, dtype)) return true;
         if (!g.is_planar()) return competitive_3d(g, op);
         const bool strided = g.stride[1] > 1 || g.stride[2] > 1;
