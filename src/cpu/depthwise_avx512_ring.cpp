@@ -437,7 +437,8 @@ constexpr double kResidentBytes = 2 << 20;  // x and y of a pass within a core's
 // channels or with dx and dy within this (the in-place kernel sums one dx
 // pixel at a time and ran at 10-15 GFLOP/s). Against it, batch 1, 5
 // rounds: 1 thread, 32-96 channels on 28x28 to 112x112, 1.89-2.05x
-// (MobileNet's dw2, 64 channels 112x112, 2.03x); 2 threads 1.67-1.83x,
+// (MobileNet's dw2, 64 channels 112x112, 2.03x), 1-16 channels 112x112
+// 1.93-2.01x; 2 threads 1.67-1.83x,
 // 512 channels even. At batch 8 (dx past L3, both memory-bound) dw2 0.81x,
 // dw4 0.94x, 96 channels 56x56 1.31x, in noisy rounds.
 constexpr double kRingS2Bytes = 8 << 20;
