@@ -32,13 +32,19 @@ inline __mmask16 lane_range(int64_t a, int64_t b) {
 // The first n lanes (n clamped to [0, 16]).
 inline __mmask16 first_lanes(int64_t n) { return lane_range(0, n); }
 
+// v, kept in a register by an empty asm: GCC 12 folds a loaded vector that
+// several FMAs use into each one's memory operand, a load each
+// (direct_dot_filter's former 5 x 3 tile issued 18 loads for 15 FMAs;
+// MNIST's 1->32 backward-filter 1.42x with it).
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 held(__m512 v) {
+    asm("" : "+v"(v));
+    return v;
+}
+
 // One step of dot products along a run: acc[i * T + t] += d[i][p, p + 16)
 // * x[t][p, p + 16), lanes outside `lanes` read as zeros (MR + T loads for
 // MR * T FMAs: x's T vectors held, d's one at a time). The dot-product
-// backward-filter kernels' tile body. The empty asm keeps each load in a
-// register: without it GCC 12 folded a vector used 3 times into 3 FMAs'
-// memory operands (direct_dot_filter's former 5 x 3 tile issued 18 loads
-// for 15 FMAs; MNIST's 1->32 backward-filter 1.42x with it).
+// backward-filter kernels' tile body.
 template <int MR, int T>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dot_outer_step(const float *const (&d)[MR],
                                                                              const float *const (&x)[T], int64_t p,
@@ -46,15 +52,10 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dot_outer_step(con
                                                                              __m512 (&acc)[MR * T]) {
     __m512 b[T];
 #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-        __m512 v = _mm512_maskz_loadu_ps(lanes, x[t] + p);
-        asm("" : "+v"(v));
-        b[t] = v;
-    }
+    for (int t = 0; t < T; ++t) b[t] = held(_mm512_maskz_loadu_ps(lanes, x[t] + p));
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-        __m512 v = _mm512_maskz_loadu_ps(lanes, d[i] + p);
-        asm("" : "+v"(v));
+        const __m512 v = held(_mm512_maskz_loadu_ps(lanes, d[i] + p));
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) acc[i * T + t] = _mm512_fmadd_ps(v, b[t], acc[i * T + t]);
     }

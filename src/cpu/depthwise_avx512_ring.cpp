@@ -267,8 +267,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void pixel_block(const 
         const float *row = in[kh] + ow0 * S * kVec;
 #pragma GCC unroll 32
         for (int i = 0; i < kCols; ++i) {
-            __m512 v = _mm512_loadu_ps(row + i * kVec);
-            asm("" : "+v"(v));  // one load for its up to 3 FMAs (GCC 12 folded it into each)
+            const __m512 v = held(_mm512_loadu_ps(row + i * kVec));  // one load for its up to 3 FMAs
             for (int kw = 0; kw < kK; ++kw) {
                 const int d = i - kw;  // = S * (output pixel)
                 if (d < 0 || d % S != 0 || d / S >= P) continue;
@@ -438,9 +437,9 @@ constexpr double kResidentBytes = 2 << 20;  // x and y of a pass within a core's
 // pixel at a time and ran at 10-15 GFLOP/s). Against it, batch 1, 5
 // rounds: 1 thread, 32-96 channels on 28x28 to 112x112, 1.89-2.05x
 // (MobileNet's dw2, 64 channels 112x112, 2.03x), 1-16 channels 112x112
-// 1.93-2.01x; 2 threads 1.67-1.83x,
-// 512 channels even. At batch 8 (dx past L3, both memory-bound) dw2 0.81x,
-// dw4 0.94x, 96 channels 56x56 1.31x, in noisy rounds.
+// 1.93-2.01x; 2 threads 1.67-1.83x, 512 channels even. At batch 8 (dx past
+// L3, both memory-bound) dw2 0.81x, dw4 0.94x, 96 channels 56x56 1.31x, in
+// noisy rounds.
 constexpr double kRingS2Bytes = 8 << 20;
 
 bool dw_ring_covers(const ConvGeometry &g, conv_op_t op, int threads) {

@@ -153,10 +153,10 @@ struct TileArgs {
 // dy's vectors held, the copy's streamed.
 template <int MR, int T>
 CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
+    auto sums = [&](int e) { return a.sums + (e % MR) * a.sums_row + (e / MR) * 16; };  // acc[e]'s
     __m512 acc[T * MR];
 #pragma GCC unroll 32
-    for (int e = 0; e < T * MR; ++e)
-        acc[e] = a.first ? _mm512_setzero_ps() : _mm512_load_ps(a.sums + (e % MR) * a.sums_row + (e / MR) * 16);
+    for (int e = 0; e < T * MR; ++e) acc[e] = a.first ? _mm512_setzero_ps() : _mm512_load_ps(sums(e));
     for (int64_t e = 0; e < a.nsegs; ++e) {
         const Segment &seg = a.segs[e];
         a.x_ahead->step();
@@ -178,7 +178,7 @@ CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
     }
     // Unrolled: an indexed acc[] would live on the stack.
 #pragma GCC unroll 32
-    for (int e = 0; e < T * MR; ++e) _mm512_store_ps(a.sums + (e % MR) * a.sums_row + (e / MR) * 16, acc[e]);
+    for (int e = 0; e < T * MR; ++e) _mm512_store_ps(sums(e), acc[e]);
 }
 
 using TileFn = void (*)(const TileArgs &);
