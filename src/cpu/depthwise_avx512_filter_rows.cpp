@@ -13,11 +13,12 @@
 // once and used by every dy row whose window covers it (three at stride 1,
 // two at 2).
 //
-// Masks: loads read only columns inside the row (masked-off lanes read as
-// 0 and never fault), and each FMA is merge-masked to the outputs whose tap
-// lies inside the row: a lane whose tap is padding, or that is no output,
-// adds nothing, whatever x and dy hold there (no inf * 0 = NaN). Padding
-// rows are skipped.
+// Masks: each FMA is merge-masked to the outputs whose tap lies inside the
+// row: a lane whose tap is padding, or that is no output, adds nothing,
+// whatever x and dy hold there (no inf * 0 = NaN). Loads at the tensor's
+// ends read only columns inside the row (masked-off lanes never fault);
+// elsewhere the stride-1 ones read whole vectors (whole_reads_inside).
+// Padding rows are skipped.
 //
 // A channel's 9 sums stay in registers over the batch and are reduced
 // across lanes (lane_sums16's tree: four levels of shuffles and adds) into
@@ -86,12 +87,18 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void add_row_s2(const R
     }
 }
 
-// The dy row's vectors v0 ... (with two channels a vector: `other` as above).
-template <int V, int G>
+// The dy row's vectors v0 ... (with two channels a vector: `other` as above;
+// Whole: as load_set_s1's).
+template <int V, int G, bool Whole>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void load_dy(const RowShape &p,
                                                                       const float *row,
                                                                       const float *other,
                                                                       __m512 (&d)[V], int v0 = 0) {
+    if constexpr (Whole) {
+        for (int v = 0; v < V; ++v) d[v] = _mm512_loadu_ps(row + (v0 + v) * kVec);
+        if (G == 2) d[0] = _mm512_mask_blend_ps((__mmask16)0xff00, d[0], _mm512_loadu_ps(other - kVec / 2));
+        return;
+    }
     for (int v = 0; v < V; ++v)
         d[v] = _mm512_maskz_loadu_ps(p.out[v0 + v][0], row + (v0 + v) * kVec);
     if (G == 2) d[0] = _mm512_mask_loadu_ps(d[0], p.out[0][1], other - kVec / 2);
@@ -170,9 +177,11 @@ struct Planes {
 };
 
 // The dy rows of one image's plane(s), their products added into acc
-// (walk_rows_s1 / walk_rows_s2 call them).
-template <int V, int G>
+// (walk_rows_s1 / walk_rows_s2 call them); Whole: how the stride-1 rows
+// load (load_set_s1).
+template <int V, int G, bool Whole>
 struct FilterRows {
+    static constexpr bool kWhole = Whole;
     const RowShape &p;
     const Planes &q;
     __m512 (&acc)[kTaps];
@@ -183,9 +192,9 @@ struct FilterRows {
                                                                      const RowSet<1> &above, const RowSet<1> &at,
                                                                      RowSet<1> &below) {
         const bool lower = !Checked || r + 1 < p.ih;
-        if (lower) below = load_set_s1<G>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
+        if (lower) below = load_set_s1<G, Whole>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
         __m512 d[1];
-        load_dy<1, G>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d, v);
+        load_dy<1, G, Whole>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d, v);
         if (!Checked || r > 0) add_row<1>(p, acc, 0, d, above, v);
         add_row<1>(p, acc, 1, d, at, v);
         if (lower) add_row<1>(p, acc, 2, d, below, v);
@@ -196,7 +205,7 @@ struct FilterRows {
     CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2(int64_t r, const RowSet<V> &top,
                                                                      RowSet<V> &bottom) {
         __m512 d[V], up[V];
-        load_dy<V, G>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d);
+        load_dy<V, G, false>(p, q.dy + r * p.ow, q.dy1 + r * p.ow, d);
         dy_up<V>(d, up);
         if (!Checked || r > 0) add_row_s2<V>(p, acc, 0, d, up, top);
         const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
@@ -209,15 +218,30 @@ struct FilterRows {
     }
 };
 
+// The pass's tensors, for whole_reads_inside.
+struct Bounds {
+    const float *x, *x_end, *dy, *dy_end;
+};
+
 // One image's plane of one channel (or two) added into acc.
-template <int S, int V, int G>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums(const RowShape &p, const Planes &q,
-                                                                         __m512 (&acc)[kTaps]) {
-    FilterRows<V, G> rows{p, q, acc};
+template <int S, int V, int G, bool Whole>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums_with(const RowShape &p, const Planes &q,
+                                                                              __m512 (&acc)[kTaps]) {
+    FilterRows<V, G, Whole> rows{p, q, acc};
     if (S == 1)
         walk_rows_s1<V, G, false>(p, q.x, q.x1, rows);  // dy no taller than x (dw_filter_rows_covers)
     else
         walk_rows_s2<V>(p, rows);
+}
+
+template <int S, int V, int G>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums(const RowShape &p, const Planes &q,
+                                                                         const Bounds &b, __m512 (&acc)[kTaps]) {
+    if (S == 1 && whole_reads_inside(q.x, p.ih * p.iw, G, b.x, b.x_end) &&
+        whole_reads_inside(q.dy, p.oh * p.ow, G, b.dy, b.dy_end))
+        plane_sums_with<S, V, G, S == 1>(p, q, acc);
+    else
+        plane_sums_with<S, V, G, false>(p, q, acc);
 }
 
 // dw of channels [c0, c0 + cb): each channel's sums over the batch (G
@@ -227,7 +251,8 @@ template <int S, int V, int G>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_block_on(
     RowShape p,  // a copy: its masks stay in registers
     const ConvGeometry &g, const float *x, const float *dy, float *dw, int64_t c0, int cb, float *slot) {
-    const int64_t in_plane = p.ih * p.iw, out_plane = p.oh * p.ow;
+    const int64_t in_plane = p.ih * p.iw, out_plane = p.oh * p.ow, planes = g.n * g.c;
+    const Bounds b{x, x + planes * in_plane, dy, dy + planes * out_plane};
     // A batch is read image by image (below) where a plane's 9 FMAs a dy
     // row pay for moving its sums in and out of the slot: from 14 dy rows
     // (batch 8, 1 thread: 56x56 s2 1.36x, 28x28 1.31x, 14x14 1.15x; 14x14
@@ -247,7 +272,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_block_on(
             for (int64_t n = 0; n < g.n; ++n) {
                 const int64_t plane = n * g.c + c0 + ch;
                 const float *xp = x + plane * in_plane, *dp = dy + plane * out_plane;
-                plane_sums<S, V, G>(p, {xp, dp, xp + in_plane, dp + out_plane}, acc);
+                plane_sums<S, V, G>(p, {xp, dp, xp + in_plane, dp + out_plane}, b, acc);
             }
             if (ch > 0) write_channel_sums<G>(prev, dw + (c0 + ch - G) * kTaps, false);
             for (int t = 0; t < kTaps; ++t) prev[t] = acc[t];
@@ -270,7 +295,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void filter_block_on(
                 for (int t = 0; t < kTaps; ++t) acc[t] = _mm512_load_ps(slot_sums(slot, ch / G, t));
                 const int64_t plane = n * g.c + c0 + ch;
                 const float *xp = x + plane * in_plane, *dp = dy + plane * out_plane;
-                plane_sums<S, V, G>(p, {xp, dp, xp + in_plane, dp + out_plane}, acc);
+                plane_sums<S, V, G>(p, {xp, dp, xp + in_plane, dp + out_plane}, b, acc);
                 for (int t = 0; t < kTaps; ++t) _mm512_store_ps(slot_sums(slot, ch / G, t), acc[t]);
                 if (G == 2 && ch + 1 == cb) p = whole;
             }

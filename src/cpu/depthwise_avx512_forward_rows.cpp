@@ -32,7 +32,7 @@ using namespace dw_rows;
 struct RowPass {
     const float *in, *w, *bias;
     float *out;
-    int64_t c;               // channels
+    int64_t n, c;            // images, channels
     int64_t in_plane, out_plane;
     bool flip;               // backward-data: the window flipped
     bool relu;
@@ -95,8 +95,9 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_row(
 
 // The output rows of one image's plane(s) (walk_rows_s1 / walk_rows_s2
 // call them).
-template <int V, int G>
+template <int V, int G, bool Whole>
 struct OutRows {
+    static constexpr bool kWhole = Whole;  // how the stride-1 rows load (load_set_s1)
     const RowShape &p;
     const Rows &q;
     const Weights &k;
@@ -108,7 +109,7 @@ struct OutRows {
                                                                      const RowSet<1> &above, const RowSet<1> &at,
                                                                      RowSet<1> &below) {
         const bool lower = !Checked || r + 1 < p.ih;
-        if (lower) below = load_set_s1<G>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
+        if (lower) below = load_set_s1<G, Whole>(p, q.x + (r + 1) * p.iw, q.x1 + (r + 1) * p.iw, v, next);
         __m512 acc[1] = {k.bias};
         if (!Checked || (r > 0 && r <= p.ih)) add_taps<1>(p, k, 0, above, acc, v);
         if (!Checked || r < p.ih) add_taps<1>(p, k, 1, at, acc, v);
@@ -133,11 +134,25 @@ struct OutRows {
     }
 };
 
+// The output rows of one image's plane(s).
+template <int S, int V, int G, bool Whole>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void out_rows(const RowShape &p, const Rows &q,
+                                                                       const Weights &k, bool relu) {
+    OutRows<V, G, Whole> rows{p, q, k, relu};
+    if (S == 1 && p.oh > p.ih)
+        walk_rows_s1<V, G, true>(p, q.x, q.x1, rows);
+    else if (S == 1)
+        walk_rows_s1<V, G, false>(p, q.x, q.x1, rows);
+    else
+        walk_rows_s2<V>(p, rows);
+}
+
 // Image n's channels [c0, c0 + cb), G at a time.
 template <int S, int V, int G>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void channel_block_on(
     RowShape p,  // a copy: its masks stay in registers
     const RowPass &pass, int64_t n, int64_t c0, int64_t cb) {
+    const float *in_end = pass.in + pass.n * pass.c * pass.in_plane;
     for (int64_t ch = 0; ch < cb; ch += G) {
         const int64_t c = c0 + ch;
         const bool lone = G == 2 && ch + 1 == cb;
@@ -147,13 +162,10 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void channel_block_on(
         float *out = pass.out + plane_at * pass.out_plane;
         const Weights k = channel_weights<G>(pass, c, lone);
         const Rows q{in, in + pass.in_plane, out, out + pass.out_plane};
-        OutRows<V, G> rows{p, q, k, pass.relu};
-        if (S == 1 && p.oh > p.ih)
-            walk_rows_s1<V, G, true>(p, q.x, q.x1, rows);
-        else if (S == 1)
-            walk_rows_s1<V, G, false>(p, q.x, q.x1, rows);
+        if (S == 1 && whole_reads_inside(in, pass.in_plane, G, pass.in, in_end))
+            out_rows<S, V, G, S == 1>(p, q, k, pass.relu);
         else
-            walk_rows_s2<V>(p, rows);
+            out_rows<S, V, G, false>(p, q, k, pass.relu);
     }
 }
 
@@ -195,7 +207,7 @@ void dw_forward_rows_run(const ConvArgs &a, void *, ThreadPool &pool, int thread
     const bool fwd = a.op == CONV_OP_FORWARD;
     RowPass pass{};
     pass.w = static_cast<const float *>(a.w);
-    pass.c = g.c;
+    pass.n = g.n, pass.c = g.c;
     int64_t ih = g.in[1], iw = g.in[2], oh = g.out[1], ow = g.out[2], s = g.stride[2];
     if (fwd) {
         pass.in = static_cast<const float *>(a.x);
