@@ -2105,14 +2105,18 @@ private:
 // is the tiles' step from one position to the next, and backward-data's
 // phases read dy at unit stride -- the copy is not needed. Its offsets are
 // the padded steps' moved onto rows of ws; a tile's first position must lie
-// in the plane (outputs no larger than the source), and a source outgrowing
-// kSourceAheadBytes keeps its copy (the next rows' prefetch reads that).
+// in the plane (outputs no larger than the source).
 // The copy was 4-7% of ResNet's 3x3 forward on 28x28 and 56x56; at stride
 // 2 backward-data, 1 thread 1.01-1.06x, 2 threads 1.17x (32->64 16x16) and
-// 1.41x (16->32 32x32), where each thread had padded dy for itself.
+// 1.41x (16->32 32x32), where each thread had padded dy for itself. Sources
+// past kSourceAheadBytes kept it until the next rows' prefetch read the
+// source's own rows too (Zen 4, 1 thread, batch 1: VGG-16's 64->64 224x224
+// forward 1.09x, backward-data 1.05x, 128->256 56x56 backward-data 1.06x,
+// 256->256 56x56 1.02-1.03x; 2 threads and batch 4 1.0-1.09x).
 bool reads_in_place(const Shape &s) {
     const bool planar = s.kz == 1 && s.zs == 1 && s.zdst == 1 && s.dp == 1 && s.front == 0;  // no depth padding
-    if (!planar || s.wrap || s.last || source_is_padded(s) || s.image_bytes > kSourceAheadBytes)
+    if (!planar || s.wrap || s.last || source_is_padded(s)) return false;
+    if (s.image_bytes > kSourceAheadBytes && cpu_isa() != Isa::avx512)  // measured on AVX-512 only
         return false;
     const int64_t down = s.rstep / (s.sw * s.wq);  // source rows from one destination row to the next
     return (s.hd - 1) * down < s.hs && (s.wd - 1) * s.sw < s.ws;
@@ -2354,12 +2358,23 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 to = (std::min(rows, hj) - 1) * s.sh + reach;
             }
             const int64_t tiles = ceil_div(c_end - c_begin, s.cblock) * it.rows * ceil_div(it.len, s.ur);
-            fetching_next = to > from;
-            if (fetching_next)
-                next_rows_in = SourceLines(reinterpret_cast<const float *>(from_slice + c_begin * s.plane +
-                                                                           from * s.sw * s.wq),
-                                           depth_step, s.plane, depth_taps, c_end - c_begin,
-                                           (to - from) * s.sw * s.wq, tiles);
+            if (generated.in_place()) {
+                // The source's own rows: padded row r is its row r - top
+                // (reads_in_place: 2-D).
+                from = std::max<int64_t>(from - s.top, 0), to = std::min(to - s.top, s.hs);
+                fetching_next = to > from;
+                if (fetching_next)
+                    next_rows_in = SourceLines(reinterpret_cast<const float *>(from_slice + c_begin * plane_x +
+                                                                               from * s.ws),
+                                               0, plane_x, 1, c_end - c_begin, (to - from) * s.ws, tiles);
+            } else {
+                fetching_next = to > from;
+                if (fetching_next)
+                    next_rows_in = SourceLines(reinterpret_cast<const float *>(from_slice + c_begin * s.plane +
+                                                                               from * s.sw * s.wq),
+                                               depth_step, s.plane, depth_taps, c_end - c_begin,
+                                               (to - from) * s.sw * s.wq, tiles);
+            }
         }
         const int64_t list = lists.list(s, p, oz);
         const Step *phase = steps + list * phase_len;
