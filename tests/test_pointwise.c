@@ -229,9 +229,10 @@ static void test_filter_image_chunks(void **state)
 }
 
 /* Channels-first backward-filter onto at most 32 filters over planes of
- * 1024+ positions runs as dot products along the positions
- * (src/cpu/pointwise_dot_filter.cpp): 6 x 4 tiles and every smaller edge
- * tile (filters and channels 1-7, 13, 31, 32, 33, 64, 70), positions in
+ * 1024+ positions, or onto 33-64 where x and dy fit 8 MiB, runs as dot
+ * products along the positions (src/cpu/pointwise_dot_filter.cpp): 6 x 4
+ * tiles and every smaller edge tile (filters and channels 1-7, 13, 31, 32,
+ * 33, 45, 64, 70), positions in
  * chunks of 2048 with a last partial vector (1089, 1100, 2070, 2209
  * positions) or none (1024, 4096), 1-8 images, db alongside. 1-3 threads
  * (split by filters or by channels), dW against a guard page, every
@@ -244,7 +245,8 @@ static void test_dot_filter(void **state)
         int bias, real;
     } cases[] = {{32, 32, 5, 7, 1, 0, 0},   {33, 33, 33, 13, 2, 1, 0}, {47, 47, 4, 31, 3, 0, 0},
                  {45, 46, 9, 6, 1, 1, 0},   {1, 1100, 3, 2, 1, 0, 0},  {64, 64, 1, 1, 2, 1, 0},
-                 {32, 32, 64, 32, 2, 0, 0}, {40, 40, 70, 3, 1, 0, 1},  {4, 1100, 40, 32, 8, 1, 0}};
+                 {32, 32, 64, 32, 2, 0, 0}, {40, 40, 70, 3, 1, 0, 1},  {4, 1100, 40, 32, 8, 1, 0},
+                 {32, 32, 16, 64, 1, 1, 0}, {36, 36, 5, 45, 2, 0, 0},  {33, 33, 33, 64, 3, 0, 1}};
     tu_rng r;
     tu_seed(&r, 6464);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

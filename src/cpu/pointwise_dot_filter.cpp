@@ -25,6 +25,7 @@
 #include "cpu/avx512.h"
 #include "cpu/epilogue.h"
 #include "cpu/isa.h"
+#include "cpu/past_cache.h"
 
 namespace conv::cpu {
 namespace {
@@ -32,8 +33,10 @@ namespace {
 constexpr int kTileRows = 6;      // filters a tile
 constexpr int kTileCols = 4;      // channels a tile
 constexpr int64_t kChunk = 2048;  // positions a chunk (16 x 128 steps)
-// Filters it takes at most (pw_dot_filter_covers says why).
+// Filters it takes at most (pw_dot_filter_covers says why): any pass onto
+// kMostFilters, onto kMostCachedFilters where x and dy stay in the caches.
 constexpr int64_t kMostFilters = 32;
+constexpr int64_t kMostCachedFilters = 64;
 
 // One item of work: dW's rows [i0, i1) x columns [j0, j1).
 struct Block {
@@ -123,16 +126,22 @@ int64_t part_edge(int64_t n, int64_t t, int64_t parts, int64_t unit) {
 // threads (docs/performance.md): onto 1-32 filters 1.06-3.8x (64->1
 // 128x128 3.2x / 3.8x, 512->16 32x32 1.30x / 1.39x, 128->16 55x55 1.20x /
 // 1.37x, 64->32 56x56 1.06x / 1.11x; batch 8, from memory, 1.07-2.0x).
-// Onto 64 filters even where x and dy stay in L3 (0.98-1.04x: the GEMM's
-// 8 x 48 tiles are as fast there) and 0.81x from memory (32->64 112x112 at
-// batch 8: a chunk's first tiles wait on dy); onto 96-256 0.88-0.98x; on
-// planes under 1024 positions 0.73-0.98x (short chunks).
+// Onto 64 filters where x and dy stay in L3 (under kPastCacheBytes
+// together): 1 thread 1.03-1.05x (MobileNet's 32->64 112x112, ResNet-50's
+// 64->64 and 256->64 56x56, 16->64 32x32), 2 threads 1.02-1.13x, the pack
+// of x's panels (10% of 32->64's GEMM) left out; 0.81-0.86x from memory
+// (32->64 112x112 at batch 8: a chunk's first tiles wait on dy), 256->64
+// at batch 8 even. Onto 96-256 0.88-0.98x; on planes under 1024 positions
+// 0.73-0.98x (short chunks).
 bool pw_dot_filter_covers(const ConvGeometry &g, conv_op_t op) {
     if (!CONV_HAVE_AVX512_KERNELS || cpu_isa() != Isa::avx512) return false;
     if (op != CONV_OP_BACKWARD_FILTER || g.layout != CONV_LAYOUT_CHANNELS_FIRST) return false;
     if (!g.is_pointwise() || g.groups != 1 || g.n <= 0 || g.c <= 0 || g.k <= 0) return false;
     // Long rows: a chunk's steps outweigh its 24 lane sums a tile.
-    return g.k <= kMostFilters && g.out_size() >= 1024;
+    if (g.out_size() < 1024) return false;
+    if (g.k <= kMostFilters) return true;
+    const double bytes = (double)g.n * (double)(g.c + g.k) * (double)g.out_size() * sizeof(float);
+    return g.k <= kMostCachedFilters && bytes < kPastCacheBytes;
 }
 
 void pw_dot_filter_run(const ConvArgs &args, ThreadPool &pool, int threads) {
