@@ -17,8 +17,7 @@
 // row: a lane whose tap is padding, or that is no output, adds nothing,
 // whatever x and dy hold there (no inf * 0 = NaN). Loads at the tensor's
 // ends read only columns inside the row (masked-off lanes never fault);
-// elsewhere dy's, and x's at stride 1, read whole vectors
-// (whole_reads_inside).
+// elsewhere they read whole vectors (whole_reads_inside).
 // Padding rows are skipped.
 //
 // A channel's 9 sums stay in registers over the batch and are reduced
@@ -178,9 +177,8 @@ struct Planes {
 };
 
 // The dy rows of one image's plane(s), their products added into acc
-// (walk_rows_s1 / walk_rows_s2 call them); Whole: dy's rows, and at
-// stride 1 x's, read whole vectors (load_set_s1; stride 2's x loads, split
-// into even and odd columns, measured no faster so).
+// (walk_rows_s1 / walk_rows_s2 call them); Whole: x's and dy's rows read
+// whole vectors (load_set_s1, load_set_s2).
 template <int V, int G, bool Whole>
 struct FilterRows {
     static constexpr bool kWhole = Whole;
@@ -212,9 +210,9 @@ struct FilterRows {
         if (!Checked || r > 0) add_row_s2<V>(p, acc, 0, d, up, top);
         const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
         if (!Checked || 2 * r < p.ih)
-            add_row_s2<V>(p, acc, 1, d, up, load_set_s2<V, G, false>(p, q.x + mid, q.x1 + mid));
+            add_row_s2<V>(p, acc, 1, d, up, load_set_s2<V, G, false, Whole>(p, q.x + mid, q.x1 + mid));
         if (!Checked || 2 * r + 1 < p.ih) {
-            bottom = load_set_s2<V, G, false>(p, q.x + low, q.x1 + low);
+            bottom = load_set_s2<V, G, false, Whole>(p, q.x + low, q.x1 + low);
             add_row_s2<V>(p, acc, 2, d, up, bottom);
         }
     }
@@ -239,8 +237,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums_with(co
 template <int S, int V, int G>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void plane_sums(const RowShape &p, const Planes &q,
                                                                          const Bounds &b, __m512 (&acc)[kTaps]) {
-    // dy whole at stride 2 too: 1.02-1.03x on 56x56 and 28x28 (14x14 even).
-    if ((S == 2 || whole_reads_inside(q.x, p.ih * p.iw, G, b.x, b.x_end)) &&
+    if (whole_reads_inside(q.x, p.ih * p.iw, G, b.x, b.x_end) &&
         whole_reads_inside(q.dy, p.oh * p.ow, G, b.dy, b.dy_end))
         plane_sums_with<S, V, G, true>(p, q, acc);
     else

@@ -97,7 +97,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void store_row(
 // call them).
 template <int V, int G, bool Whole>
 struct OutRows {
-    static constexpr bool kWhole = Whole;  // how the stride-1 rows load (load_set_s1)
+    static constexpr bool kWhole = Whole;  // how the rows load (load_set_s1, load_set_s2)
     const RowShape &p;
     const Rows &q;
     const Weights &k;
@@ -125,9 +125,10 @@ struct OutRows {
         for (auto &a : acc) a = k.bias;
         if (!Checked || (r > 0 && 2 * r - 1 < p.ih)) add_taps<V>(p, k, 0, top, acc);
         const int64_t mid = 2 * r * p.iw, low = mid + p.iw;
-        if (!Checked || 2 * r < p.ih) add_taps<V>(p, k, 1, load_set_s2<V, G>(p, q.x + mid, q.x1 + mid), acc);
+        if (!Checked || 2 * r < p.ih)
+            add_taps<V>(p, k, 1, load_set_s2<V, G, true, Whole>(p, q.x + mid, q.x1 + mid), acc);
         if (!Checked || 2 * r + 1 < p.ih) {
-            bottom = load_set_s2<V, G>(p, q.x + low, q.x1 + low);
+            bottom = load_set_s2<V, G, true, Whole>(p, q.x + low, q.x1 + low);
             add_taps<V>(p, k, 2, bottom, acc);
         }
         store_row<V, G>(p, relu, acc, q.y + r * p.ow, q.y1 + r * p.ow);
@@ -162,8 +163,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void channel_block_on(
         float *out = pass.out + plane_at * pass.out_plane;
         const Weights k = channel_weights<G>(pass, c, lone);
         const Rows q{in, in + pass.in_plane, out, out + pass.out_plane};
-        if (S == 1 && whole_reads_inside(in, pass.in_plane, G, pass.in, in_end))
-            out_rows<S, V, G, S == 1>(p, q, k, pass.relu);
+        if (whole_reads_inside(in, pass.in_plane, G, pass.in, in_end))
+            out_rows<S, V, G, true>(p, q, k, pass.relu);
         else
             out_rows<S, V, G, false>(p, q, k, pass.relu);
     }

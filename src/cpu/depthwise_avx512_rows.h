@@ -9,8 +9,8 @@
 // 1, 2 of each output column in its lane; at stride 2 two loads split into
 // even and odd columns (vpermt2ps) give taps 0 and 1, the even ones shifted
 // by a lane tap 2. Loads read only columns inside the row (masked-off lanes
-// read as 0 and never fault), or at stride 1 away from the tensor's ends
-// whole vectors; RowShape::tap marks, per tap column, the output lanes whose
+// read as 0 and never fault), or away from the tensor's ends whole
+// vectors; RowShape::tap marks, per tap column, the output lanes whose
 // tap lies inside the row, for the kernels' merge-masked FMAs (a padded tap
 // adds nothing, whatever the other operand holds).
 #pragma once
@@ -202,19 +202,23 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<1> load_set_s1(
     return {{{c}, {shift_down(c, n, 1)}, {shift_down(c, n, 2)}}};
 }
 
-// Whether the stride-1 loads may read whole vectors (Whole above) in the
-// G planes of `floats` each from `plane`, in a tensor [begin, end): they
-// read at most 9 floats before them (a second channel's column -1 from
-// lane 8) and 31 after (a row's last vector): false only near the tensor's
-// ends.
+// Whether the loads may read whole vectors (load_set_s1's and load_set_s2's
+// Whole) in the G planes of `floats` each from `plane`, in a tensor [begin,
+// end): they read at most 9 floats before them (a second channel's column
+// -1 from lane 8) and fewer than 64 after (a last row's stride-2 vectors
+// reach 62 floats from its start): false only near the tensor's ends.
 inline bool whole_reads_inside(const float *plane, int64_t floats, int g, const float *begin, const float *end) {
-    return plane - begin >= kVec && end - plane >= g * floats + kMaxSpan;
+    return plane - begin >= kVec && end - plane >= g * floats + 2 * kMaxSpan;
 }
 
 // Stride 2: input row `row` under the output row's V vectors (two channels a
 // vector: `other` as above). Without `Third`, tap column 2's set is not made
-// (a kernel that shifts dy instead).
-template <int V, int G, bool Third = true>
+// (a kernel that shifts dy instead). Whole: as load_set_s1's, each loaded
+// vector held in a register (GCC folded a plain load into both permutes'
+// memory operands, and so read it twice: 0.85-0.92x); with it, 1 thread,
+// batch 1: 56x56 forward 1.14x, backward-filter 1.11x, 14x14 (two channels
+// a vector) 1.05-1.06x, 28x28 1.01-1.03x.
+template <int V, int G, bool Third = true, bool Whole = false>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(const RowShape &p,
                                                                                const float *row,
                                                                                const float *other) {
@@ -223,10 +227,12 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(c
     RowSet<V> s;
     const __m512i even = even_lanes(), odd = odd_lanes();
     for (int v = 0; v < V; ++v) {
-        const float *at = row + 2 * v * kVec - 1;
-        const __m512 a = _mm512_maskz_loadu_ps(p.read[v][0], at);
-        const __m512 b = G == 2 ? _mm512_maskz_loadu_ps(p.read[v][1], other - 1)
-                                : _mm512_maskz_loadu_ps(p.read[v][1], at + kVec);
+        const float *at = row + 2 * v * kVec - 1, *then = G == 2 ? other - 1 : at + kVec;
+        __m512 a, b;
+        if constexpr (Whole)
+            a = held(_mm512_loadu_ps(at)), b = held(_mm512_loadu_ps(then));
+        else
+            a = _mm512_maskz_loadu_ps(p.read[v][0], at), b = _mm512_maskz_loadu_ps(p.read[v][1], then);
         s.v[0][v] = _mm512_permutex2var_ps(a, even, b);  // columns 2 j - 1
         s.v[1][v] = _mm512_permutex2var_ps(a, odd, b);   // 2 j
     }
@@ -243,7 +249,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(c
 // next, r, above, at, below) for output row r's vector v from input rows r -
 // 1, r, r + 1 (it loads `below`); row.template s2<Checked>(r, top, bottom)
 // from rows 2 r - 1 (`top`), 2 r and 2 r + 1 (it loads `bottom`); Row::kWhole:
-// how its stride-1 loads read (load_set_s1's Whole). Checked:
+// how its loads read (load_set_s1's Whole). Checked:
 // input rows outside the plane neither read nor used.
 //
 // Stride 1: a row of two vectors runs as two strips of 16 columns (all rows
