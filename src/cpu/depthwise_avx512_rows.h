@@ -181,10 +181,10 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 shift_down(__m51
 // Whole: the loads read whole vectors, lanes past the row's ends too (where
 // whole_reads_inside says they stay inside the tensor); the merge-masked
 // FMAs never add those lanes. Two channels a vector then take two loads and
-// a blend where a zero-masked load and a merge-masked one waited on each
-// other: on 7x7 planes 1.12x forward and backward-data, 1.06x
-// backward-filter (14x14 and 28x28 backward-filter 1.02-1.03x, forward
-// even), Zen 4, 1 thread.
+// a blend, where they took a zero-masked load and a merge-masked one (two
+// zero-masked loads and the blend measured 0.88x, plain ones 1.10x): on 7x7
+// planes 1.12x forward and backward-data, 1.06x backward-filter (14x14 and
+// 28x28 backward-filter 1.02-1.03x, forward even), Zen 4, 1 thread.
 template <int G, bool Whole>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<1> load_set_s1(
     const RowShape &p, const float *row, const float *other, int v, bool next) {
