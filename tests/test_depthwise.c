@@ -359,14 +359,18 @@ static void test_rows(void **state)
     }
 }
 
-/* 5 channels of h x w with padding 1 and stride s, backward-filter, x and dy
- * all ones: the case the two infinity tests below edit before running. */
+/* ROWS_CHANNELS channels of h x w with padding 1 and stride s,
+ * backward-filter, x and dy all ones: the case the infinity tests below
+ * edit before running. Nine, so that the AVX-512 row kernels' pairs of
+ * channels in the middle read whole vectors, lanes of the planes beside
+ * them too (the first and last planes read only their rows). */
+#define ROWS_CHANNELS 9
 static void make_rows_case(tu_case *c, conv_desc_t *d, int64_t h, int64_t w, int64_t s, int64_t pad)
 {
     int64_t in[2] = {h, w}, kernel[2] = {3, 3};
     tu_problem tp;
-    tu_problem_init(&tp, 2, 1, 5, 5, in, kernel);
-    tp.p.groups = 5;
+    tu_problem_init(&tp, 2, 1, ROWS_CHANNELS, ROWS_CHANNELS, in, kernel);
+    tp.p.groups = ROWS_CHANNELS;
     for (int a = 0; a < 2; a++) {
         tp.p.stride[a] = s;
         tp.desc_pad_begin[a] = tp.desc_pad_end[a] = pad;
@@ -390,7 +394,7 @@ static void check_rows_infinity(tu_case *c, conv_desc_t d, const char *what, int
 {
     if (tu_case_run(c, tu_contexts[0], d, CONV_OP_BACKWARD_FILTER, NULL) != CONV_STATUS_SUCCESS)
         fail_msg("%s: %s", what, conv_last_error());
-    for (int64_t ch = 0; ch < 5; ch++)
+    for (int64_t ch = 0; ch < ROWS_CHANNELS; ch++)
         for (int t = 0; t < 9; t++) {
             double v = tu_get(&c->w, ch * 9 + t);
             int want_inf = (inf_taps >> t) & 1;
@@ -430,7 +434,7 @@ static void test_filter_rows_infinity(void **state)
         /* dy(row 0, column 0) and dy(row 1, column 0) of every channel:
          * taps kw >= 1 read x there (kh = 0 only from row 1). */
         make_rows_case(&c, &d, h, w, s, 1);
-        for (int64_t plane = 0; plane < 5; plane++) {
+        for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++) {
             tu_set(&c.y, plane * oh * ow, INFINITY);
             if (oh > 1)
                 tu_set(&c.y, plane * oh * ow + ow, INFINITY);
@@ -462,7 +466,7 @@ static void test_filter_x_infinity(void **state)
         conv_desc_t d;
         char what[64];
         make_rows_case(&c, &d, h, w, 1, 1);
-        for (int64_t plane = 0; plane < 5; plane++)
+        for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++)
             tu_set(&c.x, plane * h * w + h * w - 1, INFINITY);
         snprintf(what, sizeof what, "x %lldx%lld pad 1, last", (long long)h, (long long)w);
         check_rows_infinity(&c, d, what, 0x1b0); /* kh, kw >= 1 */
@@ -470,7 +474,7 @@ static void test_filter_x_infinity(void **state)
         tu_case_free(&c);
         for (int last = 0; last < 2; last++) {
             make_rows_case(&c, &d, h, w, 1, 0);
-            for (int64_t plane = 0; plane < 5; plane++)
+            for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++)
                 tu_set(&c.x, plane * h * w + (last ? h * w - 1 : 0), INFINITY);
             snprintf(what, sizeof what, "x %lldx%lld pad 0, %s", (long long)h, (long long)w, last ? "last" : "first");
             check_rows_infinity(&c, d, what, last ? 1 << 8 : 1 << 0);
@@ -497,13 +501,13 @@ static void test_filter_stride2_infinity(void **state)
     tu_case c;
     conv_desc_t d;
     make_rows_case(&c, &d, h, w, 2, 0);
-    for (int64_t plane = 0; plane < 5; plane++)
+    for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++)
         tu_set(&c.x, plane * h * w + 2 * w + 20, INFINITY);
     check_rows_infinity(&c, d, "x, stride 2", 1 << 2 | 1 << 8);
     conv_desc_destroy(d);
     tu_case_free(&c);
     make_rows_case(&c, &d, h, w, 2, 0);
-    for (int64_t plane = 0; plane < 5; plane++)
+    for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++)
         tu_set(&c.y, plane * oh * ow + ow, INFINITY);
     check_rows_infinity(&c, d, "dy, stride 2", 0x1ff);
     conv_desc_destroy(d);
@@ -514,7 +518,7 @@ static void test_filter_stride2_infinity(void **state)
      * kernel makes tap 0 by moving the odd columns one lane up, which
      * carries column 79 into the lane past the row's last output. */
     make_rows_case(&c, &d, 7, 80, 2, 1);
-    for (int64_t plane = 0; plane < 5; plane++)
+    for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++)
         tu_set(&c.x, plane * 7 * 80 + 1 * 80 + 79, INFINITY);
     check_rows_infinity(&c, d, "x, stride 2, padding 1", 1 << 2 | 1 << 8);
     conv_desc_destroy(d);
@@ -524,18 +528,20 @@ static void test_filter_stride2_infinity(void **state)
      * plane kernel makes tap 0 from dy read a column on: row 0's last
      * vector must not reach past the row into row 1's column 0. */
     make_rows_case(&c, &d, 7, 80, 2, 1);
-    for (int64_t plane = 0; plane < 5; plane++)
+    for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++)
         tu_set(&c.y, plane * 4 * 40 + 1 * 40, INFINITY);
     check_rows_infinity(&c, d, "dy, stride 2, padding 1", 0x1b6);
     conv_desc_destroy(d);
     tu_case_free(&c);
 }
 
-/* Stride-1 backward-filter, padding 1, an infinity in channel 2's dy at its
+/* Stride-1 backward-filter, padding 1, an infinity in channel 4's dy at its
  * plane's first and last position: the other channels' dw stay finite. A
  * kernel whose vectors reach past a plane into the next channel's dy (the
- * flat sweeps read a row of dy above and below each vector) must clear
- * those lanes in dy too, not only in x: inf * 0 is NaN. Every ISA. */
+ * flat sweeps read a row of dy above and below each vector; the AVX-512
+ * row kernels read whole vectors away from the tensor's ends) must clear
+ * those lanes in dy too, or leave them out of its FMAs: inf * 0 is NaN.
+ * Every ISA. */
 static void test_filter_dy_infinity_neighbours(void **state)
 {
     (void)state;
@@ -545,12 +551,12 @@ static void test_filter_dy_infinity_neighbours(void **state)
         tu_case c;
         conv_desc_t d;
         make_rows_case(&c, &d, h, w, 1, 1);
-        tu_set(&c.y, 2 * h * w, INFINITY);
-        tu_set(&c.y, 3 * h * w - 1, INFINITY);
+        tu_set(&c.y, 4 * h * w, INFINITY);
+        tu_set(&c.y, 5 * h * w - 1, INFINITY);
         if (tu_case_run(&c, tu_contexts[0], d, CONV_OP_BACKWARD_FILTER, NULL) != CONV_STATUS_SUCCESS)
             fail_msg("%lldx%lld: %s", (long long)h, (long long)w, conv_last_error());
-        for (int64_t ch = 0; ch < 5; ch++)
-            for (int t = 0; t < 9 && ch != 2; t++)
+        for (int64_t ch = 0; ch < ROWS_CHANNELS; ch++)
+            for (int t = 0; t < 9 && ch != 4; t++)
                 if (!isfinite(tu_get(&c.w, ch * 9 + t)))
                     fail_msg("%lldx%lld: channel %lld tap %d: dw = %g", (long long)h, (long long)w, (long long)ch, t,
                              tu_get(&c.w, ch * 9 + t));
@@ -784,19 +790,19 @@ static void test_filter_stride2_shifted_infinity(void **state)
     tu_case c;
     conv_desc_t d;
     make_rows_case(&c, &d, h, w, 2, 1);
-    for (int64_t plane = 0; plane < 5; plane++)
+    for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++)
         tu_set(&c.x, plane * h * w + 1 * w + 15, INFINITY);
     check_rows_infinity(&c, d, "x row 1 column 15, stride 2", 1 << 0 | 1 << 2 | 1 << 6 | 1 << 8);
     conv_desc_destroy(d);
     tu_case_free(&c);
     make_rows_case(&c, &d, h, w, 2, 1);
-    for (int64_t plane = 0; plane < 5; plane++)
+    for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++)
         tu_set(&c.y, plane * oh * ow + ow, INFINITY);
     /* AVX2's plane sweeps leave the padding out: finite there. */
     const int padding_nan_ok = tu_cpu_isa(tu_contexts[0]) != TU_ISA_AVX2;
     if (tu_case_run(&c, tu_contexts[0], d, CONV_OP_BACKWARD_FILTER, NULL) != CONV_STATUS_SUCCESS)
         fail_msg("%s", conv_last_error());
-    for (int64_t ch = 0; ch < 5; ch++)
+    for (int64_t ch = 0; ch < ROWS_CHANNELS; ch++)
         for (int t = 0; t < 9; t++) {
             double v = tu_get(&c.w, ch * 9 + t);
             if (t % 3 != 0 ? !(isinf(v) && v > 0) : padding_nan_ok ? isinf(v) && v > 0 : !isfinite(v))
@@ -810,15 +816,23 @@ static void test_filter_stride2_shifted_infinity(void **state)
  * NaN in x makes exactly the outputs whose windows read it NaN. Shapes for
  * each forward kernel: a channel multiplier (4 channels of a plane at a
  * time), planes in registers (14x14, 7x7), flat planes, whole planes in
- * row blocks, stride 2, and channels-last. */
+ * row blocks, stride 2, and channels-last; and a NaN in a middle channel
+ * where the rows kernels beside it read whole vectors. */
 static void test_relu_keeps_nan(void **state)
 {
     (void)state;
+    /* where: the NaN in the last channel (0), or in channel c / 2 at its
+     * plane's first (1) or last (2) position, which the whole-vector loads
+     * of the channels beside it read (AVX-512 row kernels, 7x7 to 56x56,
+     * both strides). */
     static const struct {
-        int64_t c, m, h, w, pad, stride, last;
-    } layers[] = {{1, 32, 28, 28, 0, 1, 0}, {2, 8, 20, 21, 1, 1, 0}, {3, 1, 14, 14, 1, 1, 0},
-                  {5, 1, 7, 7, 1, 1, 0},    {2, 1, 10, 12, 1, 1, 0}, {3, 1, 40, 37, 1, 1, 0},
-                  {2, 1, 40, 38, 1, 2, 0},  {20, 1, 9, 9, 1, 1, 1},  {17, 2, 12, 30, 1, 2, 1}};
+        int64_t c, m, h, w, pad, stride, last, where;
+    } layers[] = {{1, 32, 28, 28, 0, 1, 0, 0}, {2, 8, 20, 21, 1, 1, 0, 0}, {3, 1, 14, 14, 1, 1, 0, 0},
+                  {5, 1, 7, 7, 1, 1, 0, 0},    {2, 1, 10, 12, 1, 1, 0, 0}, {3, 1, 40, 37, 1, 1, 0, 0},
+                  {2, 1, 40, 38, 1, 2, 0, 0},  {20, 1, 9, 9, 1, 1, 1, 0},  {17, 2, 12, 30, 1, 2, 1, 0},
+                  {9, 1, 7, 7, 1, 1, 0, 1},    {9, 1, 7, 7, 1, 1, 0, 2},   {9, 1, 14, 14, 1, 2, 0, 1},
+                  {9, 1, 14, 14, 1, 2, 0, 2},  {7, 1, 28, 28, 1, 1, 0, 2}, {7, 1, 56, 56, 1, 2, 0, 1},
+                  {7, 1, 56, 56, 1, 2, 0, 2}};
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         const int64_t c = layers[i].c, h = layers[i].h, w = layers[i].w, s = layers[i].stride;
         const int64_t pad = layers[i].pad;
@@ -842,7 +856,9 @@ static void test_relu_keeps_nan(void **state)
         assert_ok(tu_case_make(&cs, tu_contexts[0], &tp, 0));
         assert_ok(tu_make_desc(&tp, CONV_OP_FORWARD, &d));
         tu_case_fill(&cs, CONV_OP_FORWARD, &r, 0);
-        const int64_t nc = c - 1, nh = h / 2, nw = w - 2;  /* the NaN's channel, row, column */
+        /* the NaN's channel, row, column */
+        const int64_t where = layers[i].where, nc = where ? c / 2 : c - 1;
+        const int64_t nh = where == 0 ? h / 2 : where == 1 ? 0 : h - 1, nw = where == 0 ? w - 2 : where == 1 ? 0 : w - 1;
         tu_set(&cs.x, layers[i].last ? (nh * w + nw) * c + nc : (nc * h + nh) * w + nw, NAN);
         assert_ok(tu_case_run(&cs, tu_contexts[0], d, CONV_OP_FORWARD, NULL));
         /* Output rows (columns) whose window covers the NaN's row (column). */
