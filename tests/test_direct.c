@@ -581,6 +581,44 @@ static void test_copy_at_page_edges(void **state)
     }
 }
 
+/* Channels-first sources past 2 MiB (one padded image): on AVX-512 the
+ * generated tiles read them in place, their next rows asked into L2 from
+ * the source's own rows rather than a padded copy. Forward at strides 1
+ * and 2 and backward-data at both (dy the source), 1 and 2 threads, each
+ * against a guard page after and before, on an exact workspace, checked
+ * against the reference. */
+static void test_large_source_in_place(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t c, k, h, w, stride;
+        conv_op_t op;
+    } cases[] = {{32, 32, 128, 128, 1, CONV_OP_FORWARD},       {32, 24, 130, 127, 2, CONV_OP_FORWARD},
+                 {32, 32, 128, 128, 1, CONV_OP_BACKWARD_DATA}, {16, 64, 256, 256, 2, CONV_OP_BACKWARD_DATA}};
+    tu_rng r;
+    tu_seed(&r, 6100);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t in[2] = {cases[i].h, cases[i].w}, kernel[2] = {3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, 1, cases[i].c, cases[i].k, in, kernel);
+        for (int a = 0; a < 2; a++) {
+            tp.p.stride[a] = cases[i].stride;
+            tp.desc_pad_begin[a] = tp.desc_pad_end[a] = 1;
+        }
+        tp.algo = direct();
+        assert_true(tu_resolve(&tp));
+        for (int side = 0; side < 2; side++) {
+            char what[96], failure[1024];
+            snprintf(what, sizeof what, "case %zu, %s", i, side ? "guard before" : "guard after");
+            const int flags = TU_RUN_WRAP | TU_RUN_EXACT_WORKSPACE |
+                              (side ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
+            if (tu_run_checked(tu_contexts[(i + side) % 2], NULL, &tp, cases[i].op, &r, 0, flags, what, failure,
+                               sizeof failure))
+                fail_msg("%s", failure);
+        }
+    }
+}
+
 /* Forward and backward-data onto at most 8 channels at stride 1
  * (direct_narrow_avx512.cpp, positions in the vector, windows masked where
  * they overhang the source): 1-D and 2-D, kernels 1-7 and asymmetric
@@ -925,7 +963,8 @@ int main(void)
         cmocka_unit_test(test_narrow_few_sources), cmocka_unit_test(test_narrow_few_sources_3x3),
         cmocka_unit_test(test_narrow_bands),
         cmocka_unit_test(test_few_sources_stride2), cmocka_unit_test(test_few_sources_streamed),
-        cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_filter_chunks),
+        cmocka_unit_test(test_copy_at_page_edges), cmocka_unit_test(test_large_source_in_place),
+        cmocka_unit_test(test_filter_chunks),
         cmocka_unit_test(test_filter_channel_columns), cmocka_unit_test(test_filter_balanced_columns),
         cmocka_unit_test(test_filter_windows), cmocka_unit_test(test_dot_filter),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
