@@ -105,7 +105,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void load_dy(const RowS
 }
 
 // The dy row's vectors a lane up (lane l holds lane l - 1's, the first
-// lane 0; with two channels a vector lane 8 holds lane 7's, no output, 0).
+// lane 0; with two channels a vector lane 8 holds the first channel's lane
+// 7, which no FMA adds: RowShape::tap_next leaves lane 8 out).
 template <int V>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void dy_up(const __m512 (&d)[V], __m512 (&up)[V]) {
     for (int v = 0; v < V; ++v)

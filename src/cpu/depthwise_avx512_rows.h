@@ -218,7 +218,7 @@ inline bool whole_reads_inside(const float *plane, int64_t floats, int g, const 
 // memory operands, and so read it twice: 0.85-0.92x); with it, 1 thread,
 // batch 1: 56x56 forward 1.14x, backward-filter 1.11x, 14x14 (two channels
 // a vector) 1.05-1.06x, 28x28 1.01-1.03x.
-template <int V, int G, bool Third = true, bool Whole = false>
+template <int V, int G, bool Third, bool Whole>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<V> load_set_s2(const RowShape &p,
                                                                                const float *row,
                                                                                const float *other) {

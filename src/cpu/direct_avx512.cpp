@@ -1692,11 +1692,12 @@ bool mirrors_source(const Shape &s, int threads) {
     return packs_per_item(s, threads) ? s.n == 1 : !takes_images(s, threads);
 }
 
-// Where an image's padded source outgrows L2 (2 MiB here), each channel's
-// rows lie in L3 as short runs a plane apart (904 bytes on VGG's 224x224),
-// which the hardware prefetcher does not follow from one channel to the
-// next: the tiles waited on L3 for every new row. So the first item of a
-// row asks the rows its successor adds into L2 while its tiles run
+// Where an image's source (its padded copy, or itself read in place)
+// outgrows L2 (2 MiB here), each channel's rows lie in L3 as short runs a
+// plane apart (904 bytes on VGG's 224x224), which the hardware prefetcher
+// does not follow from one channel to the next: the tiles waited on L3 for
+// every new row. So the first item of a row asks the rows its successor
+// adds into L2 while its tiles run
 // (SourceLines, a few rows a tile). 1 thread, 3 alternated runs,
 // prefetching on and off in one build: VGG's 64->64 224x224 forward
 // 1.06-1.08x, backward-data 1.05x, 128->128 112x112 1.05-1.06x / 1.05x,

@@ -11,7 +11,7 @@
 // and the copy is a large share of the pass.
 //
 // Positions go in chunks of kChunk of one image: a chunk's dy rows stay in
-// L2 (32 filters: 256 KiB) while 4 rows of x at a time pass through L1, a
+// L2 (32 filters: 256 KiB, 64: 512 KiB) while 4 rows of x at a time pass through L1, a
 // tile of filters after another. Each output's sum is its chunks' partial
 // sums added in order, each of those its lanes' sums along p: the same
 // bits at any thread count (threads split dW, never the positions).
@@ -127,7 +127,7 @@ int64_t part_edge(int64_t n, int64_t t, int64_t parts, int64_t unit) {
 // 128x128 3.2x / 3.8x, 512->16 32x32 1.30x / 1.39x, 128->16 55x55 1.20x /
 // 1.37x, 64->32 56x56 1.06x / 1.11x; batch 8, from memory, 1.07-2.0x).
 // Onto 64 filters where x and dy stay in L3 (under kPastCacheBytes
-// together): 1 thread 1.03-1.05x (MobileNet's 32->64 112x112, ResNet-50's
+// together): 1 thread 1.04-1.05x (MobileNet's 32->64 112x112, ResNet-50's
 // 64->64 and 256->64 56x56, 16->64 32x32), 2 threads 1.02-1.13x, the pack
 // of x's panels (10% of 32->64's GEMM) left out; 0.81-0.86x from memory
 // (32->64 112x112 at batch 8: a chunk's first tiles wait on dy), 256->64

@@ -71,8 +71,8 @@ private:
 //   store (direct_avx512's channel rows).
 // - SourceLines: rows the next work item reads, asked into L2, where they
 //   lie in L3 one short run a channel apart -- runs the hardware
-//   prefetcher does not follow (direct_avx512's padded source on large
-//   planes).
+//   prefetcher does not follow (direct_avx512's source on large planes,
+//   its padded copy or itself).
 template <bool Write>
 class RowLines {
 public:
