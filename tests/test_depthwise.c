@@ -523,6 +523,16 @@ static void test_filter_stride2_infinity(void **state)
     check_rows_infinity(&c, d, "x, stride 2, padding 1", 1 << 2 | 1 << 8);
     conv_desc_destroy(d);
     tu_case_free(&c);
+    /* x's row 2, column 15: kh = 1 of dy row 1, kw = 0 of dy column 8 and
+     * kw = 2 of column 7 (taps 3 and 5). The AVX-512 plane kernel's last
+     * vector column of row 1 reads it as a lane past the row (whole vectors
+     * in the middle channels): no FMA may add that lane. */
+    make_rows_case(&c, &d, 7, 80, 2, 1);
+    for (int64_t plane = 0; plane < ROWS_CHANNELS; plane++)
+        tu_set(&c.x, plane * 7 * 80 + 2 * 80 + 15, INFINITY);
+    check_rows_infinity(&c, d, "x row 2 column 15, stride 2, padding 1", 1 << 3 | 1 << 5);
+    conv_desc_destroy(d);
+    tu_case_free(&c);
     /* The same plane, an infinity in dy at row 1, column 0: it meets x's
      * columns 0 and 1 (kw = 1, 2) of rows 1-3; kw = 0 is padding. The AVX-512
      * plane kernel makes tap 0 from dy read a column on: row 0's last

@@ -753,11 +753,15 @@ CONV_TARGET_AVX512 inline S2Column s2_column(const PlaneShape &p, int64_t ow0) {
 }
 
 // An input row from the column's first input column split into its even
-// and odd columns.
+// and odd columns. Whole: read as whole vectors, lanes past the row too
+// (backward-filter away from the tensor's end: its FMAs are merge-masked),
+// each held in a register (read plain, GCC folds it into both permutes).
+template <bool Whole>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_split(const S2Column &k, const float *row,
                                                                       __m512 &e, __m512 &o) {
-    const __m512 x0 = _mm512_maskz_loadu_ps(k.m0, row + k.c);
-    const __m512 x1 = _mm512_maskz_loadu_ps(k.m1, row + k.c + kVec);
+    const __m512 x0 = Whole ? held(_mm512_loadu_ps(row + k.c)) : _mm512_maskz_loadu_ps(k.m0, row + k.c);
+    const __m512 x1 =
+        Whole ? held(_mm512_loadu_ps(row + k.c + kVec)) : _mm512_maskz_loadu_ps(k.m1, row + k.c + kVec);
     e = _mm512_permutex2var_ps(x0, even_lanes(), x1);
     o = _mm512_permutex2var_ps(x0, odd_lanes(), x1);
     __asm__("" : "+v"(e), "+v"(o));  // made once, see forward_vectors
@@ -788,7 +792,7 @@ CONV_TARGET_AVX512 void forward_plane_s2_pad1(const PlaneShape &p, const PlaneJo
                     const int64_t ih = 2 * oh - p.pt + kh;
                     if (ih < 0 || ih >= p.ih) continue;
                     __m512 e, o;
-                    s2_split(k, job.in + ih * p.iw, e, o);
+                    s2_split<false>(k, job.in + ih * p.iw, e, o);
                     s2_taps(w, kh, e, o, acc, left);
                 }
                 s2_store_row(job, acc, left, carry[oh - b0], k.valid, job.out + oh * p.ow + ow0);
@@ -798,11 +802,11 @@ CONV_TARGET_AVX512 void forward_plane_s2_pad1(const PlaneShape &p, const PlaneJo
                 const float *row = job.in + (2 * lo - p.pt) * p.iw;
                 float *out = job.out + lo * p.ow + ow0;
                 __m512 e0, o0;
-                s2_split(k, row, e0, o0);
+                s2_split<false>(k, row, e0, o0);
                 for (int64_t oh = lo; oh < hi; ++oh, row += 2 * p.iw, out += p.ow) {
                     __m512 e1, o1, e2, o2;
-                    s2_split(k, row + p.iw, e1, o1);
-                    s2_split(k, row + 2 * p.iw, e2, o2);
+                    s2_split<false>(k, row + p.iw, e1, o1);
+                    s2_split<false>(k, row + 2 * p.iw, e2, o2);
                     _mm_prefetch(reinterpret_cast<const char *>(row + kForwardAheadRows * p.iw + k.c + 2 * kVec),
                                  _MM_HINT_T0);
                     __m512 acc = _mm512_set1_ps(job.init), left = _mm512_setzero_ps();
@@ -1318,8 +1322,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_products(
 // dy row r of a vector column: input rows 2 r - pt + kh. (pe, po) holds row
 // 2 r - pt on entry (zero or stale where outside the plane) and row
 // 2 r - pt + 2 on return, the next dy row's window row 0. Checked: rows
-// outside the plane neither read nor used.
-template <bool Checked>
+// outside the plane neither read nor used. Whole: as s2_split's.
+template <bool Checked, bool Whole>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_dy_row(
     const PlaneShape &p, const S2Column &k, const float *x, const float *dy, int64_t r, int64_t ahead,
     __m512 &pe, __m512 &po, __m512 (&acc)[kK * kK]) {
@@ -1334,11 +1338,11 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_dy_row(
     if (!Checked || (top >= 0 && top < p.ih)) s2_products(k, 0, d0, d1, pe, po, acc);
     if (!Checked || (top + 1 >= 0 && top + 1 < p.ih)) {
         __m512 e, o;
-        s2_split(k, mid, e, o);
+        s2_split<Whole>(k, mid, e, o);
         s2_products(k, 1, d0, d1, e, o, acc);
     }
     if (!Checked || (top + 2 >= 0 && top + 2 < p.ih)) {
-        s2_split(k, mid + p.iw, pe, po);
+        s2_split<Whole>(k, mid + p.iw, pe, po);
         s2_products(k, 2, d0, d1, pe, po, acc);
     }
 }
@@ -1346,7 +1350,10 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_dy_row(
 // Stride 2 with padding 1 on the left: each vector column swept down bands
 // of dy rows, an input row split once and used by both dy rows whose
 // window covers it (the blocks of 4 dy rows split 9 input rows for 4).
+// Whole: s2_split's (1 thread, batch 1, MobileNet's 64 channels 112x112
+// 1.05x).
 constexpr int64_t kBandRowsS2 = 8;
+template <bool Whole>
 CONV_TARGET_AVX512 void filter_plane_s2_pad1(const PlaneShape &p, const float *x, const float *dy,
                                              __m512 *sums) {
     const InnerRows inner = inner_output_rows(p);
@@ -1358,22 +1365,24 @@ CONV_TARGET_AVX512 void filter_plane_s2_pad1(const PlaneShape &p, const float *x
             const S2Column k = s2_column(p, ow0);
             __m512 pe = _mm512_setzero_ps(), po = pe;
             const int64_t top = 2 * b0 - p.pt;
-            if (top >= 0 && top < p.ih) s2_split(k, x + top * p.iw, pe, po);
+            if (top >= 0 && top < p.ih) s2_split<Whole>(k, x + top * p.iw, pe, po);
             int64_t r = b0;
-            for (; r < lo; ++r) s2_dy_row<true>(p, k, x, dy, r, kAheadRows / 2, pe, po, acc);
-            for (; r < hi; ++r) s2_dy_row<false>(p, k, x, dy, r, kAheadRows / 2, pe, po, acc);
-            for (; r < b1; ++r) s2_dy_row<true>(p, k, x, dy, r, kAheadRows / 2, pe, po, acc);
+            for (; r < lo; ++r) s2_dy_row<true, Whole>(p, k, x, dy, r, kAheadRows / 2, pe, po, acc);
+            for (; r < hi; ++r) s2_dy_row<false, Whole>(p, k, x, dy, r, kAheadRows / 2, pe, po, acc);
+            for (; r < b1; ++r) s2_dy_row<true, Whole>(p, k, x, dy, r, kAheadRows / 2, pe, po, acc);
         }
     }
     for (int i = 0; i < kK * kK; ++i) sums[i] = acc[i];
 }
 
 // One plane's products added into sums; pad1_split: stride 2's padding-1
-// sweep (filter_plane_s2_pad1) where it applies.
+// sweep (filter_plane_s2_pad1) where it applies; whole: its rows may be
+// read as whole vectors (32 floats of x after the plane).
 CONV_TARGET_AVX512 void filter_plane(const PlaneShape &p, bool pad1_split, const float *x,
-                                     const float *dy, __m512 *sums) {
+                                     const float *dy, __m512 *sums, bool whole) {
     if (p.s == 1) return filter_plane_s1(p, x, dy, sums);
-    if (pad1_split && p.pl == 1) return filter_plane_s2_pad1(p, x, dy, sums);
+    if (pad1_split && p.pl == 1)
+        return whole ? filter_plane_s2_pad1<true>(p, x, dy, sums) : filter_plane_s2_pad1<false>(p, x, dy, sums);
     BlockSource src;
     for (int64_t oh0 = 0; oh0 < p.oh; oh0 += kFilterRowsS2) {
         const int rows = (int)std::min<int64_t>(kFilterRowsS2, p.oh - oh0);
@@ -1399,10 +1408,13 @@ CONV_TARGET_AVX512 void filter_channels(const PlaneShape &p, bool pad1_split, co
     __m512 sums[kFilterGroup][kK * kK];
     for (int64_t k = k0; k < k1; ++k)
         for (auto &s : sums[k - k0]) s = _mm512_setzero_ps();
+    const float *x_end = x + g.n * g.c * in_plane;
     for (int64_t n = 0; n < g.n; ++n)
-        for (int64_t k = k0; k < k1; ++k)
-            filter_plane(p, pad1_split, x + (n * g.c + k / m) * in_plane,
-                         dy + (n * g.k + k) * out_plane, sums[k - k0]);
+        for (int64_t k = k0; k < k1; ++k) {
+            const float *plane = x + (n * g.c + k / m) * in_plane;
+            filter_plane(p, pad1_split, plane, dy + (n * g.k + k) * out_plane, sums[k - k0],
+                         x_end - plane >= in_plane + 2 * kVec);
+        }
     store_lane_sums(reinterpret_cast<const float *>(sums), (k1 - k0) * kK * kK, dw + k0 * kK * kK);
 }
 
