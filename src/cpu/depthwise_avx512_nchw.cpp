@@ -96,6 +96,7 @@ struct PlaneJob {
     bool relu;
     bool stream = false;  // whole 64-byte-aligned vectors stored non-temporally (not with accumulate)
     bool from_memory = false;  // the pass's x and y exceed kCachedPassBytes
+    bool whole = false;  // 32 floats past the plane lie in x (its rows may be read as whole vectors)
 };
 
 // A pass whose x and y together exceed this is read from memory call after
@@ -754,8 +755,10 @@ CONV_TARGET_AVX512 inline S2Column s2_column(const PlaneShape &p, int64_t ow0) {
 
 // An input row from the column's first input column split into its even
 // and odd columns. Whole: read as whole vectors, lanes past the row too
-// (backward-filter away from the tensor's end: its FMAs are merge-masked),
-// each held in a register (read plain, GCC folds it into both permutes).
+// (away from the tensor's end: backward-filter's FMAs are merge-masked, and
+// the forward's lanes past the row reach no stored output where 2 ow <=
+// iw), each held in a register (read plain, GCC folds it into both
+// permutes).
 template <bool Whole>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_split(const S2Column &k, const float *row,
                                                                       __m512 &e, __m512 &o) {
@@ -774,8 +777,13 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_split(const S2C
 // registers; the others check each window row. Measured against the blocks
 // (1 thread): 1.11-1.17x in cache (batch 1, 112x112 to 80x80 planes); from
 // memory (batch 8) 0.72-1.20x in a noisy hour, so passes past
-// kCachedPassBytes stay with the blocks.
+// kCachedPassBytes stay with the blocks. Whole: the rows read as whole
+// vectors (s2_split), where no output's taps reach past the row (2 ow <=
+// iw: the lanes past it are then left out by the masked store) and the
+// plane is not x's last (job.whole): 1 thread, batch 1, MobileNet's 64
+// channels 112x112 1.04x.
 constexpr int64_t kForwardBandRowsS2 = 32;
+template <bool Whole>
 CONV_TARGET_AVX512 void forward_plane_s2_pad1(const PlaneShape &p, const PlaneJob &job) {
     __m512 w[kK * kK];
     for (int i = 0; i < kK * kK; ++i) w[i] = _mm512_set1_ps(job.w[i]);
@@ -792,7 +800,7 @@ CONV_TARGET_AVX512 void forward_plane_s2_pad1(const PlaneShape &p, const PlaneJo
                     const int64_t ih = 2 * oh - p.pt + kh;
                     if (ih < 0 || ih >= p.ih) continue;
                     __m512 e, o;
-                    s2_split<false>(k, job.in + ih * p.iw, e, o);
+                    s2_split<Whole>(k, job.in + ih * p.iw, e, o);
                     s2_taps(w, kh, e, o, acc, left);
                 }
                 s2_store_row(job, acc, left, carry[oh - b0], k.valid, job.out + oh * p.ow + ow0);
@@ -802,11 +810,11 @@ CONV_TARGET_AVX512 void forward_plane_s2_pad1(const PlaneShape &p, const PlaneJo
                 const float *row = job.in + (2 * lo - p.pt) * p.iw;
                 float *out = job.out + lo * p.ow + ow0;
                 __m512 e0, o0;
-                s2_split<false>(k, row, e0, o0);
+                s2_split<Whole>(k, row, e0, o0);
                 for (int64_t oh = lo; oh < hi; ++oh, row += 2 * p.iw, out += p.ow) {
                     __m512 e1, o1, e2, o2;
-                    s2_split<false>(k, row + p.iw, e1, o1);
-                    s2_split<false>(k, row + 2 * p.iw, e2, o2);
+                    s2_split<Whole>(k, row + p.iw, e1, o1);
+                    s2_split<Whole>(k, row + 2 * p.iw, e2, o2);
                     _mm_prefetch(reinterpret_cast<const char *>(row + kForwardAheadRows * p.iw + k.c + 2 * kVec),
                                  _MM_HINT_T0);
                     __m512 acc = _mm512_set1_ps(job.init), left = _mm512_setzero_ps();
@@ -825,7 +833,9 @@ CONV_TARGET_AVX512 void forward_plane_s2_pad1(const PlaneShape &p, const PlaneJo
 // One whole plane.
 CONV_TARGET_AVX512 void forward_plane(const PlaneShape &p, const PlaneJob &job) {
     if (p.s == 1 && (!job.from_memory || p.ow % kVec == 0)) return forward_plane_s1(p, job);
-    if (p.s == 2 && p.pl == 1 && !job.accumulate && !job.from_memory) return forward_plane_s2_pad1(p, job);
+    if (p.s == 2 && p.pl == 1 && !job.accumulate && !job.from_memory)
+        return job.whole && 2 * p.ow <= p.iw ? forward_plane_s2_pad1<true>(p, job)
+                                             : forward_plane_s2_pad1<false>(p, job);
     BlockSource src;
     column_taps(p, &src);
     int block = p.s == 1 ? kRowsS1 : kRowsS2;
@@ -1654,10 +1664,12 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
         const bool relu = g.activation == CONV_ACTIVATION_RELU;
         const bool stream = streams_output(N * K * out_plane, y, g.out[2]);
         const bool from_memory = (N * C * in_plane + N * K * out_plane) * 4 > kCachedPassBytes;
+        const float *x_end = x + N * C * in_plane;
         auto job = [&](int64_t item) {
             const int64_t n = item / K, k = item % K;
-            return PlaneJob{x + (n * C + k / M) * in_plane, y + item * out_plane, w + k * kK * kK,
-                            bias ? bias[k] : 0.0f, false, relu, stream, from_memory};
+            const float *in = x + (n * C + k / M) * in_plane;
+            return PlaneJob{in,        y + item * out_plane, w + k * kK * kK, bias ? bias[k] : 0.0f, false, relu,
+                            stream, from_memory, x_end - in >= in_plane + 2 * kVec};
         };
         const MultiFlat &multi = tables->multi;
         if (multi.taps != MultiFlat::kNone) {
