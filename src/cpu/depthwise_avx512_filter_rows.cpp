@@ -95,8 +95,8 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void load_dy(const RowS
                                                                       const float *other,
                                                                       __m512 (&d)[V], int v0 = 0) {
     if constexpr (Whole) {
-        for (int v = 0; v < V; ++v) d[v] = _mm512_loadu_ps(row + (v0 + v) * kVec);
-        if (G == 2) d[0] = _mm512_mask_blend_ps((__mmask16)0xff00, d[0], _mm512_loadu_ps(other - kVec / 2));
+        for (int v = 0; v < V; ++v) d[v] = held(_mm512_loadu_ps(row + (v0 + v) * kVec));
+        if (G == 2) d[0] = _mm512_mask_blend_ps((__mmask16)0xff00, d[0], held(_mm512_loadu_ps(other - kVec / 2)));
         return;
     }
     for (int v = 0; v < V; ++v)

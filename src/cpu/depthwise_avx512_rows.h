@@ -184,16 +184,19 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 shift_down(__m51
 // a blend, where they took a zero-masked load and a merge-masked one (two
 // zero-masked loads and the blend measured 0.88x, plain ones 1.10x): on 7x7
 // planes 1.12x forward and backward-data, 1.06x backward-filter (14x14 and
-// 28x28 backward-filter 1.02-1.03x, forward even), Zen 4, 1 thread.
+// 28x28 backward-filter 1.02-1.03x, forward even), Zen 4, 1 thread. The
+// loads are held in registers: GCC folded them into the blend (a masked
+// form with a memory operand, which tests/check_masked_access.sh does not
+// allow, though these read inside the tensor) and into each FMA.
 template <int G, bool Whole>
 CONV_TARGET_AVX512 inline __attribute__((always_inline)) RowSet<1> load_set_s1(
     const RowShape &p, const float *row, const float *other, int v, bool next) {
     const float *at = row + v * kVec - 1;  // columns 16 v - 1 ...
     __m512 c, n;
     if constexpr (Whole) {
-        c = _mm512_loadu_ps(at);
-        if (G == 2) c = _mm512_mask_blend_ps((__mmask16)0xff00, c, _mm512_loadu_ps(other - 1 - kVec / 2));
-        n = next ? _mm512_loadu_ps(at + kVec) : c;
+        c = held(_mm512_loadu_ps(at));
+        if (G == 2) c = _mm512_mask_blend_ps((__mmask16)0xff00, c, held(_mm512_loadu_ps(other - 1 - kVec / 2)));
+        n = next ? held(_mm512_loadu_ps(at + kVec)) : c;
     } else {
         c = _mm512_maskz_loadu_ps(p.read[v][0], at);
         if (G == 2) c = _mm512_mask_loadu_ps(c, p.read[0][1], other - 1 - kVec / 2);
