@@ -96,8 +96,14 @@ struct PlaneJob {
     bool relu;
     bool stream = false;  // whole 64-byte-aligned vectors stored non-temporally (not with accumulate)
     bool from_memory = false;  // the pass's x and y exceed kCachedPassBytes
-    bool whole = false;  // 32 floats past the plane lie in x (its rows may be read as whole vectors)
+    bool whole = false;  // its rows may be read as whole vectors (whole_rows_inside)
 };
+
+// Whether a plane's rows may be read as whole vectors (PlaneJob::whole,
+// s2_split's Whole): the 32 floats past it lie in x too (x ends at `end`).
+inline bool whole_rows_inside(const float *plane, int64_t floats, const float *end) {
+    return end - plane >= floats + 2 * kVec;
+}
 
 // A pass whose x and y together exceed this is read from memory call after
 // call (L3 is 32 MiB here); some sweeps measured well only below it.
@@ -1387,7 +1393,7 @@ CONV_TARGET_AVX512 void filter_plane_s2_pad1(const PlaneShape &p, const float *x
 
 // One plane's products added into sums; pad1_split: stride 2's padding-1
 // sweep (filter_plane_s2_pad1) where it applies; whole: its rows may be
-// read as whole vectors (32 floats of x after the plane).
+// read as whole vectors (whole_rows_inside).
 CONV_TARGET_AVX512 void filter_plane(const PlaneShape &p, bool pad1_split, const float *x,
                                      const float *dy, __m512 *sums, bool whole) {
     if (p.s == 1) return filter_plane_s1(p, x, dy, sums);
@@ -1423,7 +1429,7 @@ CONV_TARGET_AVX512 void filter_channels(const PlaneShape &p, bool pad1_split, co
         for (int64_t k = k0; k < k1; ++k) {
             const float *plane = x + (n * g.c + k / m) * in_plane;
             filter_plane(p, pad1_split, plane, dy + (n * g.k + k) * out_plane, sums[k - k0],
-                         x_end - plane >= in_plane + 2 * kVec);
+                         whole_rows_inside(plane, in_plane, x_end));
         }
     store_lane_sums(reinterpret_cast<const float *>(sums), (k1 - k0) * kK * kK, dw + k0 * kK * kK);
 }
@@ -1669,7 +1675,7 @@ void dw_nchw_run(const ConvArgs &a, void *ws, ThreadPool &pool, int threads) {
             const int64_t n = item / K, k = item % K;
             const float *in = x + (n * C + k / M) * in_plane;
             return PlaneJob{in,        y + item * out_plane, w + k * kK * kK, bias ? bias[k] : 0.0f, false, relu,
-                            stream, from_memory, x_end - in >= in_plane + 2 * kVec};
+                            stream, from_memory, whole_rows_inside(in, in_plane, x_end)};
         };
         const MultiFlat &multi = tables->multi;
         if (multi.taps != MultiFlat::kNone) {

@@ -2359,23 +2359,19 @@ void run_typed(const ConvArgs &args, void *ws, ThreadPool &pool, int threads) {
                 to = (std::min(rows, hj) - 1) * s.sh + reach;
             }
             const int64_t tiles = ceil_div(c_end - c_begin, s.cblock) * it.rows * ceil_div(it.len, s.ur);
+            // Rows as the tiles read them: the padded copy's, or in place
+            // the source's own (reads_in_place: 2-D, one depth tap), where
+            // padded row r is its row r - top.
+            int64_t row_floats = s.sw * s.wq;
             if (generated.in_place()) {
-                // The source's own rows: padded row r is its row r - top
-                // (reads_in_place: 2-D).
                 from = std::max<int64_t>(from - s.top, 0), to = std::min(to - s.top, s.hs);
-                fetching_next = to > from;
-                if (fetching_next)
-                    next_rows_in = SourceLines(reinterpret_cast<const float *>(from_slice + c_begin * plane_x +
-                                                                               from * s.ws),
-                                               0, plane_x, 1, c_end - c_begin, (to - from) * s.ws, tiles);
-            } else {
-                fetching_next = to > from;
-                if (fetching_next)
-                    next_rows_in = SourceLines(reinterpret_cast<const float *>(from_slice + c_begin * s.plane +
-                                                                               from * s.sw * s.wq),
-                                               depth_step, s.plane, depth_taps, c_end - c_begin,
-                                               (to - from) * s.sw * s.wq, tiles);
+                row_floats = s.ws;
             }
+            fetching_next = to > from;
+            if (fetching_next)
+                next_rows_in = SourceLines(
+                    reinterpret_cast<const float *>(from_slice + c_begin * plane_x + from * row_floats), depth_step,
+                    plane_x, depth_taps, c_end - c_begin, (to - from) * row_floats, tiles);
         }
         const int64_t list = lists.list(s, p, oz);
         const Step *phase = steps + list * phase_len;
