@@ -154,7 +154,47 @@ static void test_dealt_panels(void **state)
                     snprintf(what, sizeof what, "%s %lldx%lld %lld->%lld batch %lld threads=%d", tu_op_name((conv_op_t)op),
                              (long long)planes[i].h, (long long)planes[i].w, (long long)planes[i].c,
                              (long long)planes[i].k, (long long)n, threads);
-                    const int flags = TU_RUN_EXACT_WORKSPACE | (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
+                    const int flags = TU_RUN_WRAP | TU_RUN_EXACT_WORKSPACE |
+                                      (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
+                    if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, (conv_op_t)op, &r, 0, flags, what, failure,
+                                       sizeof failure))
+                        fail_msg("%s", failure);
+                }
+        }
+}
+
+/* Channels-first forward and backward-data on planes of 2048+ positions
+ * read x (dy) in place whatever the channels (AVX-512): a reduction past
+ * 64 steps onto more than 64 channels, rows of x a plane apart, a last
+ * panel of 4 or 6 columns read in place too (46x46: 44 panels and 4
+ * columns; 45x46: 43 and 6; 48x48: whole panels), batch 1 and 2, 1-3
+ * threads, the tensors against a guard page before or after, every
+ * element checked. */
+static void test_wide_plane_in_place(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t h, w, c, k;
+    } planes[] = {{46, 46, 80, 72}, {45, 46, 130, 20}, {48, 48, 72, 97}};
+    tu_rng r;
+    tu_seed(&r, 5252);
+    for (size_t i = 0; i < sizeof planes / sizeof planes[0]; i++)
+        for (int64_t n = 1; n <= 2; n++) {
+            int64_t in[2] = {planes[i].h, planes[i].w}, kernel[2] = {1, 1};
+            tu_problem tp;
+            tu_problem_init(&tp, 2, n, planes[i].c, planes[i].k, in, kernel);
+            tp.algo = CONV_ALGO_GEMM_1X1;
+            tp.bias = (int)(i % 2);
+            assert_true(tu_resolve(&tp));
+            for (int op = 0; op < 2; op++)
+                for (int threads = 1; threads <= 3; threads++) {
+                    char what[256], failure[2048];
+                    snprintf(what, sizeof what, "%s %lldx%lld %lld->%lld batch %lld threads=%d",
+                             tu_op_name((conv_op_t)op),
+                             (long long)planes[i].h, (long long)planes[i].w, (long long)planes[i].c,
+                             (long long)planes[i].k, (long long)n, threads);
+                    const int flags = TU_RUN_WRAP | TU_RUN_EXACT_WORKSPACE |
+                                      (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
                     if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, (conv_op_t)op, &r, 0, flags, what, failure,
                                        sizeof failure))
                         fail_msg("%s", failure);
@@ -605,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_real_data),
         cmocka_unit_test(test_resnet_like),
         cmocka_unit_test(test_dealt_panels),
+        cmocka_unit_test(test_wide_plane_in_place),
         cmocka_unit_test(test_streamed_filter),
         cmocka_unit_test(test_streamed_outputs),
         cmocka_unit_test(test_dot_filter),

@@ -142,6 +142,15 @@ constexpr int64_t kDotColumns = 4;
 // 0.985x at batch 1; onto 128 and 256 still even to 0.97x there.
 constexpr int64_t kInPlaceReduction = 64;
 constexpr int64_t kInPlaceOutputs = 64;
+// And on planes of this many positions or more (56x56 and larger), any
+// reduction onto any number of channels: there the packing was the cost
+// and each row's stream of x or dy came fast enough (Zen 4, 3 alternated
+// rounds, 1 thread: ResNet-50's 256->64 and 256->128 56x56 forward
+// 1.02-1.03x, MobileNet's 64->128 and 128->128 56x56 forward 1.02x and
+// backward-data 1.02-1.03x, 64->256 backward-data 1.04x; batch 8
+// 1.01-1.06x; 2 threads 0.98-1.06x). On 28x28 planes it lost at batch 8
+// (128->256 0.95x, 256->256 0.97x), on 7x7 ones 0.78x.
+constexpr int64_t kInPlacePlane = 2048;
 // Panels ahead that an in-place tile prefetches, row by row, as it goes:
 // pw1's backward-data 1.17x, 16->32 112x112 1.06-1.13x, smaller planes even.
 constexpr int64_t kInPlaceAhead = 2;
@@ -571,7 +580,8 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
                               ((threads == 1 && p.row_blocks <= ThreadCopies::kMaxPieces) ||
                                ThreadCopies::apply(threads, p.row_blocks));
         if (p.strips_per_thread) p.shared_bytes = checked_mul(p.shared_bytes, (size_t)threads, "workspace");
-        p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() && R <= kInPlaceReduction && outc <= kInPlaceOutputs;
+        p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() &&
+                       ((R <= kInPlaceReduction && outc <= kInPlaceOutputs) || P >= kInPlacePlane);
         if (!p.b_in_place)
             p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols + p.last_cols, panel) * 4, "workspace");
         return p;
