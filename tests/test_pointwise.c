@@ -164,18 +164,18 @@ static void test_dealt_panels(void **state)
 }
 
 /* Channels-first forward and backward-data on planes of 2048+ positions
- * read x (dy) in place whatever the channels (AVX-512): a reduction past
- * 64 steps onto more than 64 channels, rows of x a plane apart, a last
- * panel of 4 or 6 columns read in place too (46x46: 44 panels and 4
- * columns; 45x46: 43 and 6; 48x48: whole panels), batch 1 and 2, 1-3
- * threads, the tensors against a guard page before or after, every
- * element checked. */
+ * (with 2+ threads 784+) read x (dy) in place whatever the channels
+ * (AVX-512): a reduction past 64 steps onto more than 64 channels, rows of
+ * x a plane apart, a last panel of 4 or 6 columns read in place too (46x46:
+ * 44 panels and 4 columns; 45x46: 43 and 6; 48x48: whole panels; 28x29 in
+ * place on 2 and 3 threads, packed on 1), batch 1 and 2, 1-3 threads, the
+ * tensors against a guard page before or after, every element checked. */
 static void test_wide_plane_in_place(void **state)
 {
     (void)state;
     static const struct {
         int64_t h, w, c, k;
-    } planes[] = {{46, 46, 80, 72}, {45, 46, 130, 20}, {48, 48, 72, 97}};
+    } planes[] = {{46, 46, 80, 72}, {45, 46, 130, 20}, {48, 48, 72, 97}, {28, 29, 130, 70}};
     tu_rng r;
     tu_seed(&r, 5252);
     for (size_t i = 0; i < sizeof planes / sizeof planes[0]; i++)

@@ -149,8 +149,13 @@ constexpr int64_t kInPlaceOutputs = 64;
 // 1.02-1.03x, MobileNet's 64->128 and 128->128 56x56 forward 1.02x and
 // backward-data 1.02-1.03x, 64->256 backward-data 1.04x; batch 8
 // 1.01-1.06x; 2 threads 0.98-1.06x). On 28x28 planes it lost at batch 8
-// (128->256 0.95x, 256->256 0.97x), on 7x7 ones 0.78x.
-constexpr int64_t kInPlacePlane = 2048;
+// (128->256 0.95x, 256->256 0.97x), on 7x7 ones 0.78x. With several
+// threads from 28x28 up: there each thread's share packed under its tiles
+// waited longer (2 threads, 3 alternated rounds: MobileNet's 128->256 and
+// ResNet-50's 128->512 28x28 forward 1.06-1.07x, 256->256 1.03x,
+// backward-data 1.01-1.02x; batch 8 1.00-1.02x); 14x14 planes lost
+// 0.92-0.97x.
+constexpr int64_t kInPlacePlane = 2048, kInPlacePlaneThreads = 784;
 // Panels ahead that an in-place tile prefetches, row by row, as it goes:
 // pw1's backward-data 1.17x, 16->32 112x112 1.06-1.13x, smaller planes even.
 constexpr int64_t kInPlaceAhead = 2;
@@ -581,7 +586,8 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
                                ThreadCopies::apply(threads, p.row_blocks));
         if (p.strips_per_thread) p.shared_bytes = checked_mul(p.shared_bytes, (size_t)threads, "workspace");
         p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() &&
-                       ((R <= kInPlaceReduction && outc <= kInPlaceOutputs) || P >= kInPlacePlane);
+                       ((R <= kInPlaceReduction && outc <= kInPlaceOutputs) ||
+                        P >= (threads > 1 ? kInPlacePlaneThreads : kInPlacePlane));
         if (!p.b_in_place)
             p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols + p.last_cols, panel) * 4, "workspace");
         return p;
