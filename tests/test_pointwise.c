@@ -131,8 +131,10 @@ static void test_resnet_like(void **state)
  * block: 784 positions (16 panels and part of one: 8 + 9 at 2 threads, 5 +
  * 6 + 6 at 3), 196 (4 and a tail of 4: 2 + 2 and the tail at 2 threads),
  * 97 (2 and a tail of 1), 50 (1 and 2), 52 (1 and 4), batch 1 and 2, every
- * pass on each of 1, 2 and 3 threads, the tensors against a guard page;
- * enough channels that the panels are packed, not read in place. */
+ * pass on each of 1, 2 and 3 threads (the forward on these small planes at
+ * batch 1 splits its rows instead), the tensors against a guard page;
+ * enough channels that the panels are packed, not read in place (on 1
+ * thread: 28x28 is read in place on several). */
 static void test_dealt_panels(void **state)
 {
     (void)state;

@@ -156,6 +156,9 @@ constexpr int64_t kInPlaceOutputs = 64;
 // backward-data 1.01-1.02x; batch 8 1.00-1.02x); 14x14 planes lost
 // 0.92-0.97x.
 constexpr int64_t kInPlacePlane = 2048, kInPlacePlaneThreads = 784;
+// Forward reductions of at most this many channels on small planes split
+// their rows between threads (make_plan).
+constexpr int64_t kRowsSplitReduction = 256;
 // Panels ahead that an in-place tile prefetches, row by row, as it goes:
 // pw1's backward-data 1.17x, 16->32 112x112 1.06-1.13x, smaller planes even.
 constexpr int64_t kInPlaceAhead = 2;
@@ -528,8 +531,14 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // The blocks that `b` of them at most make: as many panels each.
         auto blocks_of = [&](int64_t b) { return ceil_div(p.panels, ceil_div(p.panels, b)); };
         // A few items per thread split evenly: 3136 positions in blocks of
-        // 1008 would leave one of two threads a block behind the other.
-        if (threads > 1 && g.n * blocks < 4 * threads)
+        // 1008 would leave one of two threads a block behind the other. But
+        // not a small plane's forward over at most kRowsSplitReduction
+        // channels: its rows split, each thread reads half of W and packs
+        // all of x, the smaller (2 threads, 14x14, 5 alternated rounds:
+        // 128->256 1.07x, 256->256, 256->512, 256->1024 1.04-1.05x; from 512
+        // channels even, backward-data 0.99-1.04x).
+        const bool split_rows = fwd && R <= kRowsSplitReduction && P / want < 192;
+        if (threads > 1 && g.n * blocks < 4 * threads && !split_rows)
             for (int64_t b = blocks; b <= 2 * blocks && P / b >= 96; ++b)
                 if ((g.n * blocks_of(b)) % threads == 0) {
                     blocks = b;
