@@ -109,10 +109,14 @@ constexpr int64_t kTransposedChannels = 256;
 // copying it whole into panels. 1 thread, 3 alternated rounds, 512->1024,
 // 1024->1024, 512->2048, 2048->512 7x7, against the whole copy made under
 // the tiles (CoPack): batch 1 1.06-1.18x (2 threads 1.08-1.19x), batch 2
-// 1.01-1.17x, batch 4 1.07x, batch 8 even (0.97-1.04x). 48-64 steps a
-// block measured best (32 0.98x, 16 0.86x, 96-128 0.97-0.99x): the two
-// blocks, the sums and dy's rows of a block then fill 46 KiB of L1.
-constexpr int64_t kBlockSteps = 64;
+// 1.01-1.17x, batch 4 1.07x, batch 8 even (0.97-1.04x). On the AMX Xeon
+// (48 KiB of L1) 48-64 steps a block measured best (32 0.98x, 16 0.86x,
+// 96-128 0.97-0.99x); on Zen 4 (32 KiB, where 64 steps' blocks, sums and
+// dy rows did not fit either) 128 (3 alternated rounds against 64:
+// 512->1024, 1024->1024, 2048->512 7x7 1.02x, batch 4 1.01-1.02x, 2
+// threads 1.01-1.02x, 256->1024 8x8 1.03x; 256 even, 512 0.97-0.99x, 32
+// 0.94-0.95x): fewer passes of the sums through L1 a tile.
+constexpr int64_t kBlockSteps = 128;
 constexpr int64_t kBlockedImages = 4;
 // Channels-last forward (and backward-data) over at most this many
 // positions (all images'), whose x (dy) is at most this large, runs panel
