@@ -125,6 +125,43 @@ static void test_resnet_like(void **state)
         }
 }
 
+/* A channels-first plane's size and channels (test_dealt_panels,
+ * test_wide_plane_in_place). */
+typedef struct {
+    int64_t h, w, c, k;
+} pw_plane;
+
+/* Every plane at batch 1 and 2, passes [0, ops) on each of 1, 2 and 3
+ * threads, the tensors against a guard page (before on 2 threads, after
+ * on 1 and 3), exact workspaces, every element checked; with `bias`, the
+ * odd planes' forward adds one. */
+static void check_planes(const pw_plane *planes, size_t count, int ops, uint64_t seed, int bias)
+{
+    tu_rng r;
+    tu_seed(&r, seed);
+    for (size_t i = 0; i < count; i++)
+        for (int64_t n = 1; n <= 2; n++) {
+            int64_t in[2] = {planes[i].h, planes[i].w}, kernel[2] = {1, 1};
+            tu_problem tp;
+            tu_problem_init(&tp, 2, n, planes[i].c, planes[i].k, in, kernel);
+            tp.algo = CONV_ALGO_GEMM_1X1;
+            tp.bias = bias && i % 2;
+            assert_true(tu_resolve(&tp));
+            for (int op = 0; op < ops; op++)
+                for (int threads = 1; threads <= 3; threads++) {
+                    char what[256], failure[2048];
+                    snprintf(what, sizeof what, "%s %lldx%lld %lld->%lld batch %lld threads=%d",
+                             tu_op_name((conv_op_t)op), (long long)planes[i].h, (long long)planes[i].w,
+                             (long long)planes[i].c, (long long)planes[i].k, (long long)n, threads);
+                    const int flags = TU_RUN_WRAP | TU_RUN_EXACT_WORKSPACE |
+                                      (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
+                    if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, (conv_op_t)op, &r, 0, flags, what, failure,
+                                       sizeof failure))
+                        fail_msg("%s", failure);
+                }
+        }
+}
+
 /* Channels-first per image, a row's whole panels (48 columns, 16 with
  * AVX2) dealt out over its column blocks, as many each or one more, a last
  * panel of a dot-product tail's width (1-4 columns) joined to the last
@@ -138,31 +175,9 @@ static void test_resnet_like(void **state)
 static void test_dealt_panels(void **state)
 {
     (void)state;
-    static const struct {
-        int64_t h, w, c, k;
-    } planes[] = {{28, 28, 96, 40}, {14, 14, 200, 72}, {1, 97, 80, 66}, {5, 10, 80, 40}, {4, 13, 72, 33}};
-    tu_rng r;
-    tu_seed(&r, 5151);
-    for (size_t i = 0; i < sizeof planes / sizeof planes[0]; i++)
-        for (int64_t n = 1; n <= 2; n++) {
-            int64_t in[2] = {planes[i].h, planes[i].w}, kernel[2] = {1, 1};
-            tu_problem tp;
-            tu_problem_init(&tp, 2, n, planes[i].c, planes[i].k, in, kernel);
-            tp.algo = CONV_ALGO_GEMM_1X1;
-            assert_true(tu_resolve(&tp));
-            for (int op = 0; op < 3; op++)
-                for (int threads = 1; threads <= 3; threads++) {
-                    char what[256], failure[2048];
-                    snprintf(what, sizeof what, "%s %lldx%lld %lld->%lld batch %lld threads=%d", tu_op_name((conv_op_t)op),
-                             (long long)planes[i].h, (long long)planes[i].w, (long long)planes[i].c,
-                             (long long)planes[i].k, (long long)n, threads);
-                    const int flags = TU_RUN_WRAP | TU_RUN_EXACT_WORKSPACE |
-                                      (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
-                    if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, (conv_op_t)op, &r, 0, flags, what, failure,
-                                       sizeof failure))
-                        fail_msg("%s", failure);
-                }
-        }
+    static const pw_plane planes[] = {
+        {28, 28, 96, 40}, {14, 14, 200, 72}, {1, 97, 80, 66}, {5, 10, 80, 40}, {4, 13, 72, 33}};
+    check_planes(planes, sizeof planes / sizeof planes[0], 3, 5151, 0);
 }
 
 /* Channels-first forward and backward-data on planes of 2048+ positions
@@ -175,33 +190,8 @@ static void test_dealt_panels(void **state)
 static void test_wide_plane_in_place(void **state)
 {
     (void)state;
-    static const struct {
-        int64_t h, w, c, k;
-    } planes[] = {{46, 46, 80, 72}, {45, 46, 130, 20}, {48, 48, 72, 97}, {28, 29, 130, 70}};
-    tu_rng r;
-    tu_seed(&r, 5252);
-    for (size_t i = 0; i < sizeof planes / sizeof planes[0]; i++)
-        for (int64_t n = 1; n <= 2; n++) {
-            int64_t in[2] = {planes[i].h, planes[i].w}, kernel[2] = {1, 1};
-            tu_problem tp;
-            tu_problem_init(&tp, 2, n, planes[i].c, planes[i].k, in, kernel);
-            tp.algo = CONV_ALGO_GEMM_1X1;
-            tp.bias = (int)(i % 2);
-            assert_true(tu_resolve(&tp));
-            for (int op = 0; op < 2; op++)
-                for (int threads = 1; threads <= 3; threads++) {
-                    char what[256], failure[2048];
-                    snprintf(what, sizeof what, "%s %lldx%lld %lld->%lld batch %lld threads=%d",
-                             tu_op_name((conv_op_t)op),
-                             (long long)planes[i].h, (long long)planes[i].w, (long long)planes[i].c,
-                             (long long)planes[i].k, (long long)n, threads);
-                    const int flags = TU_RUN_WRAP | TU_RUN_EXACT_WORKSPACE |
-                                      (threads == 2 ? TU_RUN_GUARD_BEFORE : TU_RUN_GUARD_AFTER);
-                    if (tu_run_checked(tu_contexts[threads - 1], NULL, &tp, (conv_op_t)op, &r, 0, flags, what, failure,
-                                       sizeof failure))
-                        fail_msg("%s", failure);
-                }
-        }
+    static const pw_plane planes[] = {{46, 46, 80, 72}, {45, 46, 130, 20}, {48, 48, 72, 97}, {28, 29, 130, 70}};
+    check_planes(planes, sizeof planes / sizeof planes[0], 2, 5252, 1);
 }
 
 /* Backward-filter whose dW (1 MiB and more) comes from one chunk of
