@@ -167,16 +167,17 @@ static void check_planes(const pw_plane *planes, size_t count, int ops, uint64_t
  * panel of a dot-product tail's width (1-4 columns) joined to the last
  * block: 784 positions (16 panels and part of one: 8 + 9 at 2 threads, 5 +
  * 6 + 6 at 3), 196 (4 and a tail of 4: 2 + 2 and the tail at 2 threads),
- * 97 (2 and a tail of 1), 50 (1 and 2), 52 (1 and 4), batch 1 and 2, every
- * pass on each of 1, 2 and 3 threads (the forward on these small planes at
- * batch 1 splits its rows instead), the tensors against a guard page;
- * enough channels that the panels are packed, not read in place (on 1
- * thread: 28x28 is read in place on several). */
+ * 97 (2 and a tail of 1), 50 (1 and 2), 52 (1 and 4), 756 (15 and 36
+ * columns), batch 1 and 2, every pass on each of 1, 2 and 3 threads (the
+ * forward splits its rows instead where each thread would get fewer than
+ * 192 positions: 14x14 and smaller), the tensors against a guard page;
+ * enough channels that the panels are packed, not read in place (28x28 is
+ * on 2 and 3 threads). */
 static void test_dealt_panels(void **state)
 {
     (void)state;
     static const pw_plane planes[] = {
-        {28, 28, 96, 40}, {14, 14, 200, 72}, {1, 97, 80, 66}, {5, 10, 80, 40}, {4, 13, 72, 33}};
+        {28, 28, 96, 40}, {14, 14, 200, 72}, {1, 97, 80, 66}, {5, 10, 80, 40}, {4, 13, 72, 33}, {27, 28, 96, 72}};
     check_planes(planes, sizeof planes / sizeof planes[0], 3, 5151, 0);
 }
 
@@ -186,12 +187,25 @@ static void test_dealt_panels(void **state)
  * x a plane apart, a last panel of 4 or 6 columns read in place too (46x46:
  * 44 panels and 4 columns; 45x46: 43 and 6; 48x48: whole panels; 28x29 in
  * place on 2 and 3 threads, packed on 1), batch 1 and 2, 1-3 threads, the
- * tensors against a guard page before or after, every element checked. */
+ * tensors against a guard page before or after, every element checked.
+ * Then on real data the same bits on 1, 2 and 3 threads, 31x31 too (961
+ * positions: a dot-product tail, so packed on every thread count). */
 static void test_wide_plane_in_place(void **state)
 {
     (void)state;
-    static const pw_plane planes[] = {{46, 46, 80, 72}, {45, 46, 130, 20}, {48, 48, 72, 97}, {28, 29, 130, 70}};
-    check_planes(planes, sizeof planes / sizeof planes[0], 2, 5252, 1);
+    static const pw_plane planes[] = {
+        {46, 46, 80, 72}, {45, 46, 130, 20}, {48, 48, 72, 97}, {28, 29, 130, 70}, {31, 31, 96, 80}};
+    const size_t count = sizeof planes / sizeof planes[0];
+    check_planes(planes, count, 2, 5252, 1);
+    for (size_t i = 0; i < count; i++) {
+        int64_t in[2] = {planes[i].h, planes[i].w}, kernel[2] = {1, 1};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, 1, planes[i].c, planes[i].k, in, kernel);
+        tp.algo = CONV_ALGO_GEMM_1X1;
+        assert_true(tu_resolve(&tp));
+        tu_check_bits_by_threads(&tp, CONV_OP_FORWARD, 5300 + i, "wide plane forward");
+        tu_check_bits_by_threads(&tp, CONV_OP_BACKWARD_DATA, 5400 + i, "wide plane backward-data");
+    }
 }
 
 /* Backward-filter whose dW (1 MiB and more) comes from one chunk of

@@ -16,12 +16,12 @@
 //
 //                             A (broadcast)            B (packed)
 //   forward, channels-first   W (K x C)                x of one image (C x P)
-//     (few channels both sides: x read in place, kInPlaceReduction)
+//     (few channels both sides, or planes of kInPlacePlane+: x read in place)
 //   forward, channels-last    x (N*P x C)              W transposed, once per call
 //     (up to 1024 positions, x in L2: a panel at a time, the next one's W asked into L2, last_panel_by_panel)
 //     (few positions, 1024+ channels: per image as y^T = W x^T, last_by_image_avx512)
 //   bwd-data, channels-first  W^T in strips, per call  dy of one image (K x P)
-//     (AVX2: strips of 6 on 1x1 layers; few channels: dy read in place)
+//     (AVX2: strips of 6 on 1x1 layers; few channels or large planes: dy read in place)
 //     on planes under 100     dy read transposed       W (K x C), once per call
 //     positions, 256+ channels
 //   bwd-data, channels-last   dy (N*P x K)             W (K x C), once per call
@@ -133,8 +133,8 @@ constexpr int64_t kDotColumns = 4;
 // Channels-first per image, B (x, or dy) is read in place, not packed,
 // where the reduction is this short and the pass writes this few channels:
 // the copy then cost about as much as the few row tiles that read it. A
-// panel's rows (R x 48 floats, 12 KiB at most) stay in L1 while the row
-// tiles pass. 1 thread, 3 alternated rounds, AMX Xeon: 32->16 56x56
+// panel's rows (R x 48 floats, 12 KiB at most here) stay in L1 while the
+// row tiles pass. 1 thread, 3 alternated rounds, AMX Xeon: 32->16 56x56
 // forward 1.53-1.72x, 16->32 112x112 1.31-1.39x (backward-data 1.60-1.66x),
 // MobileNet's 32->64 112x112 backward-data 1.32-1.38x, 32->32 28x28
 // 1.19-1.31x, 64->32 56x56 0.99-1.12x. Onto more than 64 channels it lost
@@ -153,16 +153,21 @@ constexpr int64_t kInPlaceOutputs = 64;
 // 1.02-1.03x, MobileNet's 64->128 and 128->128 56x56 forward 1.02x and
 // backward-data 1.02-1.03x, 64->256 backward-data 1.04x; batch 8
 // 1.01-1.06x; 2 threads 0.98-1.06x). On 28x28 planes it lost at batch 8
-// (128->256 0.95x, 256->256 0.97x), on 7x7 ones 0.78x. With several
+// (128->256 0.95x, 256->256 0.97x), on 7x7 ones 0.78x; 64x64 planes
+// 0.97-1.05x (64->128 forward 0.97x, its 64 rows 16 KiB apart in few L1
+// sets; backward-data 1.04x, 256->64 forward 1.03x). With several
 // threads from 28x28 up: there each thread's share packed under its tiles
 // waited longer (2 threads, 3 alternated rounds: MobileNet's 128->256 and
 // ResNet-50's 128->512 28x28 forward 1.06-1.07x, 256->256 1.03x,
 // backward-data 1.01-1.02x; batch 8 1.00-1.02x); 14x14 planes lost
-// 0.92-0.97x.
+// 0.92-0.97x; 32x32 0.99-1.03x.
 constexpr int64_t kInPlacePlane = 2048, kInPlacePlaneThreads = 784;
 // Forward reductions of at most this many channels on small planes split
 // their rows between threads (make_plan).
 constexpr int64_t kRowsSplitReduction = 256;
+// A plane splits its positions between threads where each gets this many
+// (channels-first per image, make_plan); a smaller one, its rows.
+constexpr int64_t kSplitPositions = 192;
 // Panels ahead that an in-place tile prefetches, row by row, as it goes:
 // pw1's backward-data 1.17x, 16->32 112x112 1.06-1.13x, smaller planes even.
 constexpr int64_t kInPlaceAhead = 2;
@@ -355,7 +360,8 @@ struct Plan {
     bool w_transposed;  // channels-first backward-data otherwise (AVX-512; AVX2 1x1): dx = W^T dy, W^T in strips made first
     bool last_by_image;  // channels-last forward on small planes (AVX2; AVX-512 from 1024+ channels): y^T = W x^T per image
     bool w_blocks;      // transposed, AVX-512, few images: W taken a block of rows at a time (run_w_blocks)
-    bool b_in_place;    // AVX-512, B read as it lies: channels-first per image with a short reduction, channels-last backward-filter onto few filters
+    bool b_in_place;    // AVX-512, B read as it lies: channels-first per image (a short reduction or a large plane),
+                        // channels-last backward-filter onto few filters
     int64_t cols;       // columns (B panels) per item
     int64_t panels;     // channels-first per image: whole panels of a row, dealt out over its column blocks (block_columns)
     int64_t last_cols;  // and the last block's dot-product tail (kDotColumns at most)
@@ -523,7 +529,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // on small planes (res5's 7x7) split the rows instead, so that each
         // thread reads only its share of the (large) filters.
         const int64_t want = ceil_div(threads, g.n);
-        if (blocks < want && P / want >= 192) blocks = want;
+        if (blocks < want && P / want >= kSplitPositions) blocks = want;
         // Whole panels a block: 14x14's 196 positions as 96 + 96 + 4 (the 4
         // as dot products), not 80 + 80 + 36 with a 32-column panel in each
         // (1.04-1.10x on 512->512 and 1024->256 14x14 forward, AVX-512). A
@@ -537,11 +543,13 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // A few items per thread split evenly: 3136 positions in blocks of
         // 1008 would leave one of two threads a block behind the other. But
         // not a small plane's forward over at most kRowsSplitReduction
-        // channels: its rows split, each thread reads half of W and packs
-        // all of x, the smaller (2 threads, 14x14, 5 alternated rounds:
-        // 128->256 1.07x, 256->256, 256->512, 256->1024 1.04-1.05x; from 512
-        // channels even, backward-data 0.99-1.04x).
-        const bool split_rows = fwd && R <= kRowsSplitReduction && P / want < 192;
+        // channels, where the rows make a row tile for every thread: its
+        // rows split, each thread reads half of W and packs all of x, the
+        // smaller (2 threads, 14x14, 5 alternated rounds: 128->256 1.07x,
+        // 256->256, 256->512, 256->1024 1.04-1.05x; from 512 channels even,
+        // backward-data 0.99-1.04x).
+        const bool split_rows = fwd && R <= kRowsSplitReduction && P / want < kSplitPositions &&
+                                ceil_div(outc, rows_tile) >= want;
         if (threads > 1 && g.n * blocks < 4 * threads && !split_rows)
             for (int64_t b = blocks; b <= 2 * blocks && P / b >= 96; ++b)
                 if ((g.n * blocks_of(b)) % threads == 0) {
@@ -598,9 +606,13 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
                               ((threads == 1 && p.row_blocks <= ThreadCopies::kMaxPieces) ||
                                ThreadCopies::apply(threads, p.row_blocks));
         if (p.strips_per_thread) p.shared_bytes = checked_mul(p.shared_bytes, (size_t)threads, "workspace");
+        // (At several threads only where the last panel is no dot-product
+        // tail, which in place would run as a tile and sum in another order:
+        // the forward's bits stay those of one thread.)
+        const bool no_dots = P % panel == 0 || P % panel > kDotColumns;
         p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() &&
-                       ((R <= kInPlaceReduction && outc <= kInPlaceOutputs) ||
-                        P >= (threads > 1 ? kInPlacePlaneThreads : kInPlacePlane));
+                       ((R <= kInPlaceReduction && outc <= kInPlaceOutputs) || P >= kInPlacePlane ||
+                        (threads > 1 && P >= kInPlacePlaneThreads && no_dots));
         if (!p.b_in_place)
             p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols + p.last_cols, panel) * 4, "workspace");
         return p;
@@ -1110,7 +1122,9 @@ constexpr auto kInPlaceTiles = tile_table<true>(std::make_integer_sequence<int, 
 // L3 while the FMAs run, where copies ahead of the tiles waited alone (7%
 // of 64->64 56x56's forward, 5% of 512->512 14x14's backward-data). Rows
 // are asked for kAhead on, as pack_panels_avx512 does. Not for Gemm::a_seg
-// or ahead_lines.
+// or ahead_lines. It asks for its output on short reductions too: skipped
+// there as tile() does, 32->128 28x28's backward-data ran 0.98x (only the
+// code's layout changed: no such tile runs 32 steps or fewer there).
 template <int MR, int NV>
 CONV_TARGET_AVX512 CONV_TARGET_PRFCHW void packing_tile(const Gemm &m, int64_t i0, int64_t j0, const float *panel,
                                                         __mmask16 tail, CoPack &cp, CoPack &strip) {
@@ -1442,11 +1456,12 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
 // The transposed backward-data on few images (Plan::w_blocks): W is not
 // copied whole into panels (its copy, written out and read back from L2 by
 // each row tile, was a third of 1024->1024 7x7's pass); a panel's W is
-// taken kBlockSteps rows at a time into a small buffer that stays in L1,
+// taken kBlockSteps rows at a time into a small buffer (24 KiB; with the
+// next one, being copied, and the sums more than Zen 4's L1: kBlockSteps),
 // every row tile of every image runs those steps from it, and the tiles'
-// sums wait in `sums` (the panel's positions x 48, an L1 share too) for the
-// next block. The next block's rows are copied under the current block's
-// tiles (CoPack), so only an item's first block waits on its copy.
+// sums wait in `sums` (the panel's positions x 48) for the next block. The
+// next block's rows are copied under the current block's tiles (CoPack), so
+// only an item's first block waits on its copy.
 template <int MR, int NV, bool Copy>
 CONV_TARGET_AVX512 void block_tile(const Gemm &m, int64_t i0, int64_t j0, int64_t k0, int64_t steps,
                                    const float *block, float *sums, bool first, bool last, __mmask16 tail,
