@@ -608,12 +608,11 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
                                ThreadCopies::apply(threads, p.row_blocks));
         if (p.strips_per_thread) p.shared_bytes = checked_mul(p.shared_bytes, (size_t)threads, "workspace");
         // (At several threads only where the last panel is no dot-product
-        // tail, which in place would run as a tile and sum in another order:
-        // the forward's bits stay those of one thread.)
-        const bool no_dots = P % panel == 0 || P % panel > kDotColumns;
+        // tail, last_cols, which in place would run as a tile and sum in
+        // another order: the forward's bits stay those of one thread.)
         p.b_in_place = cpu_isa() == Isa::avx512 && g.is_pointwise() &&
                        ((R <= kInPlaceReduction && outc <= kInPlaceOutputs) || P >= kInPlacePlane ||
-                        (threads > 1 && P >= kInPlacePlaneThreads && no_dots));
+                        (threads > 1 && P >= kInPlacePlaneThreads && p.last_cols == 0));
         if (!p.b_in_place)
             p.slot_bytes = (size_t)checked_mul(R, round_up(p.cols + p.last_cols, panel) * 4, "workspace");
         return p;
