@@ -166,6 +166,47 @@ static void check_exact(conv_context_t ctx, tu_problem *tp, conv_op_t op, int th
     check_exact_with(ctx, tp, op, threads, math, guard_before, 0, r);
 }
 
+/* 3-D kernels with more taps a channel than a generated tile takes
+ * unrolled: ResNet3D's conv1 (3x7x7, stride 1x2x2, padding 1x3x3) scaled
+ * down, a 5x5x7 kernel, and 4x7x5 at stride 2 with uneven padding; their
+ * tiles run the taps as a loop over the kernel's slices (with
+ * CONV_CPU_JIT=0 the compiled tiles). Forward and backward-data, 1 and 2
+ * threads, both layouts, exact workspaces against guard pages. */
+static void test_many_taps_3d(void **state)
+{
+    (void)state;
+    conv_context_t ctx;
+    assert_ok(conv_context_create(CONV_DEVICE_CPU, 0, &ctx));
+    const struct {
+        int64_t n, c, k, in[3], kernel[3], stride[3], pad_begin[3], pad_end[3];
+        int last;
+    } cases[] = {
+        {1, 3, 64, {6, 30, 30}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, 0},
+        {2, 2, 40, {5, 12, 14}, {5, 5, 7}, {1, 1, 1}, {2, 2, 3}, {2, 2, 3}, 1},
+        {1, 4, 20, {6, 17, 19}, {4, 7, 5}, {2, 2, 1}, {1, 0, 2}, {2, 3, 1}, 0},
+    };
+    tu_rng r;
+    tu_seed(&r, 0xd1ec3d);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int op = 0; op < 2; op++) {
+            const int fwd = op == 0;
+            tu_problem tp;
+            /* Backward-data's tiles make dx from dy: the few channels are dx's. */
+            tu_problem_init(&tp, 3, cases[i].n, cases[i].c, fwd ? cases[i].k : cases[i].k / 2, cases[i].in,
+                            cases[i].kernel);
+            for (int a = 0; a < 3; a++) {
+                tp.p.stride[a] = cases[i].stride[a];
+                tp.desc_pad_begin[a] = cases[i].pad_begin[a];
+                tp.desc_pad_end[a] = cases[i].pad_end[a];
+            }
+            tp.p.channels_last = cases[i].last;
+            tp.bias = fwd && i % 2 == 0;
+            check_exact(ctx, &tp, fwd ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA, 1 + (int)(i % 2),
+                        i == 1 ? CONV_MATH_DEFAULT : CONV_MATH_STRICT, op, &r);
+        }
+    conv_context_destroy(ctx);
+}
+
 /* Backward-data with filters of 4 MB and more packed a block of dy's
  * channels at a time for all of a thread's dx vectors (source-major order,
  * runs_source_major): the items' sums carried between blocks in the
@@ -968,6 +1009,7 @@ int main(void)
         cmocka_unit_test(test_filter_channel_columns), cmocka_unit_test(test_filter_balanced_columns),
         cmocka_unit_test(test_filter_windows), cmocka_unit_test(test_dot_filter),
         cmocka_unit_test(test_source_major), cmocka_unit_test(test_item_ranges),
+        cmocka_unit_test(test_many_taps_3d),
         cmocka_unit_test(test_thread_copies), cmocka_unit_test(test_filter_image_parts),
     };
     return cmocka_run_group_tests(tests, tu_contexts_setup, tu_contexts_teardown);

@@ -25,7 +25,12 @@
 
 #include "test_util.h"
 
-enum { kProblems = 180, kNarrowProblems = 40, kAllProblems = kProblems + kNarrowProblems };
+enum {
+    kProblems = 180,
+    kNarrowProblems = 40,
+    kManyTapProblems = 30,
+    kAllProblems = kProblems + kNarrowProblems + kManyTapProblems
+};
 
 static int generating(void)
 {
@@ -100,14 +105,46 @@ static void draw_narrow(tu_rng *r, tu_problem *tp, conv_op_t *op)
     } while (!tu_resolve(tp));
 }
 
-/* Problem i of the fixed sequence: direct_avx512's, then direct_narrow's. */
+/* direct_avx512's tiles over more taps a channel than their code takes
+ * unrolled (src/cpu/jit/direct_tile.cpp): 3-D kernels of 98-245 taps
+ * (ResNet3D's 3x7x7 conv1 among them), which the generator runs as a loop
+ * over the kernel's slices or rows where the taps and the positions that
+ * read the source repeat, padding in every dimension (tiles on the
+ * borders, slices whose depth taps read padding), forward and
+ * backward-data, few source channels onto up to 70. */
+static void draw_many_taps(tu_rng *r, tu_problem *tp, conv_op_t *op)
+{
+    conv_algo_t algo;
+    assert_int_equal(conv_algo_from_name("direct_avx512", &algo), CONV_STATUS_SUCCESS);
+    do {
+        *op = tu_chance(r, 70) ? CONV_OP_FORWARD : CONV_OP_BACKWARD_DATA;
+        int64_t kernel[3] = {tu_range(r, 2, 5), tu_range(r, 5, 7), tu_range(r, 5, 7)};
+        int64_t in[3] = {tu_range(r, 2, 6), tu_range(r, 6, 20), tu_range(r, 6, 24)};
+        const int64_t few = tu_range(r, 1, 4), many = tu_range(r, 1, 70);
+        tu_problem_init(tp, 3, tu_range(r, 1, 2), *op == CONV_OP_FORWARD ? few : many,
+                        *op == CONV_OP_FORWARD ? many : few, in, kernel);
+        for (int a = 0; a < 3; a++) {
+            tp->p.stride[a] = a > 0 && tu_chance(r, 50) ? 2 : 1;
+            tp->desc_pad_begin[a] = tu_range(r, 0, kernel[a] / 2 + 1);
+            tp->desc_pad_end[a] = tu_range(r, 0, kernel[a] / 2 + 1);
+        }
+        tp->p.channels_last = tu_chance(r, 25);
+        tp->bias = *op == CONV_OP_FORWARD && tu_chance(r, 50);
+        tp->algo = algo;
+    } while (!tu_resolve(tp));
+}
+
+/* Problem i of the fixed sequence: direct_avx512's, direct_narrow's, then
+ * direct_avx512's over many taps. */
 static void draw_problem(int i, tu_rng *r, tu_problem *tp, conv_op_t *op)
 {
     tu_seed(r, 0x717 + (uint64_t)i);
     if (i < kProblems)
         draw(r, tp, op);
-    else
+    else if (i < kProblems + kNarrowProblems)
         draw_narrow(r, tp, op);
+    else
+        draw_many_taps(r, tp, op);
 }
 
 /* Runs problem i of the fixed sequence and returns its output's bytes

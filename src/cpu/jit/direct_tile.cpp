@@ -47,6 +47,47 @@ int64_t tap_instructions(const DirectTileSpec &s) {
     return (int64_t)(halves * s.nv + 1) * (s.ur + 1);
 }
 
+// A channel's taps as `count` repeats of their first `period`, each repeat
+// dx elements on in x and dw in w (a kernel's rows, or a 3-D kernel's
+// slices), the live positions of a tap the same in every repeat; period 0:
+// none such, or too few taps to be worth a loop.
+struct KernelRows {
+    int64_t period = 0, count = 0, dx = 0, dw = 0;
+};
+KernelRows kernel_rows(const DirectTileSpec &s) {
+    const int64_t n = (int64_t)s.tap_x.size();
+    if (n < kLoopTaps) return {};
+    for (int64_t per = 1; per <= n / (s.ymm ? 3 : 2); ++per) {
+        if (n % per != 0) continue;
+        const int64_t dx = s.tap_x[per] - s.tap_x[0], dw = s.tap_w[per] - s.tap_w[0];
+        bool same = true;
+        for (int64_t t = per; t < n && same; ++t)
+            same = s.tap_x[t] - s.tap_x[t - per] == dx && s.tap_w[t] - s.tap_w[t - per] == dw &&
+                   (s.live_lo.empty() ||
+                    (s.live_lo[t] == s.live_lo[t - per] && s.live_hi[t] == s.live_hi[t - per]));
+        constexpr int64_t kLimit = (int64_t(1) << 29) - 4096;
+        if (same && std::abs(n / per * dx) < kLimit && std::abs(n / per * dw) < kLimit)
+            return {per, n / per, dx, dw};
+    }
+    return {};
+}
+
+// The zmm tile's taps as a loop over the kernel's rows (a 3-D kernel's
+// slices) only where unrolled they would be more code than
+// kMaxInstructions (ResNet3D's 3x7x7 conv1: 147 taps, compiled tiles
+// before, 1.08x so; 1 and 2 threads). Where both fit, ResNet-50's 7x7 conv1
+// ran as fast looped (0.998x). The AVX2 tile loops wherever the rows repeat.
+KernelRows looped_rows(const DirectTileSpec &s) {
+    if (!s.ymm && (int64_t)s.tap_x.size() * tap_instructions(s) <= kMaxInstructions) return {};
+    return kernel_rows(s);
+}
+
+// Taps whose code a tile holds: one repeat where they loop.
+int64_t coded_taps(const DirectTileSpec &s) {
+    const KernelRows k = looped_rows(s);
+    return k.period ? k.period : (int64_t)s.tap_x.size();
+}
+
 bool fits(const DirectTileSpec &s) {
     if (s.nv < 1 || s.ur < 1 || s.nv > 4) return false;
     if (s.position_x < 1 || (s.ymm && s.position_x != 1)) return false;
@@ -61,8 +102,7 @@ bool fits(const DirectTileSpec &s) {
         return false;
     for (size_t t = 0; t < s.live_lo.size(); ++t)
         if (s.live_lo[t] < 0 || s.live_hi[t] > s.ur) return false;
-    const int64_t instructions = (int64_t)s.tap_x.size() * tap_instructions(s);
-    if (instructions > kMaxInstructions) return false;
+    if (coded_taps(s) * tap_instructions(s) > kMaxInstructions) return false;
     // Every displacement and per-channel advance is a signed 32-bit immediate.
     constexpr int64_t kLimit = (int64_t(1) << 31) / (int64_t)sizeof(float) - 4096;
     auto small = [&](int64_t v) { return v >= -kLimit && v <= kLimit; };
@@ -70,28 +110,6 @@ bool fits(const DirectTileSpec &s) {
     for (size_t t = 0; t < s.tap_x.size(); ++t)
         if (!small(s.tap_x[t] + s.ur * s.position_x) || !small(s.tap_w[t])) return false;
     return true;
-}
-
-// A channel's taps as `count` repeats of their first `period`, each repeat
-// dx elements on in x and dw in w (a kernel's rows); period 0: none such, or
-// too few taps to be worth a loop.
-struct KernelRows {
-    int64_t period = 0, count = 0, dx = 0, dw = 0;
-};
-KernelRows kernel_rows(const DirectTileSpec &s) {
-    const int64_t n = (int64_t)s.tap_x.size();
-    if (n < kLoopTaps) return {};
-    for (int64_t per = 1; per <= n / 3; ++per) {
-        if (n % per != 0) continue;
-        const int64_t dx = s.tap_x[per] - s.tap_x[0], dw = s.tap_w[per] - s.tap_w[0];
-        bool same = true;
-        for (int64_t t = per; t < n && same; ++t)
-            same = s.tap_x[t] - s.tap_x[t - per] == dx && s.tap_w[t] - s.tap_w[t - per] == dw;
-        constexpr int64_t kLimit = (int64_t(1) << 29) - 4096;
-        if (same && std::abs(n / per * dx) < kLimit && std::abs(n / per * dw) < kLimit)
-            return {per, n / per, dx, dw};
-    }
-    return {};
 }
 
 class DirectTileCode final : public DirectTileKernel, private Xbyak::CodeGenerator {
@@ -107,7 +125,7 @@ private:
     static size_t code_bytes(const DirectTileSpec &s) {
         // At most 12 bytes an instruction (EVEX, SIB, 32-bit displacement),
         // the tile's entry and exit, rounded up to whole pages.
-        const size_t body = s.tap_x.size() * (size_t)tap_instructions(s) * 12;
+        const size_t body = (size_t)coded_taps(s) * (size_t)tap_instructions(s) * 12;
         const size_t edges = (size_t)(s.ymm ? 2 : 1) * s.nv * s.ur * 3 * 12 + 256;
         return (body + edges + 4095) / 4096 * 4096;
     }
@@ -141,22 +159,40 @@ private:
         mov(vec, s.vector_w * 4);
         lea(vec3, ptr[vec + vec * 2]);
         enter(nv * ur, mode, reg, slot, channels, s.tap_x.empty(), loop, summed);
-        for (size_t t = 0; t < s.tap_x.size(); ++t) {
-            const int lo = s.live_lo.empty() ? 0 : s.live_lo[t], hi = s.live_lo.empty() ? ur : s.live_hi[t];
-            if (lo >= hi) continue;  // every position reads the padding
-            for (int v = 0; v < nv; ++v) vmovaps(wreg(v), weights(v, s.tap_w[t]));
-            for (int i = lo; i < hi; ++i) {
-                const int64_t at = (s.tap_x[t] + i * s.position_x) * 4;
-                if (nv == 1) {  // one use: the FMA's own broadcast
-                    vfmadd231ps(acc(0, i), wreg(0), ptr_b[x + (int)at]);
-                    continue;
+        auto taps = [&](size_t t0, size_t t1) {
+            for (size_t t = t0; t < t1; ++t) {
+                const int lo = s.live_lo.empty() ? 0 : s.live_lo[t], hi = s.live_lo.empty() ? ur : s.live_hi[t];
+                if (lo >= hi) continue;  // every position reads the padding
+                for (int v = 0; v < nv; ++v) vmovaps(wreg(v), weights(v, s.tap_w[t]));
+                for (int i = lo; i < hi; ++i) {
+                    const int64_t at = (s.tap_x[t] + i * s.position_x) * 4;
+                    if (nv == 1) {  // one use: the FMA's own broadcast
+                        vfmadd231ps(acc(0, i), wreg(0), ptr_b[x + (int)at]);
+                        continue;
+                    }
+                    // Several uses: one broadcast into a register. An FMA with
+                    // a broadcast operand per vector measured 5-10% slower
+                    // (ResNet-50 3x3 and 1x1 layers, 1 thread, interleaved).
+                    vbroadcastss(bcast, ptr[x + (int)at]);
+                    for (int v = 0; v < nv; ++v) vfmadd231ps(acc(v, i), wreg(v), bcast);
                 }
-                // Several uses: one broadcast into a register. An FMA with
-                // a broadcast operand per vector measured 5-10% slower
-                // (ResNet-50 3x3 and 1x1 layers, 1 thread, interleaved).
-                vbroadcastss(bcast, ptr[x + (int)at]);
-                for (int v = 0; v < nv; ++v) vfmadd231ps(acc(v, i), wreg(v), bcast);
             }
+        };
+        const KernelRows k = looped_rows(s);  // where unrolled is too much code
+        if (k.period) {
+            const Reg64 count = rax;
+            Label row;
+            mov(count, k.count);
+            L(row);
+            taps(0, (size_t)k.period);
+            add(x, (int)(k.dx * 4));
+            add(w, (int)(k.dw * 4));
+            dec(count);
+            jnz(row, T_NEAR);
+            sub(x, (int)(k.count * k.dx * 4));
+            sub(w, (int)(k.count * k.dw * 4));
+        } else {
+            taps(0, s.tap_x.size());
         }
         add(x, (int)(s.channel_x * 4));
         add(w, (int)(s.channel_w * 4));
@@ -213,7 +249,7 @@ private:
         // ~6 KiB of code a variant, and ResNet-50's conv1 forward ran at the
         // same speed with 8 accumulators as with 12 -- bound by fetching its
         // instructions, not by its FMAs. Looped: 1.2-1.28x (Zen 3).
-        const KernelRows k = kernel_rows(s);
+        const KernelRows k = looped_rows(s);
         if (k.period) {
             const Reg64 count = rax;
             Label row;
