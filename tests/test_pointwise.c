@@ -349,10 +349,9 @@ static void test_streamed_outputs(void **state)
  * channels runs dx transposed (dy^T W, sums scattered into dx's rows):
  * channel counts around the panel edges past 256, planes of 1 to 99
  * positions in 1-3 dims (row tiles of uneven height), batch 1-3 (on
- * AVX-512 W taken 64 reduction steps at a time, the next block copied
- * under the tiles, the sums kept between blocks), and filters up to 300 or
- * (a quarter) 683-800: many blocks, a last short one, and the copy
- * finished after the tiles where the plane is too small to hold it. */
+ * AVX-512 W read in place 256 reduction steps at a time, its last panel's
+ * columns under a mask, the sums kept between blocks), and filters up to
+ * 300 or (a quarter) 683-800: one to four blocks, a last short one. */
 static void test_transposed_backward_data(void **state)
 {
     (void)state;
@@ -466,11 +465,11 @@ static void test_strips_backward_data_avx2(void **state)
 }
 
 /* Channels-last over fewer than 256 positions (AVX-512): backward-data
- * with W of 2 MiB or more (dx of 1024+ channels, or two images) takes W
- * through L1 64 reduction steps at a time, as the transposed one; the
+ * with W of 2 MiB or more (dx of 1024+ channels, or two images) reads W
+ * in place 256 reduction steps at a time, as the transposed one; the
  * forward from 1024+ channels (2048+ from 128 positions) runs per image as
  * y^T = W x^T, its sums (with bias and ReLU) scattered across y. Channel
- * counts off the panel and tile edges, filter counts off the 64-step blocks
+ * counts off the panel and tile edges, filter counts off the 256-step blocks
  * and the row tiles, planes of 1-63 positions, batch 1-4. */
 static void test_last_few_positions(void **state)
 {

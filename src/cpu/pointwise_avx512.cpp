@@ -40,10 +40,9 @@
 //
 // Channels-first backward-data on small planes computes dx transposed (rows
 // are positions, columns channels): W is then B, packed once per call as a
-// plain copy of its rows (for a batch of up to four, a block of W's rows
-// at a time into an L1 buffer, under the previous block's tiles:
-// run_w_blocks), and each tile's sums are scattered into dx's channel
-// rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in W's
+// plain copy of its rows (for a batch of up to four, not copied: read in
+// place a block of W's rows at a time, run_w_blocks), and each tile's sums
+// are scattered into dx's channel rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in W's
 // place, as strips of 16 of W's columns (strip_w); on AVX2 too (1x1
 // layers, the planes of 1024+ positions it takes), in strips of 6. A plan
 // may prepare what is made of W per call (W's panels, or its strips) once
@@ -104,19 +103,19 @@ constexpr int64_t kRowsOuterBytes = 512 << 10;
 // 16-column panel per 48).
 constexpr int64_t kTransposedBelow = 100;
 constexpr int64_t kTransposedChannels = 256;
-// The transposed backward-data on up to kBlockedImages images takes W
-// kBlockSteps rows at a time into an L1 buffer (run_w_blocks) instead of
+// The transposed backward-data on up to kBlockedImages images reads W
+// where it lies, a panel's columns kBlockSteps rows at a time, every row
+// tile of every image running those steps (run_w_blocks), instead of
 // copying it whole into panels. 1 thread, 3 alternated rounds, 512->1024,
 // 1024->1024, 512->2048, 2048->512 7x7, against the whole copy made under
-// the tiles (CoPack): batch 1 1.06-1.18x (2 threads 1.08-1.19x), batch 2
-// 1.01-1.17x, batch 4 1.07x, batch 8 even (0.97-1.04x). On the AMX Xeon
-// (48 KiB of L1) 48-64 steps a block measured best (32 0.98x, 16 0.86x,
-// 96-128 0.97-0.99x); on Zen 4 (32 KiB, where 64 steps' blocks, sums and
-// dy rows did not fit either) 128 (3 alternated rounds against 64:
-// 512->1024, 1024->1024, 2048->512 7x7 1.02x, batch 4 1.01-1.02x, 2
-// threads 1.01-1.02x, 256->1024 8x8 1.03x; 256 even, 512 0.97-0.99x, 32
-// 0.94-0.95x): fewer passes of the sums through L1 a tile.
-constexpr int64_t kBlockSteps = 128;
+// the tiles (CoPack), when each block went through an L1 buffer: batch 1
+// 1.06-1.18x (2 threads 1.08-1.19x), batch 2 1.01-1.17x, batch 4 1.07x,
+// batch 8 even (0.97-1.04x). Read in place (Zen 4, against the L1
+// buffers of 128 steps): batch 1 1.04-1.05x (256->1024 8x8 too), 2 threads
+// 1.03-1.05x, batch 2 1.01-1.02x, batch 4 even; channels-last at batch 2
+// 0.99-1.02x. The blocks' length now only sets how often the sums pass
+// through memory: 256 steps against 128 1.005-1.009x, 64 0.98x, 1024 even.
+constexpr int64_t kBlockSteps = 256;
 constexpr int64_t kBlockedImages = 4;
 // Channels-last forward (and backward-data) over at most this many
 // positions (all images'), whose x (dy) is at most this large, runs panel
@@ -348,10 +347,8 @@ bool last_by_image_avx512(const ConvGeometry &g) {
 }
 
 // A thread's workspace for run_w_blocks over `rows` positions (all
-// images'): two blocks of W's rows and the tiles' sums, a panel wide.
-size_t w_blocks_slot_bytes(int64_t rows) {
-    return (size_t)checked_mul(2 * kBlockSteps + rows, kPanel * 4, "workspace");
-}
+// images'): the tiles' sums, a panel wide.
+size_t w_blocks_slot_bytes(int64_t rows) { return (size_t)checked_mul(rows, kPanel * 4, "workspace"); }
 
 // How a pass is cut into work items.
 struct Plan {
@@ -1454,35 +1451,28 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
 }
 
 // The transposed backward-data on few images (Plan::w_blocks): W is not
-// copied whole into panels (its copy, written out and read back from L2 by
-// each row tile, was a third of 1024->1024 7x7's pass); a panel's W is
-// taken kBlockSteps rows at a time into a small buffer (24 KiB; with the
-// next one, being copied, and the sums more than Zen 4's L1: kBlockSteps),
-// every row tile of every image runs those steps from it, and the tiles'
-// sums wait in `sums` (the panel's positions x 48) for the next block. The
-// next block's rows are copied under the current block's tiles (CoPack), so
-// only an item's first block waits on its copy.
-template <int MR, int NV, bool Copy>
+// copied into panels (its whole copy, written out and read back from L2 by
+// each row tile, was a third of 1024->1024 7x7's pass); a panel's columns
+// of W are read where they lie, kBlockSteps rows at a time, by every row
+// tile of every image, and the tiles' sums wait in `sums` (the panel's
+// positions x 48) for the next block. Each block was copied into an L1
+// buffer first (under the previous block's tiles) until read in place
+// measured faster: Zen 4, 1 thread, 3 alternated rounds, batch 1, 7x7:
+// 512->1024, 1024->1024, 2048->512 1.03x, 512->2048 1.015x.
+template <int MR, int NV>
 CONV_TARGET_AVX512 void block_tile(const Gemm &m, int64_t i0, int64_t j0, int64_t k0, int64_t steps,
-                                   const float *block, float *sums, bool first, bool last, __mmask16 tail,
-                                   CoPack *cp) {
+                                   const float *w, int64_t w_row, float *sums, bool first, bool last,
+                                   __mmask16 tail) {
     __m512 acc[MR][NV];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
         for (int v = 0; v < NV; ++v)
             acc[i][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(sums + (i0 + i) * kPanel + 16 * v);
-    const float *a = m.a + i0 * m.a_row + k0 * m.a_red, *panel = block;
+    const float *a = m.a + i0 * m.a_row + k0 * m.a_red, *panel = w;
     const int64_t a_row = m.a_row, a_red = m.a_red;
-    int64_t r = 0;
-    if constexpr (Copy)
-        for (; r + 4 <= steps; r += 4) {
 #pragma GCC unroll 4
-            for (int u = 0; u < 4; ++u) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
-            if (cp->left > 0) copy_row(*cp);
-        }
-#pragma GCC unroll 4
-    for (; r < steps; ++r) tile_step<MR, NV>(acc, a, a_row, a_red, panel);
+    for (int64_t r = 0; r < steps; ++r) tile_step<MR, NV, true>(acc, a, a_row, a_red, panel, w_row, tail);
     if (last) return put_tile<MR, NV>(m, i0, j0, acc, tail);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
@@ -1490,14 +1480,13 @@ CONV_TARGET_AVX512 void block_tile(const Gemm &m, int64_t i0, int64_t j0, int64_
         for (int v = 0; v < NV; ++v) _mm512_store_ps(sums + (i0 + i) * kPanel + 16 * v, acc[i][v]);
 }
 
-using BlockTileFn = void (*)(const Gemm &, int64_t, int64_t, int64_t, int64_t, const float *, float *, bool, bool,
-                             __mmask16, CoPack *);
-template <bool Copy, int... Rows>
+using BlockTileFn = void (*)(const Gemm &, int64_t, int64_t, int64_t, int64_t, const float *, int64_t, float *, bool,
+                             bool, __mmask16);
+template <int... Rows>
 constexpr std::array<std::array<BlockTileFn, kVecs>, kRows> block_tile_table(std::integer_sequence<int, Rows...>) {
-    return {{{block_tile<Rows + 1, 1, Copy>, block_tile<Rows + 1, 2, Copy>, block_tile<Rows + 1, 3, Copy>}...}};
+    return {{{block_tile<Rows + 1, 1>, block_tile<Rows + 1, 2>, block_tile<Rows + 1, 3>}...}};
 }
-constexpr auto kBlockTiles = block_tile_table<false>(std::make_integer_sequence<int, kRows>{});
-constexpr auto kBlockCopyTiles = block_tile_table<true>(std::make_integer_sequence<int, kRows>{});
+constexpr auto kBlockTiles = block_tile_table(std::make_integer_sequence<int, kRows>{});
 
 // ---- AVX2: the same passes in 6 x 16 tiles over 16-column panels. Partial
 // vectors load and store through buffers (avx2.h), never past a tensor.
@@ -1790,48 +1779,29 @@ Gemm pass_gemm(const ConvArgs &args, int64_t n, const Plan &plan, const float *w
 }
 
 // Columns [j0, j1) of dx (W's columns) for every image, W a block of steps
-// at a time. work: two blocks (kBlockSteps x kPanel each) and the sums
-// (images x positions x kPanel), 64-byte aligned.
-CONV_TARGET_AVX512 void run_w_blocks(const ConvArgs &args, const Plan &p, int64_t j0, int64_t j1, float *work) {
+// at a time. work: the tiles' sums (images x positions x kPanel), 64-byte
+// aligned.
+CONV_TARGET_AVX512 void run_w_blocks(const ConvArgs &args, const Plan &p, int64_t j0, int64_t j1, float *sums) {
     const ConvGeometry &g = *args.g;
     // Channels-last: one GEMM over all images' positions.
     const int64_t K = g.k, images = p.last ? 1 : g.n, P = p.last ? g.n * g.out_size() : g.out_size();
     const Gemm w = pass_gemm(args, 0, p);
-    float *blocks[2] = {work, work + kBlockSteps * kPanel};
-    float *const sums = work + 2 * kBlockSteps * kPanel;
-    // The (panel, block) pairs in order: pair e's panel from column q0, its
-    // block from step k0, copied into blocks[e % 2].
-    const int64_t per_panel = ceil_div(K, kBlockSteps), pairs = ceil_div(j1 - j0, kPanel) * per_panel;
-    auto pair_at = [&](int64_t e) {
-        return std::pair<int64_t, int64_t>{j0 + e / per_panel * kPanel, e % per_panel * kBlockSteps};
-    };
-    auto copy_of = [&](int64_t e) {
-        const auto [q0, k0] = pair_at(e);
-        return block_copy(w, k0, std::min(kBlockSteps, K - k0), q0, std::min(kPanel, j1 - q0), blocks[e % 2]);
-    };
-    CoPack first = copy_of(0);
-    finish_copy(first);
-    for (int64_t e = 0; e < pairs; ++e) {
-        // Plain variables, not a structured binding: the tiles' lambda below
-        // captures them (C++17 does not allow capturing a binding).
-        const std::pair<int64_t, int64_t> at = pair_at(e);
-        const int64_t q0 = at.first, k0 = at.second;
-        const int64_t steps = std::min(kBlockSteps, K - k0), width = std::min(kPanel, j1 - q0);
-        CoPack next{};
-        if (e + 1 < pairs) next = copy_of(e + 1);
-        const int64_t vecs = ceil_div(width, 16);
-        const __mmask16 tail = first_lanes(width - 16 * (vecs - 1));
-        for (int64_t n = 0; n < images; ++n) {
-            const Gemm m = pass_gemm(args, n, p);
-            float *image_sums = sums + n * P * kPanel;
-            walk_block(0, P, q0, q0 + width, true, kRows, kPanel, [&](int64_t i, int64_t, int64_t rows, int64_t) {
-                const auto &tiles = next.left > 0 ? kBlockCopyTiles : kBlockTiles;
-                tiles[rows - 1][vecs - 1](m, i, q0, k0, steps, blocks[e % 2], image_sums, k0 == 0,
-                                          k0 + steps == K, tail, &next);
-            });
+    for (int64_t q0 = j0; q0 < j1; q0 += kPanel)
+        for (int64_t k0 = 0; k0 < K; k0 += kBlockSteps) {
+            const int64_t steps = std::min(kBlockSteps, K - k0), width = std::min(kPanel, j1 - q0);
+            const int64_t vecs = ceil_div(width, 16);
+            const __mmask16 tail = first_lanes(width - 16 * (vecs - 1));
+            const float *block = w.b + k0 * w.b_red + q0;
+            for (int64_t n = 0; n < images; ++n) {
+                const Gemm m = pass_gemm(args, n, p);
+                float *image_sums = sums + n * P * kPanel;
+                walk_block(0, P, q0, q0 + width, true, kRows, kPanel,
+                           [&](int64_t i, int64_t, int64_t rows, int64_t) {
+                               kBlockTiles[rows - 1][vecs - 1](m, i, q0, k0, steps, block, w.b_red, image_sums,
+                                                               k0 == 0, k0 + steps == K, tail);
+                           });
+            }
         }
-        finish_copy(next);
-    }
 }
 
 // Columns [j0, j1) of a channels-last forward or backward-data over all
