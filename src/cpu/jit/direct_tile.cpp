@@ -178,22 +178,7 @@ private:
                 }
             }
         };
-        const KernelRows k = looped_rows(s);  // where unrolled is too much code
-        if (k.period) {
-            const Reg64 count = rax;
-            Label row;
-            mov(count, k.count);
-            L(row);
-            taps(0, (size_t)k.period);
-            add(x, (int)(k.dx * 4));
-            add(w, (int)(k.dw * 4));
-            dec(count);
-            jnz(row, T_NEAR);
-            sub(x, (int)(k.count * k.dx * 4));
-            sub(w, (int)(k.count * k.dw * 4));
-        } else {
-            taps(0, s.tap_x.size());
-        }
+        channel_taps(looped_rows(s), s.tap_x.size(), taps, x, nullptr, w);  // looped where unrolled is too much code
         add(x, (int)(s.channel_x * 4));
         add(w, (int)(s.channel_w * 4));
         dec(channels);
@@ -249,24 +234,7 @@ private:
         // ~6 KiB of code a variant, and ResNet-50's conv1 forward ran at the
         // same speed with 8 accumulators as with 12 -- bound by fetching its
         // instructions, not by its FMAs. Looped: 1.2-1.28x (Zen 3).
-        const KernelRows k = looped_rows(s);
-        if (k.period) {
-            const Reg64 count = rax;
-            Label row;
-            mov(count, k.count);
-            L(row);
-            taps(0, (size_t)k.period);
-            add(x, (int)(k.dx * 4));
-            if (s.wrap < ur) add(x2, (int)(k.dx * 4));
-            add(w, (int)(k.dw * 4));
-            dec(count);
-            jnz(row, T_NEAR);
-            sub(x, (int)(k.count * k.dx * 4));
-            if (s.wrap < ur) sub(x2, (int)(k.count * k.dx * 4));
-            sub(w, (int)(k.count * k.dw * 4));
-        } else {
-            taps(0, s.tap_x.size());
-        }
+        channel_taps(looped_rows(s), s.tap_x.size(), taps, x, s.wrap < ur ? &x2 : nullptr, w);
         add(x, (int)(s.channel_x * 4));
         if (s.wrap < ur) add(x2, (int)(s.channel_x * 4));
         add(w, (int)(s.channel_w * 4));
@@ -274,6 +242,29 @@ private:
         jnz(loop, T_NEAR);
         L(summed);
         leave(halves * ur, mode, reg, slot);
+    }
+
+    // A channel's taps, `all` of them, `taps(t0, t1)` emitting [t0, t1):
+    // where they repeat (k.period), one repeat's code in a loop over
+    // k.count, the source pointers (x, and x2 unless null) advancing k.dx
+    // elements a repeat and w k.dw, then put back.
+    template <class Taps>
+    void channel_taps(const KernelRows &k, size_t all, Taps taps, const Xbyak::Reg64 &x, const Xbyak::Reg64 *x2,
+                      const Xbyak::Reg64 &w) {
+        if (!k.period) return taps(0, all);
+        const Xbyak::Reg64 count = rax;
+        Xbyak::Label row;
+        mov(count, k.count);
+        L(row);
+        taps(0, (size_t)k.period);
+        add(x, (int)(k.dx * 4));
+        if (x2) add(*x2, (int)(k.dx * 4));
+        add(w, (int)(k.dw * 4));
+        dec(count);
+        jnz(row, T_NEAR);
+        sub(x, (int)(k.count * k.dx * 4));
+        if (x2) sub(*x2, (int)(k.count * k.dx * 4));
+        sub(w, (int)(k.count * k.dw * 4));
     }
 
     // The tile's entry, by `mode`: its `count` accumulators reg(a) zeroed
