@@ -106,12 +106,14 @@ static void draw_narrow(tu_rng *r, tu_problem *tp, conv_op_t *op)
 }
 
 /* direct_avx512's tiles over more taps a channel than their code takes
- * unrolled (src/cpu/jit/direct_tile.cpp): 3-D kernels of 98-245 taps
+ * unrolled (src/cpu/jit/direct_tile.cpp): 3-D kernels of 50-245 taps
  * (ResNet3D's 3x7x7 conv1 among them), which the generator runs as a loop
  * over the kernel's slices or rows where the taps and the positions that
  * read the source repeat, padding in every dimension (tiles on the
  * borders, slices whose depth taps read padding), forward and
  * backward-data, few source channels onto up to 70. */
+/* (Whether a draw loops depends on the tile chosen for it; test_direct_tile
+ * calls such tiles directly and fails where none is generated.) */
 static void draw_many_taps(tu_rng *r, tu_problem *tp, conv_op_t *op)
 {
     conv_algo_t algo;

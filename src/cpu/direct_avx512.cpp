@@ -557,7 +557,8 @@ Trickle filter_ahead(const Shape &s, const T *w, int64_t gi, int64_t v0, int64_t
     const int64_t m0 = v0 * kLanes, m1 = std::min(s.cdg, (v0 + count) * kLanes), es = sizeof(T);
     // w[gi * csg + c][m][tap]
     return Trickle(w + ((gi * s.csg + c0) * s.cdg + m0) * s.taps, (m1 - m0) * s.taps * es, c1 - c0,
-                   s.cdg * s.taps * es, steps);
+                   s.cdg * s.taps * es, steps)
+        .paced();
 }
 
 // The whole filter, by blocks of the tiles' vectors.

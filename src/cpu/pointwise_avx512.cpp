@@ -290,7 +290,7 @@ inline const float *a_rows(const Gemm &m, int64_t i0) {
 
 // Channels-last pointwise backward-data over fewer than kBlockedRows
 // positions (7x7 up to batch 5, 14x14 at batch 1) runs as the transposed
-// one does, W through L1 a block at a time (run_w_blocks), where W is 2 MiB
+// one does, W read in place a block of rows at a time (run_w_blocks), where W is 2 MiB
 // or more and dx has 1024+ channels or there are two images; else the
 // regular channels-last GEMM or, under 128 positions, libconv's SGEMM
 // (pw_avx512_covers). 1 thread, 3 alternated rounds: against the SGEMM,
@@ -632,7 +632,7 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
     }
     const int64_t M = checked_mul(g.n, P, "positions");
     if (!fwd && last_w_blocks(g)) {
-        // Channels-last backward-data on few positions: W through L1 a
+        // Channels-last backward-data on few positions: W read in place a
         // block at a time as the transposed one (run_w_blocks); an item:
         // a thread's share of dx's channels, all positions.
         const int64_t panels = ceil_div(outc, panel);
@@ -877,10 +877,9 @@ void strip_w(const ConvGeometry &g, const float *w, float *ws, ThreadPool &pool,
         threads);
 }
 
-// A block of rows of B (b_red apart, b_col == 1: W of the transposed
-// backward-data) copied into a panel's steps a row at a time between tile
-// steps (run_w_blocks): its loads' waits on L3 hidden behind the FMAs
-// instead of ahead of them.
+// A block of rows of B (b_red apart, b_col == 1) copied into a panel's
+// steps a row at a time between tile steps (packing_tile, panel_copy): its
+// loads' waits on L3 hidden behind the FMAs instead of ahead of them.
 struct CoPack {
     const float *b;        // B's first row to copy, at the panel's first column
     int64_t b_red;         // B's row stride
@@ -1457,8 +1456,7 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
 // tile of every image, and the tiles' sums wait in `sums` (the panel's
 // positions x 48) for the next block. Each block was copied into an L1
 // buffer first (under the previous block's tiles) until read in place
-// measured faster: Zen 4, 1 thread, 3 alternated rounds, batch 1, 7x7:
-// 512->1024, 1024->1024, 2048->512 1.03x, 512->2048 1.015x.
+// measured faster (kBlockSteps).
 template <int MR, int NV>
 CONV_TARGET_AVX512 void block_tile(const Gemm &m, int64_t i0, int64_t j0, int64_t k0, int64_t steps,
                                    const float *w, int64_t w_row, float *sums, bool first, bool last,
@@ -2050,8 +2048,8 @@ bool pw_avx512_covers(const ConvGeometry &g, conv_op_t op) {
     // Where the GEMM (libconv's AVX-512 SGEMM, blas.h) measured faster, 1
     // thread pinned, batch 1, A/B interleaved, GFLOP/s GEMM vs this kernel:
     // channels-last on a 7x7 image (49 rows): forward 111 vs 78,
-    // backward-data 122 vs 98 -- except where W of 2 MiB+ goes through L1 a
-    // block at a time (last_w_blocks) or the forward runs per image from
+    // backward-data 122 vs 98 -- except where W of 2 MiB+ is read a block
+    // at a time (last_w_blocks) or the forward runs per image from
     // 1024+ channels (last_by_image_avx512) or panel by panel
     // (last_panel_by_panel, 1.34x the GEMM on 512->1024); from 14x14 up this kernel is
     // even or ahead. Forward channels-first and backward-filter: even or

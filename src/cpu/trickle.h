@@ -19,7 +19,8 @@ namespace conv::cpu {
 class Trickle {
 public:
     Trickle() = default;
-    // [from, from + bytes) over about `steps` calls of step().
+    // [from, from + bytes) over about `steps` calls of step() (paced: what
+    // the steps can take).
     Trickle(const void *from, int64_t bytes, int64_t steps) : Trickle(from, bytes, 1, 0, steps) {}
     // `runs` runs of `bytes`, each `stride` bytes after the last (a filter's
     // share of a block of channels, a filter apart), over about `steps` calls.
@@ -27,8 +28,7 @@ public:
         : run_(static_cast<const char *>(from)), bytes_(std::max<int64_t>(bytes, 0)), stride_(stride),
           runs_(bytes_ > 0 ? runs : 0) {
         const int64_t lines = ceil_div(bytes_, kLine) + 1;  // + 1: a run that starts inside a line
-        const int64_t spread = ceil_div(lines * std::max<int64_t>(runs_, 0), std::max<int64_t>(steps, 1));
-        per_step_ = std::min(kMaxStepLines, spread);
+        per_step_ = ceil_div(lines * std::max<int64_t>(runs_, 0), std::max<int64_t>(steps, 1));
         start_run();
     }
     void step() {
@@ -44,6 +44,13 @@ public:
                 __builtin_prefetch(next_, 0, 2);
         }
     }
+    // At most kPacedLines a step: a step's prefetches go out back to back,
+    // and a burst of more waits on the core's outstanding misses. What the
+    // steps leave its reader fetches itself.
+    Trickle &paced() {
+        per_step_ = std::min(per_step_, kPacedLines);
+        return *this;
+    }
     // Into L1 as well (prefetcht0), for a copy that reads the span soon
     // after: direct_dot_filter's next band, 1.03x over prefetcht1.
     Trickle &into_l1() {
@@ -53,15 +60,14 @@ public:
 
 private:
     static constexpr int64_t kLine = 64;
-    // Lines a step asks for at most. A step's prefetches go out back to
-    // back, and a burst of more waited on the core's outstanding misses:
-    // 512->512 backward-data's next block of filters, 32-42 lines a tile on
-    // 14x14 at stride 2 and 7x7, spent 9% of the pass on the prefetch
-    // instructions (Zen 4, 1 thread, one-shot calls); at 8 a step those
-    // passes ran 1.03-1.04x (3 alternated rounds; 512->512 14x14 at stride
-    // 1, 7 lines a step, and the other trickles, even). What a trickle
-    // cannot ask for in its steps its reader fetches itself.
-    static constexpr int64_t kMaxStepLines = 8;
+    // paced()'s lines a step. 512->512 backward-data's next block of
+    // filters (filter_ahead) came 32-42 lines a tile on 14x14 at stride 2
+    // and 7x7, and perf put 9% of the pass on those prefetches; at 8 a step
+    // those passes ran 1.03-1.04x (Zen 4, 1 thread, one-shot calls; 3
+    // alternated rounds; 512->512 14x14 at stride 1, 7 lines a step, even).
+    // Not the others: the next image's source even, the dot-product
+    // backward-filter's next band (which must arrive whole) 0.98x at batch 8.
+    static constexpr int64_t kPacedLines = 8;
     void start_run() {  // from the run's first line
         next_ = reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(run_) & ~uintptr_t{kLine - 1});
         end_ = run_ + bytes_;

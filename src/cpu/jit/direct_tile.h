@@ -3,8 +3,9 @@
 // summed over source channels and, per channel, a fixed list of taps.
 //
 //   for c < channels:                       (a loop; x, w advance per channel)
-//     for each tap t (unrolled; from 25 taps a loop over the kernel's rows,
-//     each row's taps unrolled):            (offsets are displacements)
+//     for each tap t (unrolled; AVX2 from 25 taps, AVX-512 past 4096
+//     instructions unrolled, a loop over the kernel's rows or a 3-D
+//     kernel's slices, one repeat's taps unrolled): (offsets are displacements)
 //       w_v = load(w + t.w + v * vector)    v < NV
 //       acc[v][i] += w_v * broadcast(x[t.x + i * position_x])
 //                                           i < UR, live_lo[t] <= i < live_hi[t]
