@@ -42,11 +42,11 @@
 // are positions, columns channels): W is then B, packed once per call as a
 // plain copy of its rows (for a batch of up to four, not copied: read in
 // place a block of W's rows at a time, run_w_blocks), and each tile's sums
-// are scattered into dx's channel rows. Otherwise, on AVX-512, it is the forward's GEMM with W^T in W's
-// place, as strips of 16 of W's columns (strip_w); on AVX2 too (1x1
-// layers, the planes of 1024+ positions it takes), in strips of 6. A plan
-// may prepare what is made of W per call (W's panels, or its strips) once
-// (AVX-512): pw_avx512_prepare_weights.
+// are scattered into dx's channel rows. Otherwise, on AVX-512, it is the
+// forward's GEMM with W^T in W's place, as strips of 16 of W's columns
+// (strip_w); on AVX2 too (1x1 layers, the planes of 1024+ positions it
+// takes), in strips of 6. A plan may prepare what is made of W per call
+// (W's panels, or its strips) once (AVX-512): pw_avx512_prepare_weights.
 //
 // Backward-filter reduces over positions: chunks of them (an L2 share of
 // B, the same chunks for any thread count, so the sums' order is too) are
@@ -290,9 +290,9 @@ inline const float *a_rows(const Gemm &m, int64_t i0) {
 
 // Channels-last pointwise backward-data over fewer than kBlockedRows
 // positions (7x7 up to batch 5, 14x14 at batch 1) runs as the transposed
-// one does, W read in place a block of rows at a time (run_w_blocks), where W is 2 MiB
-// or more and dx has 1024+ channels or there are two images; else the
-// regular channels-last GEMM or, under 128 positions, libconv's SGEMM
+// one does, W read in place a block of rows at a time (run_w_blocks), where
+// W is 2 MiB or more and dx has 1024+ channels or there are two images;
+// else the regular channels-last GEMM or, under 128 positions, libconv's SGEMM
 // (pw_avx512_covers). 1 thread, 3 alternated rounds: against the SGEMM,
 // batch 1 1024->1024 and 2048->512 7x7 1.21-1.22x, 512->2048 and 512->1024
 // 1.01-1.02x (2 threads 0.94-0.97x), batch 2 1.08-1.30x, W of 256 KiB lost

@@ -50,7 +50,9 @@ int64_t tap_instructions(const DirectTileSpec &s) {
 // A channel's taps as `count` repeats of their first `period`, each repeat
 // dx elements on in x and dw in w (a kernel's rows, or a 3-D kernel's
 // slices), the live positions of a tap the same in every repeat; period 0:
-// none such, or too few taps to be worth a loop.
+// none such, or too few taps to be worth a loop. At least two repeats (the
+// AVX-512 tile loops only where unrolled is too much code), three for the
+// AVX2 tile (its bound as measured: it loops wherever it can).
 struct KernelRows {
     int64_t period = 0, count = 0, dx = 0, dw = 0;
 };
