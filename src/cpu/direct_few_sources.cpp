@@ -124,13 +124,27 @@ CONV_TARGET_AVX2 void split_row(const Few &s, const float *src, int64_t row, flo
 
 // split_row with 16 of each phase a step (AVX-512: one permute each from 32
 // source columns). Timed even with split_row on MobileNet's conv1, where
-// the split is 10% of the pass in perf, its loads waiting on the source.
+// the split is 10% of the pass in perf. Its inner steps whole vectors, with
+// no masks made: that loop's masks and reloaded bounds were most of its
+// instructions (MobileNet's conv1 1.02x at batch 1 and 8, 1 thread; split
+// 8.5 -> 7% of the pass). Asking for the next band's rows into L2 under
+// the tiles did not shorten it (0.99x).
 CONV_TARGET_AVX512 void split_row512(const Few &s, const float *src, int64_t row, float *out) {
     int64_t first = 0;
     const float *x = split_row_start(s, src, row, out, first);
     if (!x) return;
     const __m512i even = even_lanes(), odd = odd_lanes();
-    for (int64_t j = first; j < s.lp; j += 16) {
+    // Whole vectors while both the 32 source columns and the 16 phase
+    // columns lie inside; then the masked steps at the row's end.
+    const int64_t lp = s.lp, w = s.w, pl = s.pl;
+    int64_t j = first;
+    for (; j + 16 <= lp && 2 * j - pl + 32 <= w; j += 16) {
+        const float *at = x + 2 * j - pl;
+        const __m512 a = _mm512_loadu_ps(at), b = _mm512_loadu_ps(at + 16);
+        _mm512_storeu_ps(out + j, _mm512_permutex2var_ps(a, even, b));
+        _mm512_storeu_ps(out + lp + j, _mm512_permutex2var_ps(a, odd, b));
+    }
+    for (; j < s.lp; j += 16) {
         const int64_t t = 2 * j - s.pl, have = std::max<int64_t>(0, s.w - t);
         const __mmask16 n = first_lanes(s.lp - j);
         const __m512 a = _mm512_maskz_loadu_ps(first_lanes(std::min<int64_t>(have, 16)), x + t);
