@@ -1154,12 +1154,71 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void backward_data_s2_s
     }
 }
 
+// backward_data_s2_strip with multiplier 1 and padding 1 on top: dx row
+// 2 r takes tap row 1 of dy row r, and row 2 r + 1 tap row 0 of dy row
+// r + 1 and tap row 2 of dy row r. Each dy row is loaded once for its three
+// dx rows, where the strip loaded it for each (its kh tests and loads were
+// most of its instructions: 1 thread, batch 1, 5 alternated rounds,
+// MobileNet's 64 channels 112x112 and 128 of 56x56 1.27-1.30x, 2 threads
+// 1.27-1.36x, batch 8 1.07x). The products are added in the strip's order
+// (tap row 0 first), so the bits are the same.
+CONV_TARGET_AVX512 void backward_data_s2_strip_top1(const PlaneShape &p, const float *dy, const float *w,
+                                                    float *dx, int64_t j0) {
+    const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi_idx =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const __mmask16 cur = lane_range(-j0, p.ow - j0);
+    const __mmask16 prev = lane_range(1 - j0, p.ow + 1 - j0);
+    const int64_t c0 = 2 * j0 - p.pl;
+    const __mmask16 store_a = lane_range(-c0, p.iw - c0);
+    const __mmask16 store_b = lane_range(-c0 - kVec, p.iw - c0 - kVec);
+    __m512 t[kK * kK];
+    for (int i = 0; i < kK * kK; ++i) t[i] = _mm512_set1_ps(w[i]);
+    const __m512 zero = _mm512_setzero_ps();
+    float *row = dx + c0;
+    auto store = [&](__m512 even, __m512 odd) CONV_TARGET_AVX512 {
+        _mm512_mask_storeu_ps(row, store_a, _mm512_permutex2var_ps(even, lo_idx, odd));
+        _mm512_mask_storeu_ps(row + kVec, store_b, _mm512_permutex2var_ps(even, hi_idx, odd));
+        row += p.iw;
+    };
+    const float *g = dy + j0;
+    __m512 d_last = zero, d1_last = zero;  // dy row r - 1 (columns j and j - 1)
+    for (int64_t r = 0, ih = 0; ih < p.ih; ++r, g += p.ow) {
+        // dy row r, zero past dy's last row; its columns j - 1 may start
+        // before the row: masked.
+        const bool in = r < p.oh;
+        const __m512 d = in ? _mm512_maskz_loadu_ps(cur, g) : zero;
+        const __m512 d1 = in ? _mm512_maskz_loadu_ps(prev, g - 1) : zero;
+        if (r > 0) {  // dx row 2 r - 1
+            __m512 even = zero, odd = zero;
+            if (in) {
+                even = _mm512_fmadd_ps(t[2], d1, _mm512_fmadd_ps(t[0], d, even));
+                odd = _mm512_fmadd_ps(t[1], d, odd);
+            }
+            even = _mm512_fmadd_ps(t[8], d1_last, _mm512_fmadd_ps(t[6], d_last, even));
+            odd = _mm512_fmadd_ps(t[7], d_last, odd);
+            store(even, odd);
+            if (++ih == p.ih) break;
+        }
+        // dx row 2 r: zeros where no dy row reaches it (no 0 * w: an
+        // infinite weight would make them NaN)
+        if (in)
+            store(_mm512_fmadd_ps(t[5], d1, _mm512_fmadd_ps(t[3], d, zero)), _mm512_fmadd_ps(t[4], d, zero));
+        else
+            store(zero, zero);
+        ++ih;
+        d_last = d, d1_last = d1;
+    }
+}
+
 CONV_TARGET_AVX512 void backward_data_s2_plane(const PlaneShape &p, int64_t m, const float *dy,
                                                int64_t out_plane, const float *w, float *dx) {
     // dx columns [0, iw) are iw = 2 j - pl + r for j in [jlo, jhi).
     const int64_t jlo = floor_div(p.pl, 2), jhi = floor_div(p.iw - 1 + p.pl, 2) + 1;
     for (int64_t j0 = jlo; j0 < jhi; j0 += kVec) {
-        if (m == 1)
+        if (m == 1 && p.pt == 1)
+            backward_data_s2_strip_top1(p, dy, w, dx, j0);
+        else if (m == 1)
             backward_data_s2_strip<true>(p, m, dy, out_plane, w, dx, j0);
         else
             backward_data_s2_strip<false>(p, m, dy, out_plane, w, dx, j0);
