@@ -158,6 +158,34 @@ static void test_mobilenet_like(void **state)
         }
 }
 
+/* Stride-2 backward-data on rows of 34+ columns (the channels-first plane
+ * strips, past the row kernels) at every top padding 0-3 (TensorFlow's
+ * "same" puts 0 on top), one filter a channel and a multiplier of 2, batch
+ * 1 and 2, against the reference with guard pages. */
+static void test_s2_backward_data_pads(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t c, m, h, w, top, bottom, left, right;
+    } layers[] = {{8, 1, 40, 40, 0, 1, 0, 1},  {5, 1, 37, 50, 2, 0, 1, 1}, {3, 1, 50, 40, 3, 1, 1, 1},
+                  {4, 1, 9, 34, 0, 2, 1, 1},   {6, 1, 112, 112, 0, 1, 0, 1}, {3, 2, 41, 41, 0, 0, 2, 0},
+                  {2, 1, 65, 66, 1, 0, 0, 1}, {4, 2, 38, 35, 1, 1, 1, 1}};
+    tu_rng r;
+    tu_seed(&r, 2828);
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        int64_t in[2] = {layers[i].h, layers[i].w}, kernel[2] = {3, 3};
+        tu_problem tp;
+        tu_problem_init(&tp, 2, 1 + (int64_t)(i % 2), layers[i].c, layers[i].c * layers[i].m, in, kernel);
+        tp.p.groups = layers[i].c;
+        tp.p.stride[0] = tp.p.stride[1] = 2;
+        tp.desc_pad_begin[0] = layers[i].top, tp.desc_pad_end[0] = layers[i].bottom;
+        tp.desc_pad_begin[1] = layers[i].left, tp.desc_pad_end[1] = layers[i].right;
+        tp.algo = CONV_ALGO_DEPTHWISE_DIRECT;
+        assert_true(tu_resolve(&tp));
+        tu_check_random_pass(tu_contexts, i, &tp, CONV_OP_BACKWARD_DATA, &r, 0);
+    }
+}
+
 /* A channel multiplier of 4 or more at stride 1 (MNIST's 1->32 on 28x28,
  * groups == C == 1): the forward kernel that computes 4 output channels of
  * one input plane at a time, with a multiplier's leftover channels (5, 6,
@@ -893,7 +921,7 @@ int main(void)
         cmocka_unit_test(test_any_shape_exact),
         cmocka_unit_test(test_many_channels_exact),
         cmocka_unit_test(test_real_data),
-        cmocka_unit_test(test_mobilenet_like),
+        cmocka_unit_test(test_mobilenet_like), cmocka_unit_test(test_s2_backward_data_pads),
         cmocka_unit_test(test_channel_multiplier),
         cmocka_unit_test(test_sums_by_threads),
         cmocka_unit_test(test_filter_unread_infinity),

@@ -1110,105 +1110,122 @@ CONV_TARGET_AVX512 void multi_filter(const TapsOf &taps_of, int64_t images, cons
 // ih = 2 oh - pt + kh and iw = 2 ow - pl + kw: by parity, dx column
 // iw = 2 j - pl + r takes tap 1 of dy column j (r = 1), or taps 0 and 2 of
 // dy columns j and j - 1 (r = 0). 16 values of j give the two halves of 32
-// consecutive dx columns, interleaved by vpermt2ps and stored once.
-//
-// This strip: sixteen values of j from j0, down every dx row (its masks
-// depend on j0 only). Single: multiplier 1, its taps broadcast once.
-template <bool Single>
-CONV_TARGET_AVX512 inline __attribute__((always_inline)) void backward_data_s2_strip(
-    const PlaneShape &p, int64_t m, const float *dy, int64_t out_plane, const float *w,
-    float *dx, int64_t j0) {
-    const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i hi_idx =
-        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    const __mmask16 cur = lane_range(-j0, p.ow - j0);          // dy columns j
-    const __mmask16 prev = lane_range(1 - j0, p.ow + 1 - j0);  // dy columns j - 1
-    const int64_t c0 = 2 * j0 - p.pl;  // dx column of lane 0 of `even`
-    const __mmask16 store_a = lane_range(-c0, p.iw - c0);
-    const __mmask16 store_b = lane_range(-c0 - kVec, p.iw - c0 - kVec);
-    __m512 w1[kK * kK];
-    if (Single)
-        for (int i = 0; i < kK * kK; ++i) w1[i] = _mm512_set1_ps(w[i]);
+// consecutive dx columns, interleaved by vpermt2ps and stored once. A
+// strip: sixteen values of j from j0, down every dx row (its masks depend
+// on j0 only).
+struct S2Strip {
+    __m512i lo_idx, hi_idx;  // the halves' interleave
+    __mmask16 cur, prev;     // dy columns j, j - 1
+    __mmask16 store_a, store_b;
+    int64_t c0;              // dx column of lane 0 of the even half
+};
+
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) S2Strip s2_strip(const PlaneShape &p, int64_t j0) {
+    S2Strip k;
+    k.lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    k.hi_idx = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    k.cur = lane_range(-j0, p.ow - j0);
+    k.prev = lane_range(1 - j0, p.ow + 1 - j0);  // its loads may start before the row: masked
+    k.c0 = 2 * j0 - p.pl;
+    k.store_a = lane_range(-k.c0, p.iw - k.c0);
+    k.store_b = lane_range(-k.c0 - kVec, p.iw - k.c0 - kVec);
+    return k;
+}
+
+// even holds dx columns 2 j - pl, odd 2 j - pl + 1: interleaved, 32
+// consecutive columns of `row` from c0.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void s2_store(const S2Strip &k, float *row, __m512 even,
+                                                                      __m512 odd) {
+    _mm512_mask_storeu_ps(row + k.c0, k.store_a, _mm512_permutex2var_ps(even, k.lo_idx, odd));
+    _mm512_mask_storeu_ps(row + k.c0 + kVec, k.store_b, _mm512_permutex2var_ps(even, k.hi_idx, odd));
+}
+
+// A strip with several output channels a dx plane (m of them), every dx
+// row testing which tap rows reach it.
+CONV_TARGET_AVX512 void backward_data_s2_strip(const PlaneShape &p, int64_t m, const float *dy, int64_t out_plane,
+                                               const float *w, float *dx, int64_t j0) {
+    const S2Strip k = s2_strip(p, j0);
     for (int64_t ih = 0; ih < p.ih; ++ih) {
         __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
-        for (int64_t mi = 0; mi < (Single ? 1 : m); ++mi) {
+        for (int64_t mi = 0; mi < m; ++mi) {
             const float *wk = w + mi * kK * kK;
             for (int kh = 0; kh < kK; ++kh) {
                 const int64_t twice = ih + p.pt - kh;  // 2 oh
                 if (twice < 0 || twice % 2 != 0 || twice / 2 >= p.oh) continue;
                 const float *g = dy + mi * out_plane + twice / 2 * p.ow + j0;
-                const __m512 d = _mm512_maskz_loadu_ps(cur, g);
-                const __m512 d1 = _mm512_maskz_loadu_ps(prev, g - 1);  // may start before: masked
-                const __m512 t0 = Single ? w1[kh * kK] : _mm512_set1_ps(wk[kh * kK]);
-                const __m512 t1 = Single ? w1[kh * kK + 1] : _mm512_set1_ps(wk[kh * kK + 1]);
-                const __m512 t2 = Single ? w1[kh * kK + 2] : _mm512_set1_ps(wk[kh * kK + 2]);
-                even = _mm512_fmadd_ps(t2, d1, _mm512_fmadd_ps(t0, d, even));
-                odd = _mm512_fmadd_ps(t1, d, odd);
+                const __m512 d = _mm512_maskz_loadu_ps(k.cur, g);
+                const __m512 d1 = _mm512_maskz_loadu_ps(k.prev, g - 1);
+                even = _mm512_fmadd_ps(_mm512_set1_ps(wk[kh * kK + 2]), d1,
+                                       _mm512_fmadd_ps(_mm512_set1_ps(wk[kh * kK]), d, even));
+                odd = _mm512_fmadd_ps(_mm512_set1_ps(wk[kh * kK + 1]), d, odd);
             }
         }
-        // even holds dx columns 2 j - pl, odd 2 j - pl + 1: interleaved,
-        // 32 consecutive columns from c0.
-        float *row = dx + ih * p.iw + c0;
-        _mm512_mask_storeu_ps(row, store_a, _mm512_permutex2var_ps(even, lo_idx, odd));
-        _mm512_mask_storeu_ps(row + kVec, store_b, _mm512_permutex2var_ps(even, hi_idx, odd));
+        s2_store(k, dx + ih * p.iw, even, odd);
     }
 }
 
-// backward_data_s2_strip with multiplier 1 and padding 1 on top: dx row
-// 2 r takes tap row 1 of dy row r, and row 2 r + 1 tap row 0 of dy row
-// r + 1 and tap row 2 of dy row r. Each dy row is loaded once for its three
-// dx rows, where the strip loaded it for each (its kh tests and loads were
-// most of its instructions: 1 thread, batch 1, 5 alternated rounds,
-// MobileNet's 64 channels 112x112 and 128 of 56x56 1.27-1.30x, 2 threads
-// 1.27-1.36x, batch 8 1.07x). The products are added in the strip's order
-// (tap row 0 first), so the bits are the same.
-CONV_TARGET_AVX512 void backward_data_s2_strip_top1(const PlaneShape &p, const float *dy, const float *w,
-                                                    float *dx, int64_t j0) {
-    const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i hi_idx =
-        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    const __mmask16 cur = lane_range(-j0, p.ow - j0);
-    const __mmask16 prev = lane_range(1 - j0, p.ow + 1 - j0);
-    const int64_t c0 = 2 * j0 - p.pl;
-    const __mmask16 store_a = lane_range(-c0, p.iw - c0);
-    const __mmask16 store_b = lane_range(-c0 - kVec, p.iw - c0 - kVec);
+// The strip with one output channel a dx plane: dy row r reaches dx row
+// 2 r - pt through tap row 0, 2 r - pt + 1 through tap row 1 and 2 r - pt + 2
+// through tap row 2. Each dy row is loaded once for those three dx rows;
+// where the strip above loaded it for each after testing which tap rows
+// apply, those tests and loads were most of its instructions (1 thread,
+// batch 1, 5 alternated rounds, MobileNet's 64 channels 112x112 and 128
+// of 56x56 1.25-1.30x, 2 threads 1.27-1.36x, batch 8 1.07x; with padding
+// 0 on top, TensorFlow's "same", 1.28-1.42x). The products are added in the
+// same order (tap row 0 first), so the bits are the same.
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void backward_data_s2_strip_one(
+    const PlaneShape &p, const float *dy, const float *w, float *dx, int64_t j0) {
+    const S2Strip k = s2_strip(p, j0);
     __m512 t[kK * kK];
     for (int i = 0; i < kK * kK; ++i) t[i] = _mm512_set1_ps(w[i]);
     const __m512 zero = _mm512_setzero_ps();
-    float *row = dx + c0;
-    auto store = [&](__m512 even, __m512 odd) CONV_TARGET_AVX512 {
-        _mm512_mask_storeu_ps(row, store_a, _mm512_permutex2var_ps(even, lo_idx, odd));
-        _mm512_mask_storeu_ps(row + kVec, store_b, _mm512_permutex2var_ps(even, hi_idx, odd));
-        row += p.iw;
-    };
     const float *g = dy + j0;
     __m512 d_last = zero, d1_last = zero;  // dy row r - 1 (columns j and j - 1)
-    for (int64_t r = 0, ih = 0; ih < p.ih; ++r, g += p.ow) {
-        // dy row r, zero past dy's last row; its columns j - 1 may start
-        // before the row: masked.
+    // Row 2 r - pt: tap row 0 of dy row r, then tap row 2 of dy row r - 1;
+    // row 2 r - pt + 1: tap row 1 of dy row r.
+    auto two_rows = [&](const __m512 d, const __m512 d1, float *row) CONV_TARGET_AVX512 {
+        const __m512 top = _mm512_fmadd_ps(t[2], d1, _mm512_fmadd_ps(t[0], d, zero));
+        s2_store(k, row, _mm512_fmadd_ps(t[8], d1_last, _mm512_fmadd_ps(t[6], d_last, top)),
+                 _mm512_fmadd_ps(t[7], d_last, _mm512_fmadd_ps(t[1], d, zero)));
+        s2_store(k, row + p.iw, _mm512_fmadd_ps(t[5], d1, _mm512_fmadd_ps(t[3], d, zero)),
+                 _mm512_fmadd_ps(t[4], d, zero));
+    };
+    // The same with every row and dy row checked: rows above dx's top are
+    // skipped, dy rows past dy's end are none (zeros, and no 0 * w: an
+    // infinite weight would make NaN), as is dy row -1.
+    auto checked = [&](int64_t r, int64_t ih) CONV_TARGET_AVX512 {
         const bool in = r < p.oh;
-        const __m512 d = in ? _mm512_maskz_loadu_ps(cur, g) : zero;
-        const __m512 d1 = in ? _mm512_maskz_loadu_ps(prev, g - 1) : zero;
-        if (r > 0) {  // dx row 2 r - 1
+        const __m512 d = in ? _mm512_maskz_loadu_ps(k.cur, g) : zero;
+        const __m512 d1 = in ? _mm512_maskz_loadu_ps(k.prev, g - 1) : zero;
+        if (ih >= 0) {
             __m512 even = zero, odd = zero;
             if (in) {
                 even = _mm512_fmadd_ps(t[2], d1, _mm512_fmadd_ps(t[0], d, even));
                 odd = _mm512_fmadd_ps(t[1], d, odd);
             }
-            even = _mm512_fmadd_ps(t[8], d1_last, _mm512_fmadd_ps(t[6], d_last, even));
-            odd = _mm512_fmadd_ps(t[7], d_last, odd);
-            store(even, odd);
-            if (++ih == p.ih) break;
+            if (r > 0) {
+                even = _mm512_fmadd_ps(t[8], d1_last, _mm512_fmadd_ps(t[6], d_last, even));
+                odd = _mm512_fmadd_ps(t[7], d_last, odd);
+            }
+            s2_store(k, dx + ih * p.iw, even, odd);
         }
-        // dx row 2 r: zeros where no dy row reaches it (no 0 * w: an
-        // infinite weight would make them NaN)
-        if (in)
-            store(_mm512_fmadd_ps(t[5], d1, _mm512_fmadd_ps(t[3], d, zero)), _mm512_fmadd_ps(t[4], d, zero));
-        else
-            store(zero, zero);
-        ++ih;
+        if (ih + 1 >= 0 && ih + 1 < p.ih) {
+            if (in)
+                s2_store(k, dx + (ih + 1) * p.iw, _mm512_fmadd_ps(t[5], d1, _mm512_fmadd_ps(t[3], d, zero)),
+                         _mm512_fmadd_ps(t[4], d, zero));
+            else
+                s2_store(k, dx + (ih + 1) * p.iw, zero, zero);
+        }
+        d_last = d, d1_last = d1;
+    };
+    int64_t r = 0, ih = -p.pt;
+    for (; ih < p.ih && (r == 0 || ih < 0); ++r, ih += 2, g += p.ow) checked(r, ih);
+    for (; r < p.oh && ih + 1 < p.ih; ++r, ih += 2, g += p.ow) {
+        const __m512 d = _mm512_maskz_loadu_ps(k.cur, g), d1 = _mm512_maskz_loadu_ps(k.prev, g - 1);
+        two_rows(d, d1, dx + ih * p.iw);
         d_last = d, d1_last = d1;
     }
+    for (; ih < p.ih; ++r, ih += 2, g += p.ow) checked(r, ih);
 }
 
 CONV_TARGET_AVX512 void backward_data_s2_plane(const PlaneShape &p, int64_t m, const float *dy,
@@ -1216,12 +1233,10 @@ CONV_TARGET_AVX512 void backward_data_s2_plane(const PlaneShape &p, int64_t m, c
     // dx columns [0, iw) are iw = 2 j - pl + r for j in [jlo, jhi).
     const int64_t jlo = floor_div(p.pl, 2), jhi = floor_div(p.iw - 1 + p.pl, 2) + 1;
     for (int64_t j0 = jlo; j0 < jhi; j0 += kVec) {
-        if (m == 1 && p.pt == 1)
-            backward_data_s2_strip_top1(p, dy, w, dx, j0);
-        else if (m == 1)
-            backward_data_s2_strip<true>(p, m, dy, out_plane, w, dx, j0);
+        if (m == 1)
+            backward_data_s2_strip_one(p, dy, w, dx, j0);
         else
-            backward_data_s2_strip<false>(p, m, dy, out_plane, w, dx, j0);
+            backward_data_s2_strip(p, m, dy, out_plane, w, dx, j0);
     }
 }
 
