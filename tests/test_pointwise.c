@@ -170,14 +170,15 @@ static void check_planes(const pw_plane *planes, size_t count, int ops, uint64_t
  * 97 (2 and a tail of 1), 50 (1 and 2), 52 (1 and 4), 756 (15 and 36
  * columns), batch 1 and 2, every pass on each of 1, 2 and 3 threads (the
  * forward splits its rows instead where each thread would get fewer than
- * 192 positions: 14x14 and smaller), the tensors against a guard page;
- * enough channels that the panels are packed, not read in place (28x28 is
- * on 2 and 3 threads). */
+ * 192 positions: 14x14 and smaller, from up to 256 channels; from more, a
+ * batch 1's blocks on 2 and 3 threads share the tail by rows), the tensors
+ * against a guard page; enough channels that the panels are packed, not
+ * read in place (28x28 is on 2 and 3 threads). */
 static void test_dealt_panels(void **state)
 {
     (void)state;
-    static const pw_plane planes[] = {
-        {28, 28, 96, 40}, {14, 14, 200, 72}, {1, 97, 80, 66}, {5, 10, 80, 40}, {4, 13, 72, 33}, {27, 28, 96, 72}};
+    static const pw_plane planes[] = {{28, 28, 96, 40}, {14, 14, 200, 72}, {1, 97, 80, 66},  {5, 10, 80, 40},
+                                      {4, 13, 72, 33},  {27, 28, 96, 72},  {14, 14, 300, 45}};
     check_planes(planes, sizeof planes / sizeof planes[0], 3, 5151, 0);
 }
 

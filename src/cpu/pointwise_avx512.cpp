@@ -2356,6 +2356,20 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         if (own_strips) return Where{item / (g.n * p.col_blocks), item % p.col_blocks, item / p.col_blocks % g.n};
         return Where{item % p.row_blocks, item / p.row_blocks % p.col_blocks, item / p.row_blocks / p.col_blocks};
     };
+    // A dot-product tail (last_cols) where an image's column blocks go to
+    // different threads: each block takes a share of its rows, not the last
+    // block all of them (batch 1, 2 threads, 14x14 as 96 + 96 + 4 columns,
+    // 5-7 alternated rounds: 512->512 forward 1.03x, 1024->256 1.01-1.014x;
+    // the same sums, each a dot product of its own). With an image or more
+    // a thread the blocks balance already (1 thread, batch 2: 0.99-1.00x).
+    const bool shares_tail = p.last_cols > 0 && p.col_blocks > 1 && g.n < threads && !p.b_in_place &&
+                             cpu_isa() == Isa::avx512;
+    auto tail_share = [&](const Gemm &m, int64_t rb, int64_t cb, float *panels) {
+        if (!shares_tail || m.a_strip) return;
+        const int64_t i0 = rb * p.rows, rows = std::min(m.M, i0 + p.rows) - i0;
+        const int64_t r0 = i0 + rows * cb / p.col_blocks, r1 = i0 + rows * (cb + 1) / p.col_blocks;
+        if (r0 < r1) run_block_avx512(m, r0, r1, m.N - p.last_cols, m.N, panels, false, nullptr, panels);
+    };
     auto run_item = [&](int64_t item, int s) {
         const auto [rb, cb, n] = where(item);
         float *own = own_strips ? scratch + (size_t)s * strips_floats : nullptr;
@@ -2363,6 +2377,7 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
         m.stream = stream;
         const auto [j0, j1] = block_columns(p, cb, m.N);
         const int64_t i0 = rb * p.rows, i1 = std::min(m.M, i0 + p.rows);
+        const int64_t tail0 = shares_tail && !m.a_strip ? m.N - p.last_cols : m.N;  // the tail, shared
         const bool under_tiles = !p.b_in_place && cpu_isa() == Isa::avx512 && packs_under_tiles(m);
         // The thread's strips of the row block: made by its first item
         // there, under its tiles where they make panels (a 1-D
@@ -2395,11 +2410,13 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
                     next = panel_source(m2, q0, q1, ceil_div(i1 - i0, kRows) * ceil_div(j1 - j0, kPanel));
                 }
             }
-            return run_block_avx512(m, i0, i1, j0, j1, panels, false, next.at ? &next : nullptr, panels,
-                                    strips_under ? &work : nullptr);
+            run_block_avx512(m, i0, i1, j0, std::min(j1, tail0), panels, false, next.at ? &next : nullptr, panels,
+                             strips_under ? &work : nullptr);
+            return tail_share(m, rb, cb, panels);
         }
-        pack_panels(m, j0, j1, panels);
-        run_block(m, i0, i1, j0, j1, panels, false);
+        pack_panels(m, j0, std::min(j1, tail0), panels);
+        run_block(m, i0, i1, j0, std::min(j1, tail0), panels, false);
+        tail_share(m, rb, cb, panels);
     };
     pool.parallel_for(
         p.items,
