@@ -161,7 +161,8 @@ static void test_mobilenet_like(void **state)
 /* Stride-2 backward-data on rows of 34+ columns (the channels-first plane
  * strips, past the row kernels) at every top padding 0-3 (TensorFlow's
  * "same" puts 0 on top), one filter a channel and a multiplier of 2, batch
- * 1 and 2, against the reference with guard pages. */
+ * 1 and 2, against the reference (tu_check_random_pass: a random thread
+ * count, dx NaN-filled, mostly against a guard page). */
 static void test_s2_backward_data_pads(void **state)
 {
     (void)state;
@@ -921,7 +922,8 @@ int main(void)
         cmocka_unit_test(test_any_shape_exact),
         cmocka_unit_test(test_many_channels_exact),
         cmocka_unit_test(test_real_data),
-        cmocka_unit_test(test_mobilenet_like), cmocka_unit_test(test_s2_backward_data_pads),
+        cmocka_unit_test(test_mobilenet_like),
+        cmocka_unit_test(test_s2_backward_data_pads),
         cmocka_unit_test(test_channel_multiplier),
         cmocka_unit_test(test_sums_by_threads),
         cmocka_unit_test(test_filter_unread_infinity),

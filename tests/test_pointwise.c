@@ -165,15 +165,15 @@ static void check_planes(const pw_plane *planes, size_t count, int ops, uint64_t
 /* Channels-first per image, a row's whole panels (48 columns, 16 with
  * AVX2) dealt out over its column blocks, as many each or one more, a last
  * panel of a dot-product tail's width (1-4 columns) joined to the last
- * block: 784 positions (16 panels and part of one: 8 + 9 at 2 threads, 5 +
- * 6 + 6 at 3), 196 (4 and a tail of 4: 2 + 2 and the tail at 2 threads),
- * 97 (2 and a tail of 1), 50 (1 and 2), 52 (1 and 4), 756 (15 and 36
- * columns), batch 1 and 2, every pass on each of 1, 2 and 3 threads (the
- * forward splits its rows instead where each thread would get fewer than
- * 192 positions: 14x14 and smaller, from up to 256 channels; from more, a
- * batch 1's blocks on 2 and 3 threads share the tail by rows), the tensors
- * against a guard page; enough channels that the panels are packed, not
- * read in place (28x28 is on 2 and 3 threads). */
+ * block, or with fewer images than threads its rows shared by the blocks:
+ * 784 positions (16 panels and part of one: 8 + 9 at 2 threads, 5 + 6 + 6
+ * at 3), 196 (4 and a tail of 4: 2 + 2 and the tail at 2 threads), 97 (2
+ * and a tail of 1), 50 (1 and 2), 52 (1 and 4), 756 (15 and 36 columns),
+ * batch 1 and 2, every pass on each of 1, 2 and 3 threads (the forward
+ * splits its rows instead where each thread would get fewer than 192
+ * positions: 14x14 and smaller from up to 256 channels; 300->45 14x14 keeps
+ * its blocks), the tensors against a guard page; enough channels that the
+ * panels are packed, not read in place (28x28 is on 2 and 3 threads). */
 static void test_dealt_panels(void **state)
 {
     (void)state;

@@ -1179,7 +1179,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void backward_data_s2_s
     __m512 t[kK * kK];
     for (int i = 0; i < kK * kK; ++i) t[i] = _mm512_set1_ps(w[i]);
     const __m512 zero = _mm512_setzero_ps();
-    const float *g = dy + j0;
+    const float *g = dy + j0;  // dy row r's columns j, advanced while r < oh
     __m512 d_last = zero, d1_last = zero;  // dy row r - 1 (columns j and j - 1)
     // Row 2 r - pt: tap row 0 of dy row r, then tap row 2 of dy row r - 1;
     // row 2 r - pt + 1: tap row 1 of dy row r.
@@ -1197,6 +1197,7 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void backward_data_s2_s
         const bool in = r < p.oh;
         const __m512 d = in ? _mm512_maskz_loadu_ps(k.cur, g) : zero;
         const __m512 d1 = in ? _mm512_maskz_loadu_ps(k.prev, g - 1) : zero;
+        if (in) g += p.ow;
         if (ih >= 0) {
             __m512 even = zero, odd = zero;
             if (in) {
@@ -1219,13 +1220,13 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void backward_data_s2_s
         d_last = d, d1_last = d1;
     };
     int64_t r = 0, ih = -p.pt;
-    for (; ih < p.ih && (r == 0 || ih < 0); ++r, ih += 2, g += p.ow) checked(r, ih);
+    for (; ih < p.ih && (r == 0 || ih < 0); ++r, ih += 2) checked(r, ih);
     for (; r < p.oh && ih + 1 < p.ih; ++r, ih += 2, g += p.ow) {
         const __m512 d = _mm512_maskz_loadu_ps(k.cur, g), d1 = _mm512_maskz_loadu_ps(k.prev, g - 1);
         two_rows(d, d1, dx + ih * p.iw);
         d_last = d, d1_last = d1;
     }
-    for (; ih < p.ih; ++r, ih += 2, g += p.ow) checked(r, ih);
+    for (; ih < p.ih; ++r, ih += 2) checked(r, ih);
 }
 
 CONV_TARGET_AVX512 void backward_data_s2_plane(const PlaneShape &p, int64_t m, const float *dy,

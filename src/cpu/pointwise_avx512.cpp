@@ -361,7 +361,7 @@ struct Plan {
                         // channels-last backward-filter onto few filters
     int64_t cols;       // columns (B panels) per item
     int64_t panels;     // channels-first per image: whole panels of a row, dealt out over its column blocks (block_columns)
-    int64_t last_cols;  // and the last block's dot-product tail (kDotColumns at most)
+    int64_t last_cols;  // and the dot-product tail (kDotColumns at most): the last block's, or shared (run)
     int64_t rows;       // rows per item
     int64_t col_blocks, row_blocks, items;
     size_t shared_bytes, slot_bytes;  // packed B: once per call, or per thread
@@ -532,7 +532,8 @@ Plan make_plan(const ConvGeometry &g, conv_op_t op, int threads) {
         // (1.04-1.10x on 512->512 and 1024->256 14x14 forward, AVX-512). A
         // last panel of a dot-product tail's width is not counted: the tail
         // joins the last block (on its own it read all of A again, W's 1 MiB
-        // at 512 x 512, for 2% of the products).
+        // at 512 x 512, for 2% of the products), or with fewer images than
+        // threads each block takes a share of its rows (pw_avx512_run).
         const int64_t tail = P % panel <= kDotColumns ? P % panel : 0;
         p.panels = std::max<int64_t>(1, ceil_div(P - tail, panel));
         // The blocks that `b` of them at most make: as many panels each.
@@ -1398,10 +1399,10 @@ struct StripWork {
 
 // panels null: B read in place (b_col == 1), a last panel of few columns
 // too (no dot products: its columns are not contiguous). ahead: lines to
-// ask for, a share before each tile. make (= panels, packs_under_tiles,
-// rows outermost): the panels are made here, a dot-product tail and the
-// first panel first, each further one by the first row tile as it runs on
-// the panel before it (packing_tile). strips (with make; A in strips, the
+// ask for, a share before each tile. make (= panels, rows outermost): the
+// panels are made here, a dot-product tail and the first panel first, each
+// further one (packs_under_tiles) by the first row tile as it runs on the
+// panel before it (packing_tile). strips (with make; A in strips, the
 // one holding row i0 made): the others made here likewise.
 CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                                          const float *panels, bool rows_inner, PanelAhead *ahead = nullptr,

@@ -118,8 +118,8 @@ CONV_TARGET_AVX512 void run_block(const ConvGeometry &g, const float *x, const f
 #endif  // CONV_HAVE_AVX512_KERNELS
 
 // Part t of `parts` of [0, n), its bounds the multiples of `unit` nearest
-// the even split (but the end): rounded down, 32 filters in 6-filter tiles
-// went 12 / 20 to two threads.
+// the even split (but the end): filters split at any filter (unit 1),
+// channels at the tiles' 4.
 int64_t part_edge(int64_t n, int64_t t, int64_t parts, int64_t unit) {
     return t >= parts ? n : std::min(n, (n * t / parts + unit / 2) / unit * unit);
 }
