@@ -1181,49 +1181,43 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) void backward_data_s2_s
     const __m512 zero = _mm512_setzero_ps();
     const float *g = dy + j0;  // dy row r's columns j, advanced while r < oh
     __m512 d_last = zero, d1_last = zero;  // dy row r - 1 (columns j and j - 1)
-    // Row 2 r - pt: tap row 0 of dy row r, then tap row 2 of dy row r - 1;
-    // row 2 r - pt + 1: tap row 1 of dy row r.
-    auto two_rows = [&](const __m512 d, const __m512 d1, float *row) CONV_TARGET_AVX512 {
-        const __m512 top = _mm512_fmadd_ps(t[2], d1, _mm512_fmadd_ps(t[0], d, zero));
-        s2_store(k, row, _mm512_fmadd_ps(t[8], d1_last, _mm512_fmadd_ps(t[6], d_last, top)),
-                 _mm512_fmadd_ps(t[7], d_last, _mm512_fmadd_ps(t[1], d, zero)));
-        s2_store(k, row + p.iw, _mm512_fmadd_ps(t[5], d1, _mm512_fmadd_ps(t[3], d, zero)),
-                 _mm512_fmadd_ps(t[4], d, zero));
+    // Row 2 r - pt: tap row 0 of dy row r (`upper`), then tap row 2 of dy
+    // row r - 1 (`lower`); row 2 r - pt + 1: tap row 1 of dy row r (`middle`).
+    struct Sums {
+        __m512 even, odd;
     };
-    // The same with every row and dy row checked: rows above dx's top are
-    // skipped, dy rows past dy's end are none (zeros, and no 0 * w: an
-    // infinite weight would make NaN), as is dy row -1.
+    auto upper = [&](__m512 d, __m512 d1) CONV_TARGET_AVX512 {
+        return Sums{_mm512_fmadd_ps(t[2], d1, _mm512_fmadd_ps(t[0], d, zero)), _mm512_fmadd_ps(t[1], d, zero)};
+    };
+    auto lower = [&](Sums s) CONV_TARGET_AVX512 {
+        return Sums{_mm512_fmadd_ps(t[8], d1_last, _mm512_fmadd_ps(t[6], d_last, s.even)),
+                    _mm512_fmadd_ps(t[7], d_last, s.odd)};
+    };
+    auto middle = [&](__m512 d, __m512 d1) CONV_TARGET_AVX512 {
+        return Sums{_mm512_fmadd_ps(t[5], d1, _mm512_fmadd_ps(t[3], d, zero)), _mm512_fmadd_ps(t[4], d, zero)};
+    };
+    auto store = [&](int64_t ih, Sums s) CONV_TARGET_AVX512 { s2_store(k, dx + ih * p.iw, s.even, s.odd); };
+    // Every row and dy row checked: rows above dx's top are skipped, dy
+    // rows past dy's end are none (zeros, and no 0 * w: an infinite weight
+    // would make NaN), as is dy row -1.
     auto checked = [&](int64_t r, int64_t ih) CONV_TARGET_AVX512 {
         const bool in = r < p.oh;
         const __m512 d = in ? _mm512_maskz_loadu_ps(k.cur, g) : zero;
         const __m512 d1 = in ? _mm512_maskz_loadu_ps(k.prev, g - 1) : zero;
         if (in) g += p.ow;
         if (ih >= 0) {
-            __m512 even = zero, odd = zero;
-            if (in) {
-                even = _mm512_fmadd_ps(t[2], d1, _mm512_fmadd_ps(t[0], d, even));
-                odd = _mm512_fmadd_ps(t[1], d, odd);
-            }
-            if (r > 0) {
-                even = _mm512_fmadd_ps(t[8], d1_last, _mm512_fmadd_ps(t[6], d_last, even));
-                odd = _mm512_fmadd_ps(t[7], d_last, odd);
-            }
-            s2_store(k, dx + ih * p.iw, even, odd);
+            const Sums s = in ? upper(d, d1) : Sums{zero, zero};
+            store(ih, r > 0 ? lower(s) : s);
         }
-        if (ih + 1 >= 0 && ih + 1 < p.ih) {
-            if (in)
-                s2_store(k, dx + (ih + 1) * p.iw, _mm512_fmadd_ps(t[5], d1, _mm512_fmadd_ps(t[3], d, zero)),
-                         _mm512_fmadd_ps(t[4], d, zero));
-            else
-                s2_store(k, dx + (ih + 1) * p.iw, zero, zero);
-        }
+        if (ih + 1 >= 0 && ih + 1 < p.ih) store(ih + 1, in ? middle(d, d1) : Sums{zero, zero});
         d_last = d, d1_last = d1;
     };
     int64_t r = 0, ih = -p.pt;
     for (; ih < p.ih && (r == 0 || ih < 0); ++r, ih += 2) checked(r, ih);
     for (; r < p.oh && ih + 1 < p.ih; ++r, ih += 2, g += p.ow) {
         const __m512 d = _mm512_maskz_loadu_ps(k.cur, g), d1 = _mm512_maskz_loadu_ps(k.prev, g - 1);
-        two_rows(d, d1, dx + ih * p.iw);
+        store(ih, lower(upper(d, d1)));
+        store(ih + 1, middle(d, d1));
         d_last = d, d1_last = d1;
     }
     for (; ih < p.ih; ++r, ih += 2) checked(r, ih);

@@ -144,13 +144,13 @@ CONV_TARGET_AVX512 void split_row512(const Few &s, const float *src, int64_t row
         _mm512_storeu_ps(out + j, _mm512_permutex2var_ps(a, even, b));
         _mm512_storeu_ps(out + lp + j, _mm512_permutex2var_ps(a, odd, b));
     }
-    for (; j < s.lp; j += 16) {
-        const int64_t t = 2 * j - s.pl, have = std::max<int64_t>(0, s.w - t);
-        const __mmask16 n = first_lanes(s.lp - j);
+    for (; j < lp; j += 16) {
+        const int64_t t = 2 * j - pl, have = std::max<int64_t>(0, w - t);
+        const __mmask16 n = first_lanes(lp - j);
         const __m512 a = _mm512_maskz_loadu_ps(first_lanes(std::min<int64_t>(have, 16)), x + t);
         const __m512 b = _mm512_maskz_loadu_ps(first_lanes(std::clamp<int64_t>(have - 16, 0, 16)), x + t + 16);
         _mm512_mask_storeu_ps(out + j, n, _mm512_permutex2var_ps(a, even, b));
-        _mm512_mask_storeu_ps(out + s.lp + j, n, _mm512_permutex2var_ps(a, odd, b));
+        _mm512_mask_storeu_ps(out + lp + j, n, _mm512_permutex2var_ps(a, odd, b));
     }
 }
 

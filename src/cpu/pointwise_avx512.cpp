@@ -2365,11 +2365,10 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
     // a thread the blocks balance already (1 thread, batch 2: 0.99-1.00x).
     const bool shares_tail = p.last_cols > 0 && p.col_blocks > 1 && g.n < threads && !p.b_in_place &&
                              cpu_isa() == Isa::avx512;
-    auto tail_share = [&](const Gemm &m, int64_t rb, int64_t cb, float *panels) {
-        if (!shares_tail || m.a_strip) return;
-        const int64_t i0 = rb * p.rows, rows = std::min(m.M, i0 + p.rows) - i0;
-        const int64_t r0 = i0 + rows * cb / p.col_blocks, r1 = i0 + rows * (cb + 1) / p.col_blocks;
-        if (r0 < r1) run_block_avx512(m, r0, r1, m.N - p.last_cols, m.N, panels, false, nullptr, panels);
+    // Block cb's share of rows [i0, i1) of the tail's columns [tail0, N).
+    auto tail_share = [&](const Gemm &m, int64_t i0, int64_t i1, int64_t cb, int64_t tail0, float *panels) {
+        const int64_t r0 = i0 + (i1 - i0) * cb / p.col_blocks, r1 = i0 + (i1 - i0) * (cb + 1) / p.col_blocks;
+        if (tail0 < m.N && r0 < r1) run_block_avx512(m, r0, r1, tail0, m.N, panels, false, nullptr, panels);
     };
     auto run_item = [&](int64_t item, int s) {
         const auto [rb, cb, n] = where(item);
@@ -2413,11 +2412,11 @@ void pw_avx512_run(const ConvArgs &args, void *ws, ThreadPool &pool, int threads
             }
             run_block_avx512(m, i0, i1, j0, std::min(j1, tail0), panels, false, next.at ? &next : nullptr, panels,
                              strips_under ? &work : nullptr);
-            return tail_share(m, rb, cb, panels);
+            return tail_share(m, i0, i1, cb, tail0, panels);
         }
         pack_panels(m, j0, std::min(j1, tail0), panels);
         run_block(m, i0, i1, j0, std::min(j1, tail0), panels, false);
-        tail_share(m, rb, cb, panels);
+        tail_share(m, i0, i1, cb, tail0, panels);
     };
     pool.parallel_for(
         p.items,
