@@ -1441,9 +1441,12 @@ CONV_TARGET_AVX512 void run_block_avx512(const Gemm &m, int64_t i0, int64_t i1, 
             finish_copy(copy);
             return finish_copy(strip);
         }
-        Gemm asking;  // m with the tile's share of lines to ask for
-        if (ahead) asking = m, ahead->give(asking);
-        tiles[rows - 1][vecs - 1](ahead ? asking : m, i, q0, panel, first_lanes(cols - 16 * (vecs - 1)));
+        const TileFn tile = tiles[rows - 1][vecs - 1];
+        const __mmask16 tail = first_lanes(cols - 16 * (vecs - 1));
+        if (!ahead) return tile(m, i, q0, panel, tail);
+        Gemm asking = m;  // with the tile's share of lines to ask for
+        ahead->give(asking);
+        tile(asking, i, q0, panel, tail);
     }, m.a_strip != 0);
     if (!strips) return;
     strips->make_before(strips->end);  // none left but where no whole panel ran
