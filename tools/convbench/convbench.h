@@ -90,6 +90,7 @@ typedef struct cb_options {
     const struct cb_peer *peer; /* --peer; NULL: none */
     const char *peer_lib;       /* --peer-lib: the peer's library or its folder; NULL: not given */
     int peer_apart;             /* --peer-apart: the peer in a process of its own (peer_apart.c) */
+    int peer_reorders;          /* --peer-reorders: the peer's reorders from and to libconv's layout timed */
     int rounds;                 /* --rounds: timings of each pass, alternating with the peer's (>= 1) */
     int list;
     int overhead; /* --overhead: time calls on tiny problems instead of a suite */
@@ -142,6 +143,7 @@ typedef struct cb_row {
     int peer_repeats;
     char peer_error[320]; /* why NA or FAILED */
     char peer_impl[48];   /* the peer's implementation when OK (oneDNN: "brg:avx512_core") */
+    int peer_reorders;    /* --peer-reorders: the reorders its timed call runs with the primitive */
     /* --rounds: ms and peer_ms are the medians of the rounds' medians, ratio
      * the median of the rounds' peer ms / ms, ratio_low and ratio_high the
      * lowest and highest of those (NaN where no round has one) */

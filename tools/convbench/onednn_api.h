@@ -92,6 +92,10 @@ enum { ONEDNN_RUNTIME_SEQ = 1, ONEDNN_RUNTIME_OMP = 2, ONEDNN_RUNTIME_TBB = 4,
     X(onednn_status_t, stream_destroy, (onednn_stream_t))                                        \
     X(onednn_status_t, memory_desc_create_with_tag,                                              \
       (onednn_memory_desc_t *, int ndims, const onednn_dims_t dims, int data_type, int tag))     \
+    X(onednn_status_t, memory_desc_create_with_strides,                                          \
+      (onednn_memory_desc_t *, int ndims, const onednn_dims_t dims, int data_type,               \
+       const onednn_dims_t strides))                                                             \
+    X(int, memory_desc_equal, (const_onednn_memory_desc_t, const_onednn_memory_desc_t))          \
     X(onednn_status_t, memory_desc_destroy, (onednn_memory_desc_t))                              \
     X(size_t, memory_desc_get_size, (const_onednn_memory_desc_t))                                \
     X(onednn_status_t, memory_create,                                                            \

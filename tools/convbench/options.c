@@ -112,6 +112,12 @@ static void usage(FILE *f)
             "                   runs: each library at its best with several threads\n"
             "                   (passive OpenMP threads pay a wake-up per call; active\n"
             "                   ones in this process take CPUs from libconv's)\n"
+            "  --peer-reorders  time the peer as a caller holding its tensors in libconv's\n"
+            "                   layout (--layout) sees it: each timed call also reorders\n"
+            "                   the pass's inputs into the primitive's layouts and its\n"
+            "                   output back (none where they agree); with --prepared the\n"
+            "                   weights are reordered once before timing, as libconv's\n"
+            "                   are prepared once\n"
             "  --prepared       time each pass as a plan (conv_plan_create) whose weights\n"
             "                   are prepared once before timing (conv_plan_prepare_weights,\n"
             "                   forward and backward-data): a framework's steady state\n"
@@ -300,6 +306,10 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
             o->peer_apart = 1;
             continue;
         }
+        if (strcmp(arg, "--peer-reorders") == 0) {
+            o->peer_reorders = 1;
+            continue;
+        }
 
         /* The rest take a value: "--opt=V" or "--opt V". */
         char name[32];
@@ -400,6 +410,8 @@ int cb_parse_options(int argc, char **argv, cb_options *o)
                    o->peer_lib);
     if (o->peer_apart && !o->peer)
         return bad("--peer-apart: says how to run a --peer, and no --peer is given");
+    if (o->peer_reorders && !o->peer)
+        return bad("--peer-reorders: says what to time of a --peer, and no --peer is given");
     if (o->peer_apart)
         o->peer = cb_peer_apart(o->peer);
     if (o->overhead && (o->suite || o->n_custom || o->batch != 1 || o->tune || o->verify ||

@@ -230,6 +230,7 @@ static void apart_run(const cb_bench *b, const cb_layer *l, conv_op_t op, double
     r->peer_repeats = a.peer_repeats;
     memcpy(r->peer_error, a.peer_error, sizeof r->peer_error);
     memcpy(r->peer_impl, a.peer_impl, sizeof r->peer_impl);
+    r->peer_reorders = a.peer_reorders;
 }
 
 static void apart_close(void)

@@ -25,6 +25,13 @@
  *    primitive is also the backward passes' hint), no bias (libconv's rows
  *    pass none), scratchpad user-managed and allocated before timing (as
  *    libconv's workspace grows once): nothing is allocated in the timed loop.
+ *  - --peer-reorders instead times what a caller holding its tensors in
+ *    libconv's layout (--layout: nchw or nhwc, filters oihw or ohwi) pays:
+ *    each timed call reorders the pass's inputs from those tensors into the
+ *    primitive's layouts, runs it, and reorders its output back, on the
+ *    same stream (no reorder where the two layouts agree). With --prepared
+ *    the weights are reordered once before timing, as libconv prepares
+ *    its plan's weights once. A framework keeping plain tensors pays this.
  *  - As many threads as the libconv context. The PyPI wheels' oneDNN runs on
  *    OpenMP (libgomp), so omp_set_num_threads of the runtime oneDNN loaded
  *    is called before the first primitive is created. convbench itself is
@@ -158,6 +165,20 @@ static int fpmath_bf16(const cb_bench *b)
     return b->opt->math == CONV_MATH_FAST && b->opt->dtype == CONV_DTYPE_FLOAT32;
 }
 
+/* What the timed call holds, for the header. */
+static const char *timed_part(const cb_bench *b)
+{
+    if (!b->opt->peer_reorders)
+        return "primitive only: format any (oneDNN's layouts), reorders not timed";
+    if (b->opt->layout == CONV_LAYOUT_CHANNELS_LAST)
+        return b->opt->prepared ? "primitive and reorders: from and to nhwc tensors timed, "
+                                  "ohwi weights reordered once before timing"
+                                : "primitive and reorders: from and to nhwc/ohwi tensors timed";
+    return b->opt->prepared ? "primitive and reorders: from and to nchw tensors timed, "
+                              "oihw weights reordered once before timing"
+                            : "primitive and reorders: from and to nchw/oihw tensors timed";
+}
+
 void cb_onednn_describe(const cb_bench *b, char *buf, size_t len)
 {
     const onednn_version_t *v = dnnl.version();
@@ -173,13 +194,12 @@ void cb_onednn_describe(const cb_bench *b, char *buf, size_t len)
     conv_dtype_t dt = b->opt->dtype;
     snprintf(buf, len,
              "oneDNN %d.%d.%d (%s) | isa %s | threads %s (%s, OMP_WAIT_POLICY %s) | %s%s | "
-             "primitive only: format any (oneDNN's layouts), reorders not timed, algorithm "
-             "auto",
+             "%s, algorithm auto",
              v->major, v->minor, v->patch, dnnl.path, isa_name(dnnl.get_effective_cpu_isa()),
              threads, g.runtime, wait && *wait ? wait : "unset",
              dt == CONV_DTYPE_FLOAT32 || dt == CONV_DTYPE_BFLOAT16 ? cb_dtype_name(dt)
                                                                    : "n/a: f32 and bf16 only",
-             fpmath_bf16(b) ? ", fpmath_mode bf16" : "");
+             fpmath_bf16(b) ? ", fpmath_mode bf16" : "", timed_part(b));
 }
 
 void cb_onednn_close(void)
@@ -195,6 +215,13 @@ void cb_onednn_close(void)
 /* ------------------------------------------------------------ one pass */
 
 enum { MAX_ARGS = 4 }; /* two inputs, the output, the scratchpad */
+enum { MAX_REORDERS = 3 }; /* --peer-reorders: the two inputs' and the output's */
+
+/* A reorder the timed call runs (--peer-reorders). */
+typedef struct onednn_step {
+    onednn_primitive_t prim;
+    onednn_exec_arg_t args[2]; /* from, to */
+} onednn_step;
 
 typedef struct onednn_pass {
     onednn_memory_desc_t src_md, wei_md, dst_md; /* format any */
@@ -204,6 +231,12 @@ typedef struct onednn_pass {
     onednn_primitive_t prim;
     onednn_exec_arg_t args[MAX_ARGS];
     int nargs;
+    /* --peer-reorders: the caller's tensors, and the reorders before the
+     * primitive (inputs) and after it (the output) */
+    onednn_memory_t user[MAX_REORDERS];
+    int nuser;
+    onednn_step before[MAX_REORDERS - 1], after;
+    int nbefore;
     /* the call that failed, and its status */
     const char *call;
     onednn_status_t status;
@@ -229,11 +262,77 @@ static int plain_tag(int ndims)
     }
 }
 
-/* The memory oneDNN wants for argument `arg`, allocated by it; an input
- * (seed > 0) gets cb_fill_random's values, written as f32 in the plain
- * layout of `dims` and reordered into oneDNN's layout and type (untimed). */
-static int add_arg(onednn_pass *p, const_onednn_primitive_desc_t pd, int arg, int ndims,
-                   const onednn_dim_t *dims, uint64_t seed)
+/* A reorder of `from` (described by from_md) into `to`: run once now when
+ * `keep` is NULL, else kept in *keep for the timed call. */
+static int reorder(onednn_pass *p, onednn_memory_t from, const_onednn_memory_desc_t from_md,
+                   onednn_memory_t to, const_onednn_memory_desc_t to_md, onednn_step *keep)
+{
+    onednn_primitive_desc_t pd = NULL;
+    onednn_primitive_t prim = NULL;
+    onednn_exec_arg_t rargs[] = {{ONEDNN_ARG_FROM, from}, {ONEDNN_ARG_TO, to}};
+    int bad = failed(p, dnnl.reorder_primitive_desc_create(&pd, from_md, g.engine, to_md, g.engine,
+                                                           NULL),
+                     "dnnl_reorder_primitive_desc_create") ||
+              failed(p, dnnl.primitive_create(&prim, pd), "dnnl_primitive_create");
+    if (!bad && keep) {
+        keep->prim = prim;
+        memcpy(keep->args, rargs, sizeof rargs);
+        prim = NULL;
+    } else if (!bad) {
+        bad = failed(p, dnnl.primitive_execute(prim, g.stream, 2, rargs),
+                     "dnnl_primitive_execute (reorder)") ||
+              failed(p, dnnl.stream_wait(g.stream), "dnnl_stream_wait");
+    }
+    if (prim)
+        dnnl.primitive_destroy(prim);
+    if (pd)
+        dnnl.primitive_desc_destroy(pd);
+    return bad;
+}
+
+/* A tensor of `dims` as the caller holds it (--peer-reorders): libconv's
+ * layout, dense; channels-last puts dimension `channel` (C, or C/groups of
+ * grouped filters) innermost and keeps the others' order. */
+static int caller_md(onednn_pass *p, const cb_bench *b, int ndims, const onednn_dim_t *dims,
+                     int channel, int type, onednn_memory_desc_t *md)
+{
+    int order[8];
+    int n = 0;
+    const int last = b->opt->layout == CONV_LAYOUT_CHANNELS_LAST;
+    for (int d = 0; d < ndims; d++)
+        if (!last || d != channel)
+            order[n++] = d;
+    if (last)
+        order[n++] = channel;
+    onednn_dims_t strides;
+    onednn_dim_t step = 1;
+    for (int i = ndims - 1; i >= 0; i--) {
+        strides[order[i]] = step;
+        step *= dims[order[i]];
+    }
+    return failed(p, dnnl.memory_desc_create_with_strides(md, ndims, dims, type, strides),
+                  "dnnl_memory_desc_create_with_strides");
+}
+
+/* How add_arg serves an argument: `seed` > 0 for an input, filled with
+ * cb_fill_random's values; `timed` (--peer-reorders) for one the caller
+ * holds in its own layout, reordered from (an input) or into (the output)
+ * the primitive's by every timed call. */
+typedef struct arg_role {
+    int ndims;
+    const onednn_dim_t *dims;
+    int channel; /* the dimension channels-last puts innermost */
+    uint64_t seed;
+    int timed;
+} arg_role;
+
+/* The memory oneDNN wants for argument `arg`, allocated by it. An input's
+ * values are written as f32 in the plain layout of `dims` and reordered
+ * (untimed) into the primitive's layout and type -- or, timed, into the
+ * caller's tensor, which each timed call then reorders into the
+ * primitive's. */
+static int add_arg(onednn_pass *p, const cb_bench *b, const_onednn_primitive_desc_t pd, int arg,
+                   int type, arg_role role)
 {
     const_onednn_memory_desc_t md = dnnl.primitive_desc_query_md(pd, ONEDNN_QUERY_EXEC_ARG_MD, arg);
     onednn_memory_t mem = NULL;
@@ -243,40 +342,51 @@ static int add_arg(onednn_pass *p, const_onednn_primitive_desc_t pd, int arg, in
                "dnnl_memory_create"))
         return 1;
     p->args[p->nargs++] = (onednn_exec_arg_t){arg, mem};
-    if (!seed)
+    if (!role.seed && !role.timed)
         return 0;
 
-    onednn_memory_desc_t user_md = NULL;
-    onednn_memory_t user = NULL;
-    onednn_primitive_desc_t reorder_pd = NULL;
-    onednn_primitive_t reorder = NULL;
-    void *data = NULL;
-    int64_t elements = 1;
-    for (int i = 0; i < ndims; i++)
-        elements *= dims[i];
-    int bad = failed(p, dnnl.memory_desc_create_with_tag(&user_md, ndims, dims, ONEDNN_F32,
-                                                         plain_tag(ndims)),
-                     "dnnl_memory_desc_create_with_tag") ||
+    onednn_memory_desc_t fill_md = NULL, user_md = NULL;
+    onednn_memory_t fill = NULL, user = NULL;
+    int bad = 0;
+    if (role.timed) {
+        bad = caller_md(p, b, role.ndims, role.dims, role.channel, type, &user_md) ||
               failed(p, dnnl.memory_create(&user, user_md, g.engine, ONEDNN_MEMORY_ALLOCATE),
-                     "dnnl_memory_create") ||
-              failed(p, dnnl.memory_get_data_handle(user, &data), "dnnl_memory_get_data_handle");
-    if (!bad) {
-        cb_fill_random(data, CONV_DTYPE_FLOAT32, elements, seed);
-        onednn_exec_arg_t rargs[] = {{ONEDNN_ARG_FROM, user}, {ONEDNN_ARG_TO, mem}};
-        bad = failed(p, dnnl.reorder_primitive_desc_create(&reorder_pd, user_md, g.engine, md,
-                                                           g.engine, NULL),
-                     "dnnl_reorder_primitive_desc_create") ||
-              failed(p, dnnl.primitive_create(&reorder, reorder_pd), "dnnl_primitive_create") ||
-              failed(p, dnnl.primitive_execute(reorder, g.stream, 2, rargs),
-                     "dnnl_primitive_execute (reorder)") ||
-              failed(p, dnnl.stream_wait(g.stream), "dnnl_stream_wait");
+                     "dnnl_memory_create");
+        if (!bad)
+            p->user[p->nuser++] = user;
     }
-    if (reorder)
-        dnnl.primitive_destroy(reorder);
-    if (reorder_pd)
-        dnnl.primitive_desc_destroy(reorder_pd);
-    if (user)
-        dnnl.memory_destroy(user);
+    if (!bad && role.seed) {
+        void *data = NULL;
+        int64_t elements = 1;
+        for (int i = 0; i < role.ndims; i++)
+            elements *= role.dims[i];
+        bad = failed(p, dnnl.memory_desc_create_with_tag(&fill_md, role.ndims, role.dims,
+                                                         ONEDNN_F32, plain_tag(role.ndims)),
+                     "dnnl_memory_desc_create_with_tag") ||
+              failed(p, dnnl.memory_create(&fill, fill_md, g.engine, ONEDNN_MEMORY_ALLOCATE),
+                     "dnnl_memory_create") ||
+              failed(p, dnnl.memory_get_data_handle(fill, &data), "dnnl_memory_get_data_handle");
+        if (!bad) {
+            cb_fill_random(data, CONV_DTYPE_FLOAT32, elements, role.seed);
+            bad = role.timed ? reorder(p, fill, fill_md, user, user_md, NULL)
+                             : reorder(p, fill, fill_md, mem, md, NULL);
+        }
+    }
+    if (!bad && role.timed) {
+        if (dnnl.memory_desc_equal(user_md, md)) {
+            /* The same layout: the primitive reads or writes the caller's. */
+            dnnl.memory_destroy(mem);
+            p->args[p->nargs - 1].memory = user;
+            p->user[--p->nuser] = NULL;
+        } else {
+            bad = role.seed ? reorder(p, user, user_md, mem, md, &p->before[p->nbefore++])
+                            : reorder(p, mem, md, user, user_md, &p->after);
+        }
+    }
+    if (fill)
+        dnnl.memory_destroy(fill);
+    if (fill_md)
+        dnnl.memory_desc_destroy(fill_md);
     if (user_md)
         dnnl.memory_desc_destroy(user_md);
     return bad;
@@ -345,35 +455,34 @@ static int set_up(const cb_bench *b, const cb_layer *l, conv_op_t op, int type, 
     if (failed(p, dnnl.primitive_create(&p->prim, pd), "dnnl_primitive_create"))
         return 1;
 
-    /* The pass's inputs (seeded as libconv's), its output, the scratchpad. */
-    int in0, in1, out;
-    const onednn_dim_t *in0_dims, *in1_dims;
-    int in0_nd, in1_nd;
-    uint64_t in0_seed, in1_seed;
+    /* The pass's inputs (seeded as libconv's), its output, the scratchpad.
+     * --peer-reorders times the reorders of all but prepared weights. */
+    const int timed = b->opt->peer_reorders, weights_timed = timed && !b->opt->prepared;
+    const arg_role x = {nd, src, 1, CB_SEED_X, timed},
+                   w = {wnd, wei, l->groups > 1 ? 2 : 1, CB_SEED_W, weights_timed},
+                   dy = {nd, dst, 1, CB_SEED_DY, timed};
+    arg_role out = {nd, dst, 1, 0, timed};
+    int in0 = ONEDNN_ARG_SRC, in1 = ONEDNN_ARG_DIFF_DST, out_arg = ONEDNN_ARG_DIFF_WEIGHTS;
+    arg_role in0_role = x, in1_role = dy;
     switch (op) {
     case CONV_OP_FORWARD:
-        in0 = ONEDNN_ARG_SRC, in0_dims = src, in0_nd = nd, in0_seed = CB_SEED_X;
-        in1 = ONEDNN_ARG_WEIGHTS, in1_dims = wei, in1_nd = wnd, in1_seed = CB_SEED_W;
-        out = ONEDNN_ARG_DST;
+        in1 = ONEDNN_ARG_WEIGHTS, in1_role = w, out_arg = ONEDNN_ARG_DST;
         break;
     case CONV_OP_BACKWARD_DATA:
-        in0 = ONEDNN_ARG_WEIGHTS, in0_dims = wei, in0_nd = wnd, in0_seed = CB_SEED_W;
-        in1 = ONEDNN_ARG_DIFF_DST, in1_dims = dst, in1_nd = nd, in1_seed = CB_SEED_DY;
-        out = ONEDNN_ARG_DIFF_SRC;
+        in0 = ONEDNN_ARG_WEIGHTS, in0_role = w, out_arg = ONEDNN_ARG_DIFF_SRC;
+        out.dims = src;
         break;
     default:
-        in0 = ONEDNN_ARG_SRC, in0_dims = src, in0_nd = nd, in0_seed = CB_SEED_X;
-        in1 = ONEDNN_ARG_DIFF_DST, in1_dims = dst, in1_nd = nd, in1_seed = CB_SEED_DY;
-        out = ONEDNN_ARG_DIFF_WEIGHTS;
+        out.ndims = wnd, out.dims = wei, out.channel = w.channel;
         break;
     }
-    if (add_arg(p, pd, in0, in0_nd, in0_dims, in0_seed) ||
-        add_arg(p, pd, in1, in1_nd, in1_dims, in1_seed) || add_arg(p, pd, out, 0, NULL, 0))
+    if (add_arg(p, b, pd, in0, type, in0_role) || add_arg(p, b, pd, in1, type, in1_role) ||
+        add_arg(p, b, pd, out_arg, type, out))
         return 1;
     const_onednn_memory_desc_t scratch =
         dnnl.primitive_desc_query_md(pd, ONEDNN_QUERY_SCRATCHPAD_MD, 0);
     if (scratch && dnnl.memory_desc_get_size(scratch) > 0)
-        return add_arg(p, pd, ONEDNN_ARG_SCRATCHPAD, 0, NULL, 0);
+        return add_arg(p, b, pd, ONEDNN_ARG_SCRATCHPAD, type, (arg_role){0, NULL, 0, 0, 0});
     return 0;
 }
 
@@ -389,6 +498,14 @@ static void implementation(const onednn_pass *p, char *buf, size_t len)
 
 static void tear_down(onednn_pass *p)
 {
+    for (int i = 0; i < p->nbefore; i++)
+        if (p->before[i].prim)
+            dnnl.primitive_destroy(p->before[i].prim);
+    if (p->after.prim)
+        dnnl.primitive_destroy(p->after.prim);
+    for (int i = 0; i < p->nuser; i++)
+        if (p->user[i])
+            dnnl.memory_destroy(p->user[i]);
     for (int i = 0; i < p->nargs; i++)
         dnnl.memory_destroy(p->args[i].memory);
     if (p->prim)
@@ -405,12 +522,21 @@ static void tear_down(onednn_pass *p)
             dnnl.memory_desc_destroy(mds[i]);
 }
 
-/* The timed call: the primitive's execution and nothing else. */
+/* The timed call: the primitive's execution and, with --peer-reorders,
+ * the reorders before and after it, on the one in-order stream. */
 static int execute(void *arg)
 {
     onednn_pass *p = arg;
+    for (int i = 0; i < p->nbefore; i++)
+        if (p->before[i].prim &&
+            failed(p, dnnl.primitive_execute(p->before[i].prim, g.stream, 2, p->before[i].args),
+                   "dnnl_primitive_execute (reorder)"))
+            return 1;
     return failed(p, dnnl.primitive_execute(p->prim, g.stream, p->nargs, p->args),
                   "dnnl_primitive_execute") ||
+           (p->after.prim &&
+            failed(p, dnnl.primitive_execute(p->after.prim, g.stream, 2, p->after.args),
+                   "dnnl_primitive_execute (reorder)")) ||
            failed(p, dnnl.stream_wait(g.stream), "dnnl_stream_wait");
 }
 
@@ -432,6 +558,9 @@ void cb_onednn_run(const cb_bench *b, const cb_layer *l, conv_op_t op, double *t
         r->peer_min_ms = t.min_ms;
         r->peer_repeats = t.repeats;
         implementation(&p, r->peer_impl, sizeof r->peer_impl);
+        r->peer_reorders = (p.after.prim != NULL);
+        for (int i = 0; i < p.nbefore; i++)
+            r->peer_reorders += p.before[i].prim != NULL;
     } else {
         r->peer_status = CB_PEER_FAILED;
         snprintf(r->peer_error, sizeof r->peer_error, "%s: %s", p.call,

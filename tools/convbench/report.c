@@ -307,6 +307,13 @@ static void json_row(FILE *f, const cb_bench *b, const cb_row *r)
     json_number(f, r->peer_status == CB_PEER_OK ? r->peer_ms : NAN);
     fputs(", \"peer_impl\": ", f);
     json_string(f, r->peer_status == CB_PEER_OK && r->peer_impl[0] ? r->peer_impl : NULL);
+    /* --peer-reorders: how many reorders its timed call ran beside the
+     * primitive (0 where the caller's layouts are the primitive's). */
+    fputs(", \"peer_reorders\": ", f);
+    if (o->peer_reorders && r->peer_status == CB_PEER_OK)
+        fprintf(f, "%d", r->peer_reorders);
+    else
+        fputs("null", f);
     fprintf(f, ", \"rounds\": %d, \"ratio\": ", r->rounds);
     json_number(f, r->peer_status == CB_PEER_OK ? r->ratio : NAN);
     /* The spread of the rounds' ratios: how far the host moved them. */

@@ -358,6 +358,7 @@ static void time_rounds(layer_run *lr, conv_op_t op, double *times, cb_row *r)
     r->peer_status = n_peer ? CB_PEER_OK : p.peer_status;
     memcpy(r->peer_error, p.peer_error, sizeof r->peer_error);
     memcpy(r->peer_impl, p.peer_impl, sizeof r->peer_impl);
+    r->peer_reorders = p.peer_reorders;
     if (n_peer) {
         r->peer_ms = median_of(peer, n_peer);
         r->peer_min_ms = peer_min;

@@ -5,13 +5,17 @@
 #      So does --peer-apart (the child that opens it passes the status on),
 #      and --peer-apart without --peer is bad usage (2). --rounds 3 without
 #      a peer: every JSON row says 3 rounds; --rounds 0 is bad usage.
+#      --peer-reorders without --peer is bad usage (2).
 #   2. Where oneDNN 3.x is found (CONVBENCH_ONEDNN_LIB, scripts/onednn.sh's
 #      cache, the loader's path): every row has the peer's time and the
 #      header names oneDNN 3.x, its ISA and threads; bf16 too where the ISA
 #      has it; with --peer-apart at 2 threads, every row too, the header
 #      saying the peer ran in its own process with OMP_WAIT_POLICY active
 #      (whatever the environment says) and the JSON rows "peer_apart": true;
-#      with --rounds 2, "rounds": 2 and a ratio in every row.
+#      with --rounds 2, "rounds": 2 and a ratio in every row. With
+#      --peer-reorders (nchw, nchw --prepared, nhwc) the header says what is
+#      timed and every row counts its timed reorders, some, and fewer with
+#      the weights prepared.
 #      Elsewhere: skipped (77).
 # usage: test_peer_onednn.sh path/to/convbench
 set -u
@@ -44,6 +48,11 @@ grep -q "scripts/onednn.sh" "$tmp/err" || fail "--peer-apart: the message does n
 rc=$?
 [ "$rc" -eq 2 ] || fail "--peer-apart without --peer: exit $rc, expected 2"
 grep -q -- "--peer-apart" "$tmp/err" || fail "--peer-apart without --peer: the message does not name it"
+# shellcheck disable=SC2086
+"$cb" --peer-reorders $layers --op fwd >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "--peer-reorders without --peer: exit $rc, expected 2"
+grep -q -- "--peer-reorders" "$tmp/err" || fail "--peer-reorders without --peer: the message does not name it"
 # shellcheck disable=SC2086
 "$cb" $layers --op all --threads 1 --warmup 1 --repeats 2 --rounds 3 --verify --json "$tmp/rounds.json" \
     >"$tmp/out" 2>"$tmp/err"
@@ -89,6 +98,38 @@ rows=$(grep -c '"peer_apart": true' "$tmp/apart.json")
 [ "$rows" -eq 9 ] || fail "--peer-apart: $rows of 9 rows say peer_apart"
 rows=$(grep -c '"rounds": 2, "ratio": [0-9][^,]*, "ratio_low": [0-9][^,]*, "ratio_high": [0-9]' "$tmp/apart.json")
 [ "$rows" -eq 9 ] || fail "--rounds 2: $rows of 9 rows have 2 rounds, a ratio and its spread"
+
+# --peer-reorders: each timed call also reorders the inputs from the
+# caller's layout into the primitive's and the output back. The JSON rows
+# count those reorders; with --prepared the weights are reordered once
+# before timing, so the forward and backward-data calls run fewer.
+reorders() { grep -o '"peer_reorders": [0-9]*' "$1" | awk '{ n++; s += $2 } END { print n + 0, s + 0 }'; }
+for variant in "" "--prepared" "--layout nhwc"; do
+  # shellcheck disable=SC2086
+  "$cb" --peer onednn --peer-reorders $variant $layers --op all --threads 1 --warmup 1 --repeats 2 \
+      --json "$tmp/reorders.json" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  cat "$tmp/out" "$tmp/err"
+  [ "$rc" -eq 0 ] || fail "--peer-reorders $variant exited $rc"
+  case "$variant" in
+    --prepared) want='from and to nchw tensors timed, oihw weights reordered once before timing' ;;
+    --layout*) want='from and to nhwc/ohwi tensors timed' ;;
+    *) want='from and to nchw/oihw tensors timed' ;;
+  esac
+  grep -q "^peer oneDNN.*primitive and reorders: $want" "$tmp/out" ||
+    fail "--peer-reorders $variant: the header does not say '$want'"
+  counts=$(reorders "$tmp/reorders.json")
+  counted=${counts% *} total=${counts#* }
+  [ "$counted" -eq 9 ] || fail "--peer-reorders $variant: $counted of 9 rows count the peer's reorders"
+  [ "$total" -gt 0 ] || fail "--peer-reorders $variant: no row's timed call ran a reorder"
+  case "$variant" in
+    "") one_shot=$total ;;
+    --prepared) [ "$total" -lt "$one_shot" ] ||
+      fail "--peer-reorders --prepared: $total reorders timed, one-shot calls $one_shot" ;;
+  esac
+done
+rows=$(grep -c '"peer_reorders": null' "$tmp/f32.json")
+[ "$rows" -eq 9 ] || fail "without --peer-reorders: $rows of 9 rows have peer_reorders null"
 
 # bf16 where oneDNN's ISA has it: the peer's rows (libconv's side may be n/a
 # on the CPU, so its exit status is not checked here).
