@@ -108,6 +108,23 @@ CONV_TARGET_AVX512 inline __attribute__((always_inline)) __m512 lane_sums16_of(c
     return lane_sums_chunks(lane_sums_chunks(b[0], b[1]), lane_sums_chunks(b[2], b[3]));
 }
 
+// The lane sums of N vectors in registers (N <= 32) into out[0, N) (64-byte
+// aligned, rounded up to 16 floats): lane_sums16_of 16 vectors at a time,
+// zeros past N.
+template <int N>
+CONV_TARGET_AVX512 inline __attribute__((always_inline)) void lane_sums_of(const __m512 (&acc)[N], float *out) {
+    static_assert(N <= 32, "two groups of 16 at most");
+    __m512 in[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) in[i] = i < N ? acc[i] : _mm512_setzero_ps();
+    _mm512_store_ps(out, lane_sums16_of<1>(in));
+    if constexpr (N > 16) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) in[i] = 16 + i < N ? acc[16 + i] : _mm512_setzero_ps();
+        _mm512_store_ps(out + 16, lane_sums16_of<1>(in));
+    }
+}
+
 // The same from memory: `v`, vectors `apart` floats apart (16 unless
 // told), past the first `count` zeros.
 template <int G>

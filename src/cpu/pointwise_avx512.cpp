@@ -1188,12 +1188,11 @@ CONV_TARGET_AVX512 void dot_tile_avx512(const Gemm &m, int64_t i0, int64_t j0, c
             for (int t = 0; t < T; ++t) acc[i * T + t] = _mm512_fmadd_ps(ai, b[t], acc[i * T + t]);
         }
     }
-    // Unrolled, as the loops above: an indexed acc[] would live on the
-    // stack, stored there every step (a third of these tiles' time).
-#pragma GCC unroll 8
+    // The lanes added 16 sums at a time (lane_sums_of), not each alone.
+    alignas(64) float sums[32];
+    lane_sums_of<MR * T>(acc, sums);
     for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) put_dot(m, i0 + i, j0 + t, _mm512_reduce_add_ps(acc[i * T + t]));
+        for (int t = 0; t < T; ++t) put_dot(m, i0 + i, j0 + t, sums[i * T + t]);
 }
 
 using DotTileFn = void (*)(const Gemm &, int64_t, int64_t, const float *);

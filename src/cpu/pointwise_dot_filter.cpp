@@ -70,14 +70,13 @@ CONV_TARGET_AVX512 void dot_tile(const TileArgs &a) {
     int64_t p = a.q0;
     for (; p + 16 <= a.q1; p += 16) dot_outer_step<MR, T>(d, x, p, 0xFFFF, acc);
     if (p < a.q1) dot_outer_step<MR, T>(d, x, p, first_lanes(a.q1 - p), acc);
-    // Unrolled: an indexed acc[] would live on the stack.
-#pragma GCC unroll 6
+    // The lanes added 16 sums at a time (lane_sums_of), not each alone.
+    alignas(64) float sums[32];
+    lane_sums_of<MR * T>(acc, sums);
     for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
             float &o = a.dw[i * a.ldw + t];
-            const float sum = _mm512_reduce_add_ps(acc[i * T + t]);
-            o = a.first ? sum : o + sum;
+            o = a.first ? sums[i * T + t] : o + sums[i * T + t];
         }
 }
 
