@@ -192,6 +192,10 @@ int cb_time_calls(const cb_options *o, cb_call_fn call, void *arg, double *times
 /* Another convolution library timed in the same process on the same layers
  * (--peer). The table in peer.c lists them; a new peer is one row there and
  * a peer_NAME.c with the four functions below. */
+/* The peer's header line's room: its library's path (up to 1 KiB) and
+ * what is timed. */
+enum { CB_PEER_LINE = 2048 };
+
 typedef struct cb_peer {
     const char *name;  /* the --peer value and the JSON "peer" */
     const char *help;  /* what is measured, for --help */

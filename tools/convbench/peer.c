@@ -26,13 +26,15 @@ const cb_peer cb_peers[] = {
      "                   Fair to oneDNN: src/weights/dst use format_tag any,\n"
      "                   so oneDNN picks its preferred (blocked) layouts, and only\n"
      "                   the primitive's execution is timed, not the reorders from\n"
-     "                   plain layouts (\"oneDNN, primitive only\"); algorithm auto,\n"
+     "                   plain layouts (\"oneDNN, primitive only\"; --peer-reorders\n"
+     "                   times them too); algorithm auto,\n"
      "                   forward_training, no bias, user scratchpad allocated\n"
      "                   before timing, as many OpenMP threads as libconv's context.\n"
      "                   On a machine busy with other work, OpenMP threads that\n"
      "                   spin at barriers can multiply oneDNN's times: there run\n"
      "                   with OMP_WAIT_POLICY=passive (the header shows the policy).\n"
-     "                   --json rows name oneDNN's implementation (peer_impl).",
+     "                   --json rows name oneDNN's implementation (peer_impl) and\n"
+     "                   count the timed reorders (peer_reorders).",
      cb_onednn_open, cb_onednn_describe, cb_onednn_run, cb_onednn_close},
 };
 const int cb_n_peers = (int)(sizeof cb_peers / sizeof cb_peers[0]);

@@ -81,7 +81,7 @@ static void serve(const cb_bench *b, int in, int out)
     request q;
     while (read_all(in, &q, sizeof q) == 0) {
         if (q.kind == REQ_DESCRIBE) {
-            char line[512] = "";
+            char line[CB_PEER_LINE] = "";
             g.inner->describe(b, line, sizeof line);
             if (write_all(out, line, sizeof line) != 0)
                 break;
@@ -204,7 +204,7 @@ static int apart_open(const cb_bench *b, char *err, size_t errlen)
 static void apart_describe(const cb_bench *b, char *buf, size_t len)
 {
     (void)b;
-    char line[512];
+    char line[CB_PEER_LINE];
     const request q = {REQ_DESCRIBE, CONV_OP_FORWARD, NULL};
     if (ask(&q, line, sizeof line) != 0)
         snprintf(buf, len, "%s: %s", g.inner->name, g.why_lost);

@@ -172,10 +172,10 @@ static const char *timed_part(const cb_bench *b)
         return "primitive only: format any (oneDNN's layouts), reorders not timed";
     if (b->opt->layout == CONV_LAYOUT_CHANNELS_LAST)
         return b->opt->prepared ? "primitive and reorders: from and to nhwc tensors timed, "
-                                  "ohwi weights reordered once before timing"
+                                  "ohwi weights reordered once before timing (forward, backward-data)"
                                 : "primitive and reorders: from and to nhwc/ohwi tensors timed";
     return b->opt->prepared ? "primitive and reorders: from and to nchw tensors timed, "
-                              "oihw weights reordered once before timing"
+                              "oihw weights reordered once before timing (forward, backward-data)"
                             : "primitive and reorders: from and to nchw/oihw tensors timed";
 }
 
@@ -330,7 +330,9 @@ typedef struct arg_role {
  * values are written as f32 in the plain layout of `dims` and reordered
  * (untimed) into the primitive's layout and type -- or, timed, into the
  * caller's tensor, which each timed call then reorders into the
- * primitive's. */
+ * primitive's; a timed output is reordered into the caller's tensor after
+ * the primitive. Where the caller's layout is the primitive's, the
+ * primitive reads or writes the caller's tensor, with no reorder. */
 static int add_arg(onednn_pass *p, const cb_bench *b, const_onednn_primitive_desc_t pd, int arg,
                    int type, arg_role role)
 {

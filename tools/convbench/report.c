@@ -53,7 +53,7 @@ void cb_print_header(const cb_bench *b)
                m == CONV_MATH_FAST ? "fast (TF32 allowed)" : m == CONV_MATH_STRICT ? "strict" : "default");
     }
     if (o->peer) {
-        char line[512];
+        char line[CB_PEER_LINE];
         o->peer->describe(b, line, sizeof line);
         printf("peer %s\n", line);
     }
