@@ -231,8 +231,9 @@ typedef struct onednn_pass {
     onednn_primitive_t prim;
     onednn_exec_arg_t args[MAX_ARGS];
     int nargs;
-    /* --peer-reorders: the caller's tensors, and the reorders before the
-     * primitive (inputs) and after it (the output) */
+    /* --peer-reorders: the caller's tensors kept apart from the
+     * primitive's memory (their layouts differ), and the reorders before
+     * the primitive (inputs) and after it (the output) */
     onednn_memory_t user[MAX_REORDERS];
     int nuser;
     onednn_step before[MAX_REORDERS - 1], after;
@@ -337,22 +338,21 @@ static int add_arg(onednn_pass *p, const cb_bench *b, const_onednn_primitive_des
                    int type, arg_role role)
 {
     const_onednn_memory_desc_t md = dnnl.primitive_desc_query_md(pd, ONEDNN_QUERY_EXEC_ARG_MD, arg);
-    onednn_memory_t mem = NULL;
     if (!md)
         return failed(p, ONEDNN_INVALID_ARGUMENTS, "dnnl_primitive_desc_query_md");
-    if (failed(p, dnnl.memory_create(&mem, md, g.engine, ONEDNN_MEMORY_ALLOCATE),
-               "dnnl_memory_create"))
-        return 1;
-    p->args[p->nargs++] = (onednn_exec_arg_t){arg, mem};
-    if (!role.seed && !role.timed)
-        return 0;
-
     onednn_memory_desc_t fill_md = NULL, user_md = NULL;
-    onednn_memory_t fill = NULL, user = NULL;
-    int bad = 0;
-    if (role.timed) {
-        bad = caller_md(p, b, role.ndims, role.dims, role.channel, type, &user_md) ||
-              failed(p, dnnl.memory_create(&user, user_md, g.engine, ONEDNN_MEMORY_ALLOCATE),
+    onednn_memory_t mem = NULL, fill = NULL, user = NULL;
+    if (role.timed && caller_md(p, b, role.ndims, role.dims, role.channel, type, &user_md))
+        return 1;
+    /* A caller's tensor apart from the primitive's memory, and reorders
+     * between them, only where their layouts differ. */
+    const int apart = role.timed && !dnnl.memory_desc_equal(user_md, md);
+    int bad = failed(p, dnnl.memory_create(&mem, md, g.engine, ONEDNN_MEMORY_ALLOCATE),
+                     "dnnl_memory_create");
+    if (!bad)
+        p->args[p->nargs++] = (onednn_exec_arg_t){arg, mem};
+    if (!bad && apart) {
+        bad = failed(p, dnnl.memory_create(&user, user_md, g.engine, ONEDNN_MEMORY_ALLOCATE),
                      "dnnl_memory_create");
         if (!bad)
             p->user[p->nuser++] = user;
@@ -370,21 +370,13 @@ static int add_arg(onednn_pass *p, const cb_bench *b, const_onednn_primitive_des
               failed(p, dnnl.memory_get_data_handle(fill, &data), "dnnl_memory_get_data_handle");
         if (!bad) {
             cb_fill_random(data, CONV_DTYPE_FLOAT32, elements, role.seed);
-            bad = role.timed ? reorder(p, fill, fill_md, user, user_md, NULL)
-                             : reorder(p, fill, fill_md, mem, md, NULL);
+            bad = apart ? reorder(p, fill, fill_md, user, user_md, NULL)
+                        : reorder(p, fill, fill_md, mem, md, NULL);
         }
     }
-    if (!bad && role.timed) {
-        if (dnnl.memory_desc_equal(user_md, md)) {
-            /* The same layout: the primitive reads or writes the caller's. */
-            dnnl.memory_destroy(mem);
-            p->args[p->nargs - 1].memory = user;
-            p->user[--p->nuser] = NULL;
-        } else {
-            bad = role.seed ? reorder(p, user, user_md, mem, md, &p->before[p->nbefore++])
-                            : reorder(p, mem, md, user, user_md, &p->after);
-        }
-    }
+    if (!bad && apart)
+        bad = role.seed ? reorder(p, user, user_md, mem, md, &p->before[p->nbefore++])
+                        : reorder(p, mem, md, user, user_md, &p->after);
     if (fill)
         dnnl.memory_destroy(fill);
     if (fill_md)
@@ -506,8 +498,7 @@ static void tear_down(onednn_pass *p)
     if (p->after.prim)
         dnnl.primitive_destroy(p->after.prim);
     for (int i = 0; i < p->nuser; i++)
-        if (p->user[i])
-            dnnl.memory_destroy(p->user[i]);
+        dnnl.memory_destroy(p->user[i]);
     for (int i = 0; i < p->nargs; i++)
         dnnl.memory_destroy(p->args[i].memory);
     if (p->prim)
