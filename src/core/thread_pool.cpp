@@ -51,7 +51,8 @@ bool spin_until(F &&done) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)), shares_(new Share[(size_t)threads_]) {
+ThreadPool::ThreadPool(int threads)
+    : threads_(std::clamp(threads, 1, (int)kSlotMask)), shares_(new Share[(size_t)threads_]) {
     try {
         workers_.reserve(static_cast<size_t>(threads_ - 1));
         for (int slot = 1; slot < threads_; ++slot)
@@ -70,7 +71,7 @@ ThreadPool::~ThreadPool() { stop(); }
 void ThreadPool::stop() noexcept {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        stopping_ = true;
+        post_.stopping.store(true, std::memory_order_release);
     }
     wake_.notify_all();
     for (auto &t : workers_)
@@ -94,7 +95,7 @@ void ThreadPool::run_items(int slot, int slots) {
             const int64_t item = share.next.fetch_add(1, std::memory_order_relaxed);
             if (item >= share.end) break;
             try {
-                (*task_)(item, slot);
+                (*post_.task)(item, slot);
             } catch (...) {
                 std::lock_guard<std::mutex> lock(error_mutex_);
                 if (!error_) error_ = std::current_exception();
@@ -106,27 +107,38 @@ void ThreadPool::run_items(int slot, int slots) {
 }
 
 void ThreadPool::worker_loop(int slot) {
-    uint64_t seen = 0;
-    int caller = -1, slots = 0;
+    uint64_t seen = 0;  // the last region's post word
     for (;;) {
-        spin_until([&] { return posted_.load(std::memory_order_acquire) != seen; });
-        {
+        uint64_t word = seen;
+        auto posted = [&] {
+            return post_.stopping.load(std::memory_order_acquire) ||
+                   (word = post_.word.load(std::memory_order_acquire)) != seen;
+        };
+        if (!spin_until(posted)) {
             std::unique_lock<std::mutex> lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-            if (stopping_) return;
-            seen = generation_;
-            if (slot >= active_slots_) continue;
-            caller = caller_cpu_, slots = active_slots_;
+            wake_.wait(lock, posted);
         }
-        leave_cpu(caller);
-        if (!join(seen)) continue;  // the caller finished the region alone
+        if (post_.stopping.load(std::memory_order_acquire)) return;
+        seen = word;
+        const int slots = (int)(word & kSlotMask);
+        if (slot >= slots) continue;
+        // The share's line on its way while the join goes round.
+        __builtin_prefetch(&shares_[(size_t)slot], 1);
+        if (!join(word >> kSlotBits)) continue;  // the caller finished the region alone
+        leave_cpu(post_.caller_cpu);
         run_items(slot, slots);
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            finished_.fetch_add(1, std::memory_order_release);
-        }
-        done_.notify_one();
+        finish();
     }
+}
+
+// Seq_cst on both sides: either the caller, going to sleep, sees this
+// count, or this worker sees it asleep and wakes it (through the lock, so
+// not between its last look at the count and its wait).
+void ThreadPool::finish() {
+    finished_.count.fetch_add(1, std::memory_order_seq_cst);
+    if (!finished_.caller_asleep.load(std::memory_order_seq_cst)) return;
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    done_.notify_one();
 }
 
 // The scheduler may wake a worker onto the CPU of the thread that woke it
@@ -188,22 +200,20 @@ void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
     std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);
     if (!region.owns_lock()) return inline_run();
     {
+        // Under the lock: a worker asleep on wake_ sees the new word.
         std::lock_guard<std::mutex> lock(mutex_);
-        task_ = &task;
+        post_.task = &task;
         const int64_t each = count / slots, extra = count % slots;  // the first `extra` shares one more
         for (int s = 0; s < slots; ++s) {
             const int64_t begin = s * each + std::min<int64_t>(s, extra);
             shares_[(size_t)s].next.store(begin, std::memory_order_relaxed);
             shares_[(size_t)s].end = begin + each + (s < extra);
         }
-        error_ = nullptr;
-        active_slots_ = slots;
-        caller_cpu_ = sched_getcpu();
+        post_.caller_cpu = sched_getcpu();
         ++generation_;
-        finished_.store(0, std::memory_order_relaxed);
-        entry_.store((generation_ & kEntryGenerationMask) << kEntryGenerationShift,
-                     std::memory_order_release);
-        posted_.store(generation_, std::memory_order_release);
+        finished_.count.store(0, std::memory_order_relaxed);
+        entry_.store((generation_ & kEntryGenerationMask) << kEntryGenerationShift, std::memory_order_release);
+        post_.word.store(generation_ << kSlotBits | (uint64_t)slots, std::memory_order_release);
     }
     wake_.notify_all();
     run_items(0, slots);
@@ -212,16 +222,20 @@ void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
     // when it gets there and skips it.
     const uint64_t joined =
         entry_.fetch_or(kEntryClosed, std::memory_order_acq_rel) & kEntryJoinedMask;
-    auto all_done = [&] { return finished_.load(std::memory_order_acquire) == joined; };
+    auto all_done = [&] { return finished_.count.load(std::memory_order_seq_cst) == joined; };
     if (!spin_until(all_done)) {
         std::unique_lock<std::mutex> lock(mutex_);
+        finished_.caller_asleep.store(true, std::memory_order_seq_cst);
         done_.wait(lock, all_done);
+        finished_.caller_asleep.store(false, std::memory_order_relaxed);
     }
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        task_ = nullptr;
+    // error_ is written only where a task threw: left alone otherwise, its
+    // line stays where it is.
+    if (error_) {
+        std::exception_ptr error = std::move(error_);
+        error_ = nullptr;
+        std::rethrow_exception(error);
     }
-    if (error_) std::rethrow_exception(error_);
 }
 
 }  // namespace conv
