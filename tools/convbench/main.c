@@ -134,6 +134,13 @@ static void print_peak(cb_bench *b, const char *when)
                    "%.1f with it 4 bytes off\n", cb_fma_load_peak(0), cb_fma_load_peak(4));
     } else
         printf("fma peak: not measured (no AVX2 or AVX-512 FMA loop on this CPU)\n");
+    int near_cpu = 0, far_cpu = 0;
+    const double trip = cb_line_round_trip_ns(&near_cpu, &far_cpu);
+    if (trip > 0)
+        printf("line round trip %s the suite: %.0f ns between CPUs %d and %d (what each parallel region "
+               "waits on a few times)\n", when, trip, near_cpu, far_cpu);
+    else
+        printf("line round trip: not measured (fewer than two CPUs, or no thread could be pinned)\n");
 }
 
 static void close_bench(cb_bench *b)
