@@ -265,6 +265,11 @@ void cb_print_row(const cb_options *o, const cb_row *r, int name_width, int shap
  * --peer also the peer's and the ratio. */
 void cb_print_totals(const cb_bench *b, const char *suite, const cb_row *rows, int n_rows);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+double cb_now_ns(void);
+/* Sorts v[0..n) and returns its median (n >= 1). */
+double cb_median(double *v, int n);
+
 /* --peak: GFLOP/s of one thread's loop of independent 512-bit FMAs (256-bit
  * on a CPU with AVX2 and no AVX-512; the median of 7 runs of ~30 ms); 0
  * where there is no such loop (not x86-64, or neither ISA). */

@@ -10,7 +10,6 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "convbench.h"
 
@@ -54,19 +53,6 @@ static void *answer(void *arg)
     return NULL;
 }
 
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* One run from the calling thread, pinned to near_cpu: ns per round trip,
  * or -1 where a thread could not be made or pinned. */
 static double one_run(int near_cpu, int far_cpu)
@@ -85,12 +71,12 @@ static double one_run(int near_cpu, int far_cpu)
     }
     double ns = -1;
     if (wait_while(p, -2) == 0) {
-        double start = now_ns();
+        double start = cb_now_ns();
         for (long i = 0; i < kTrips; i++) {
             atomic_store_explicit(&p->turn, 2 * i + 1, memory_order_release);
             wait_while(p, 2 * i + 1);
         }
-        ns = (now_ns() - start) / kTrips;
+        ns = (cb_now_ns() - start) / kTrips;
     }
     pthread_join(t, NULL);
     free(p);
@@ -117,7 +103,6 @@ double cb_line_round_trip_ns(int *near_cpu, int *far_cpu)
     for (int r = 0; r < kRuns; r++)
         if (runs[r] < 0)
             return -1;
-    qsort(runs, kRuns, sizeof runs[0], by_value);
     *near_cpu = cpus[0], *far_cpu = cpus[1];
-    return runs[kRuns / 2];
+    return cb_median(runs, kRuns);
 }

@@ -5,20 +5,12 @@
  * no loads, written in assembly so no compiler spills an accumulator; and
  * the same chains fed by a vector load each (cb_fma_load_peak). The
  * accumulators start at zero (a register's leftover could be a denormal). */
-#include <time.h>
 
 #include "convbench.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CB_HAVE_FMA_LOOP 1
 #endif
-
-static double seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 #ifdef CB_HAVE_FMA_LOOP
 /* The 12 accumulators (registers 0-11) by the assembler's .irp: zeroed (a
@@ -132,21 +124,15 @@ static double median_rate(int bits, const float *from)
     const double flop = bits == 512 ? 384 : 192;
     double runs[kRuns];
     for (int i = -1; i < kRuns; i++) {
-        double t = seconds();
+        double t = cb_now_ns();
         if (bits == 512)
             from ? fma_load_loop(iterations, from) : fma_loop(iterations);
         else
             from ? fma_load_loop_avx2(iterations, from) : fma_loop_avx2(iterations);
         if (i >= 0)
-            runs[i] = (double)iterations * flop / (seconds() - t) * 1e-9;
+            runs[i] = (double)iterations * flop / (cb_now_ns() - t);
     }
-    for (int i = 1; i < kRuns; i++) /* the median */
-        for (int j = i; j > 0 && runs[j] < runs[j - 1]; j--) {
-            double s = runs[j];
-            runs[j] = runs[j - 1];
-            runs[j - 1] = s;
-        }
-    return runs[kRuns / 2];
+    return cb_median(runs, kRuns);
 }
 #endif
 

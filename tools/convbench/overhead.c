@@ -10,11 +10,9 @@
  * executing a plan made once (conv_plan_execute); their difference is what
  * the cache lookup costs.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "convbench.h"
 
@@ -93,18 +91,6 @@ static int column_width(const cb_way *way)
     return len > 12 ? len : 12;
 }
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Warm-up, then the rounds; *ns gets the median round's time per call. A
  * round ends by waiting for the device (a no-op on the CPU), so on a GPU
@@ -116,17 +102,16 @@ static conv_status_t time_way(tiny_run *r, const cb_way *way, double *ns)
     for (int i = 0; i < kWarmupCalls && s == CONV_STATUS_SUCCESS; i++)
         s = way->call(r);
     for (int k = 0; k < kRounds && s == CONV_STATUS_SUCCESS; k++) {
-        double t0 = now_ns();
+        double t0 = cb_now_ns();
         for (int i = 0; i < kCallsPerRound && s == CONV_STATUS_SUCCESS; i++)
             s = way->call(r);
         if (s == CONV_STATUS_SUCCESS)
             s = conv_context_synchronize(r->b->ctx);
-        rounds[k] = (now_ns() - t0) / kCallsPerRound;
+        rounds[k] = (cb_now_ns() - t0) / kCallsPerRound;
     }
     if (s != CONV_STATUS_SUCCESS)
         return s;
-    qsort(rounds, kRounds, sizeof rounds[0], cmp_double);
-    *ns = rounds[kRounds / 2];
+    *ns = cb_median(rounds, kRounds);
     return CONV_STATUS_SUCCESS;
 }
 

@@ -43,12 +43,14 @@ typedef struct layer_run {
     conv_plan_t plan;     /* --prepared: the pass's plan, its weights prepared */
 } layer_run;
 
-static double now_ms(void)
+double cb_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
+
+static double now_ms(void) { return cb_now_ns() * 1e-6; }
 
 /* Records a failed libconv call in the row; returns 1 if `s` is a failure. */
 static int failed(conv_status_t s, const char *call, cb_row *r)
@@ -198,8 +200,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sorts v[0..n) and returns its median. */
-static double median_of(double *v, int n)
+double cb_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -232,7 +233,7 @@ int cb_time_calls(const cb_options *o, cb_call_fn call, void *arg, double *times
             (total >= target_ms || (n >= enough_repeats && total >= window_ms)))
             break;
     }
-    t->ms = median_of(times, n);
+    t->ms = cb_median(times, n);
     t->repeats = n;
     t->min_ms = times[0];
     return 0;
@@ -345,10 +346,10 @@ static void time_rounds(layer_run *lr, conv_op_t op, double *times, cb_row *r)
             ratio[n_ratio++] = p.peer_ms / r->ms;
     }
     r->rounds = n_lib;
-    r->ms = median_of(lib, n_lib);
+    r->ms = cb_median(lib, n_lib);
     r->min_ms = min_ms;
     r->repeats = repeats;
-    r->ratio = n_ratio ? median_of(ratio, n_ratio) : NAN; /* sorts ratio[] */
+    r->ratio = n_ratio ? cb_median(ratio, n_ratio) : NAN; /* sorts ratio[] */
     r->ratio_low = n_ratio ? ratio[0] : NAN;
     r->ratio_high = n_ratio ? ratio[n_ratio - 1] : NAN;
     if (!o->peer)
@@ -360,7 +361,7 @@ static void time_rounds(layer_run *lr, conv_op_t op, double *times, cb_row *r)
     memcpy(r->peer_impl, p.peer_impl, sizeof r->peer_impl);
     r->peer_reorders = p.peer_reorders;
     if (n_peer) {
-        r->peer_ms = median_of(peer, n_peer);
+        r->peer_ms = cb_median(peer, n_peer);
         r->peer_min_ms = peer_min;
         r->peer_repeats = peer_repeats;
     }
