@@ -124,8 +124,8 @@ void ThreadPool::worker_loop(int slot) {
         if (slot >= slots) continue;
         // The share's line on its way while the join goes round.
         __builtin_prefetch(&shares_[(size_t)slot], 1);
+        leave_cpu(post_.caller_cpu.load(std::memory_order_relaxed));
         if (!join(word >> kSlotBits)) continue;  // the caller finished the region alone
-        leave_cpu(post_.caller_cpu);
         run_items(slot, slots);
         finish();
     }
@@ -209,7 +209,7 @@ void ThreadPool::parallel_for(int64_t count, Task task, int max_slots) {
             shares_[(size_t)s].next.store(begin, std::memory_order_relaxed);
             shares_[(size_t)s].end = begin + each + (s < extra);
         }
-        post_.caller_cpu = sched_getcpu();
+        post_.caller_cpu.store(sched_getcpu(), std::memory_order_relaxed);
         ++generation_;
         finished_.count.store(0, std::memory_order_relaxed);
         entry_.store((generation_ & kEntryGenerationMask) << kEntryGenerationShift, std::memory_order_release);

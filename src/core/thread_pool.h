@@ -85,9 +85,10 @@ private:
     // worker's, one after another, each transfer ~40 ns where the host puts
     // two vCPUs on cores close together and ~180 ns where it puts them far
     // apart (Zen 4: a line's round trip measured 55-90 ns or 340-380 ns,
-    // the host switching between the two within minutes). The fast path
-    // touches only these lines, never the lock: a worker spins on `post_`,
-    // joins through `entry_`, reports to `finished_`. Where the lock, the
+    // the host switching between the two within minutes). A worker's fast
+    // path touches only these lines, never the lock: it spins on `post_`,
+    // joins through `entry_`, reports to `finished_` (the caller still
+    // posts under the lock, a line only it takes while no worker sleeps). Where the lock, the
     // generation and the counters shared lines that the caller and worker
     // took in turn, a region of two 2 us items took 0.57 us more than its
     // items with the vCPUs close (median of 40 alternated runs; 0.47 us
@@ -100,7 +101,9 @@ private:
         // Read by joined workers only (the join orders them after these
         // writes; the next region's, after their finish).
         const Task *task = nullptr;
-        int caller_cpu = -1;  // where the caller posted the region (-1: unknown)
+        // Where the caller posted the region (-1: unknown): read before the
+        // join too (leave_cpu), where another region's is only a worse guess.
+        std::atomic<int> caller_cpu{-1};
     } post_;
     // The caller waits only for the workers that entered its region before
     // it ran out of items and closed it: a worker that is not running then

@@ -282,8 +282,8 @@ double cb_fma_load_peak(int offset_bytes);
 int cb_fma_peak_bits(void);
 /* --peak: ns for a cache line to go from one CPU to another and back (the
  * median of 5 runs of 20000 round trips between the first two CPUs of the
- * process's affinity, named in near_cpu and far_cpu); -1 where there are
- * fewer than two or a thread could not be pinned. */
+ * calling thread's affinity, named in near_cpu and far_cpu); -1 where there
+ * are fewer than two or a thread could not be started or pinned. */
 double cb_line_round_trip_ns(int *near_cpu, int *far_cpu);
 /* Returns 0, or -1 after printing why the file could not be written. */
 int cb_write_json(const char *path, const cb_bench *b, const cb_row *rows, int n_rows);

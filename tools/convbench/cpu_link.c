@@ -33,8 +33,11 @@ static int pin_to(pthread_t t, int cpu)
 static long wait_while(link_probe *p, long value)
 {
     long v;
-    while ((v = atomic_load_explicit(&p->turn, memory_order_acquire)) == value)
-        ;
+    while ((v = atomic_load_explicit(&p->turn, memory_order_acquire)) == value) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
     return v;
 }
 
@@ -47,18 +50,19 @@ static void *answer(void *arg)
     if (!pinned)
         return NULL;
     for (long i = 0; i < kTrips; i++) {
-        wait_while(p, 2 * i);
+        if (wait_while(p, 2 * i) < 0)  /* the near side could not pin itself */
+            return NULL;
         atomic_store_explicit(&p->turn, 2 * i + 2, memory_order_release);
     }
     return NULL;
 }
 
-/* One run from the calling thread, pinned to near_cpu: ns per round trip,
- * or -1 where a thread could not be made or pinned. */
+/* One run from the calling thread, pinned to near_cpu once the far side
+ * has pinned itself (so that the far thread never starts on a CPU the near
+ * one is spinning on): ns per round trip, or -1 where a thread could not be
+ * made or pinned. */
 static double one_run(int near_cpu, int far_cpu)
 {
-    if (pin_to(pthread_self(), near_cpu) != 0)
-        return -1;
     link_probe *p = aligned_alloc(64, sizeof *p);
     if (!p)
         return -1;
@@ -71,12 +75,16 @@ static double one_run(int near_cpu, int far_cpu)
     }
     double ns = -1;
     if (wait_while(p, -2) == 0) {
-        double start = cb_now_ns();
-        for (long i = 0; i < kTrips; i++) {
-            atomic_store_explicit(&p->turn, 2 * i + 1, memory_order_release);
-            wait_while(p, 2 * i + 1);
+        if (pin_to(pthread_self(), near_cpu) == 0) {
+            double start = cb_now_ns();
+            for (long i = 0; i < kTrips; i++) {
+                atomic_store_explicit(&p->turn, 2 * i + 1, memory_order_release);
+                wait_while(p, 2 * i + 1);
+            }
+            ns = (cb_now_ns() - start) / kTrips;
+        } else {
+            atomic_store_explicit(&p->turn, -1, memory_order_release);
         }
-        ns = (cb_now_ns() - start) / kTrips;
     }
     pthread_join(t, NULL);
     free(p);

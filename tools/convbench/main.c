@@ -140,7 +140,8 @@ static void print_peak(cb_bench *b, const char *when)
         printf("line round trip %s the suite: %.0f ns between CPUs %d and %d (what each parallel region "
                "waits on a few times)\n", when, trip, near_cpu, far_cpu);
     else
-        printf("line round trip: not measured (fewer than two CPUs, or no thread could be pinned)\n");
+        printf("line round trip: not measured (fewer than two CPUs in this thread's affinity, or no thread "
+               "could be started or pinned)\n");
 }
 
 static void close_bench(cb_bench *b)

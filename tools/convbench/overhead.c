@@ -91,7 +91,6 @@ static int column_width(const cb_way *way)
     return len > 12 ? len : 12;
 }
 
-
 /* Warm-up, then the rounds; *ns gets the median round's time per call. A
  * round ends by waiting for the device (a no-op on the CPU), so on a GPU
  * the figure is the larger of the host's and the GPU's time per call. */
