@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 
 #include "convbench.h"
 
@@ -63,31 +62,25 @@ static void *answer(void *arg)
  * made or pinned. */
 static double one_run(int near_cpu, int far_cpu)
 {
-    link_probe *p = aligned_alloc(64, sizeof *p);
-    if (!p)
-        return -1;
-    atomic_init(&p->turn, -2);
-    p->far_cpu = far_cpu;
+    link_probe p = {.far_cpu = far_cpu};
+    atomic_init(&p.turn, -2);
     pthread_t t;
-    if (pthread_create(&t, NULL, answer, p) != 0) {
-        free(p);
+    if (pthread_create(&t, NULL, answer, &p) != 0)
         return -1;
-    }
     double ns = -1;
-    if (wait_while(p, -2) == 0) {
+    if (wait_while(&p, -2) == 0) {
         if (pin_to(pthread_self(), near_cpu) == 0) {
             double start = cb_now_ns();
             for (long i = 0; i < kTrips; i++) {
-                atomic_store_explicit(&p->turn, 2 * i + 1, memory_order_release);
-                wait_while(p, 2 * i + 1);
+                atomic_store_explicit(&p.turn, 2 * i + 1, memory_order_release);
+                wait_while(&p, 2 * i + 1);
             }
             ns = (cb_now_ns() - start) / kTrips;
         } else {
-            atomic_store_explicit(&p->turn, -1, memory_order_release);
+            atomic_store_explicit(&p.turn, -1, memory_order_release);
         }
     }
     pthread_join(t, NULL);
-    free(p);
     return ns;
 }
 
@@ -103,14 +96,13 @@ double cb_line_round_trip_ns(int *near_cpu, int *far_cpu)
     if (n < 2)
         return -1;
     double runs[kRuns];
-    for (int r = 0; r < kRuns; r++)
-        if ((runs[r] = one_run(cpus[0], cpus[1])) < 0)
-            break;
+    int ok = 1;
+    for (int r = 0; r < kRuns && ok; r++)
+        ok = (runs[r] = one_run(cpus[0], cpus[1])) >= 0;
     /* The caller's affinity back as it was. */
     sched_setaffinity(0, sizeof allowed, &allowed);
-    for (int r = 0; r < kRuns; r++)
-        if (runs[r] < 0)
-            return -1;
+    if (!ok)
+        return -1;
     *near_cpu = cpus[0], *far_cpu = cpus[1];
     return cb_median(runs, kRuns);
 }
